@@ -49,9 +49,15 @@ MUSTER := $(BUILD)/muster
 UNIT_SRC := $(wildcard test/unit/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 
+# Integration tests: cmocka programs that talk to the local control plane
+# (test/integration/<module>/test_<name>.c), run by test/cluster/run-tests
+# with MUSTER_CLUSTER_DIR naming the cluster.
+INTEG_SRC := $(wildcard test/integration/*/test_*.c)
+INTEG_BIN := $(INTEG_SRC:test/integration/%.c=$(BUILD)/itest/%)
+
 BENCH_BIN := $(BUILD)/bench/apiserver_limit
 
-.PHONY: all deps c-deps unit test demo cluster-up cluster-down format format-check \
+.PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check \
 	bench-apiserver-limit clean
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
@@ -79,6 +85,10 @@ $(BUILD)/test/%: test/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(PKG_LIBS)
 
+$(BUILD)/itest/%: test/integration/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(PKG_LIBS)
+
 $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
@@ -86,8 +96,10 @@ $(BUILD)/bench/%: bench/%.c
 unit: c-deps $(UNIT_BIN)
 	@test/unit/run $(UNIT_BIN)
 
-test: all unit
-	test/cluster/run-tests
+integration-bins: c-deps $(INTEG_BIN)
+
+test: all unit integration-bins
+	BUILD=$(BUILD) test/cluster/run-tests
 
 demo: all
 	test/cluster/ctl up demo

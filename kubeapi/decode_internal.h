@@ -1,0 +1,137 @@
+/*
+ * Shared by the decoders (decode_*.c) and nothing else: typed access to
+ * cJSON fields with caps, error reporting with a field path, metadata, and
+ * a scratch builder for blobs.
+ */
+#ifndef MUSTER_KUBEAPI_DECODE_INTERNAL_H
+#define MUSTER_KUBEAPI_DECODE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kubeapi/decode.h"
+
+struct kubeapi_model {
+	struct kubeapi_intern *in;
+	char *resources[KUBEAPI_MAX_RESOURCES];
+	unsigned nres;
+};
+
+/* One decode call: the model and where errors go. A decoder fills a zeroed
+ * local object as it interns, and on failure releases that partial object
+ * with the object's own *_release(), so nothing is tracked here. */
+struct kubeapi__dec {
+	struct kubeapi_model *m;
+	struct kubeapi_decode_error *err;
+};
+
+void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,
+                       struct kubeapi_decode_error *err, const char *kind);
+
+/* Fill err->msg; returns -EINVAL. */
+int kubeapi__fail(struct kubeapi__dec *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Intern s[0..len); 0 when out of memory (the caller returns -ENOMEM). */
+uint32_t kubeapi__intern(struct kubeapi__dec *d, const char *s, size_t len);
+
+/* String references held by a blob under construction. */
+struct kubeapi__ids {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+/* Intern s[0..len) into ids; 0 when out of memory. */
+uint32_t kubeapi__intern_to(struct kubeapi__dec *d, struct kubeapi__ids *ids, const char *s,
+                            size_t len);
+
+/* Intern a built blob holding the string references in ids, and consume
+ * ids: a new blob keeps those references, an existing one already holds its
+ * own so they are dropped, and on failure (NULL: out of memory) too. */
+const void *kubeapi__blob(struct kubeapi__dec *d, const void *data, size_t len,
+                          struct kubeapi__ids *ids);
+
+/* Drop every reference in ids and free it. */
+void kubeapi__ids_drop(struct kubeapi_intern *in, struct kubeapi__ids *ids);
+
+/* Field access. `o` may be NULL (then the field is absent). A JSON null is
+ * absent too. Return 0 when present and valid, 1 when absent, or a negative
+ * errno with err filled (`path` names the field in messages). */
+int kubeapi__object(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
+                    const cJSON **out);
+int kubeapi__array(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
+                   size_t max, const cJSON **out);
+int kubeapi__string(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
+                    size_t max, const char **s, size_t *len);
+int kubeapi__int(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
+                 int64_t min, int64_t max, int64_t *v);
+int kubeapi__bool(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
+                  bool *v);
+/* A string field interned (0 when absent). */
+int kubeapi__string_id(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
+                       size_t max, uint32_t *id);
+
+/* RFC 3339 time ("2026-11-21T16:35:22Z", fractions and offsets allowed) to
+ * unix seconds. 0 or -EINVAL. */
+int kubeapi__parse_time(const char *s, size_t len, int64_t *out);
+
+/* "123e4567-e89b-12d3-a456-426614174000" to 16 bytes. 0 or -EINVAL. */
+int kubeapi__parse_uid(const char *s, size_t len, uint8_t out[16]);
+
+struct kubeapi__meta {
+	uint8_t uid[16];
+	uint32_t ns, name;
+	uint64_t rv;
+	int64_t created_s, deleted_s;
+	bool deleting;
+	const cJSON *labels, *annotations, *owners;
+};
+
+/* Read metadata (name required; namespace required when `namespaced`);
+ * also records kind/namespace/name in err for the caller's log line. */
+int kubeapi__meta(struct kubeapi__dec *d, const cJSON *obj, bool namespaced,
+                  struct kubeapi__meta *out);
+
+/* Resource amounts by index, as decoded from a ResourceList. */
+struct kubeapi__amounts {
+	int64_t v[KUBEAPI_MAX_RESOURCES];
+	uint64_t present; /* bit per index */
+};
+
+/* Add (or, with max_merge, take the per-resource max of) a ResourceList
+ * object into *a. Quantities are exact; overflow is an error. */
+int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char *path,
+                          struct kubeapi__amounts *a);
+int kubeapi__amounts_add(struct kubeapi__dec *d, struct kubeapi__amounts *a,
+                         const struct kubeapi__amounts *b, const char *path);
+void kubeapi__amounts_max(struct kubeapi__amounts *a, const struct kubeapi__amounts *b);
+/* Non-zero entries as kubeapi_res sorted by index; returns the count. */
+unsigned kubeapi__amounts_list(const struct kubeapi__amounts *a, struct kubeapi_res *out);
+/* Intern them as a reslist blob (NULL, not an error, when empty). */
+int kubeapi__reslist(struct kubeapi__dec *d, const struct kubeapi__amounts *a,
+                     const struct kubeapi_reslist **out);
+
+/* Intern the labels (and then annotations) whose keys start with `prefix`
+ * ("" for all) as a label blob; a label wins over an annotation with the
+ * same key. NULL, not an error, when none match. */
+int kubeapi__labels(struct kubeapi__dec *d, const cJSON *labels, const cJSON *annotations,
+                    const char *prefix, const struct kubeapi_labels **out);
+
+/* A growable, zero-filled scratch buffer for building blobs. */
+struct kubeapi__buf {
+	char *p;
+	size_t len, cap;
+};
+/* Reserve n zeroed bytes aligned to 8 at the end; returns their offset, or
+ * (size_t)-1 when out of memory. */
+size_t kubeapi__buf_add(struct kubeapi__buf *b, size_t n);
+void kubeapi__buf_free(struct kubeapi__buf *b);
+
+/* Release the string ids held inside blobs before their last unref. */
+void kubeapi__labels_unref(struct kubeapi_intern *in, const struct kubeapi_labels *l);
+void kubeapi__taints_unref(struct kubeapi_intern *in, const struct kubeapi_taints *t);
+void kubeapi__podspec_unref(struct kubeapi_intern *in, const struct kubeapi_podspec *s);
+void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_selector *s);
+
+#endif /* MUSTER_KUBEAPI_DECODE_INTERNAL_H */

@@ -1,0 +1,513 @@
+/*
+ * Nodes, PodGroups (both dialects), PriorityClasses, PodDisruptionBudgets
+ * and Namespaces.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/decode_internal.h"
+
+#define MUSTER_PREFIX "muster.dev/"
+
+static bool str_is(const char *s, size_t len, const char *lit)
+{
+	return s && strlen(lit) == len && memcmp(s, lit, len) == 0;
+}
+
+/* ---- nodes ------------------------------------------------------------------- */
+
+static int taint_entry(struct kubeapi__dec *d, const cJSON *t, const char *path,
+                       struct kubeapi__ids *ids, struct kubeapi_taint *o)
+{
+	const char *key, *val, *eff;
+	size_t klen, vlen, elen;
+
+	if (!cJSON_IsObject(t))
+		return kubeapi__fail(d, "%s: expected an object", path);
+	if (kubeapi__string(d, t, "key", path, KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, t, "value", path, KUBEAPI_MAX_NAME, &val, &vlen) < 0 ||
+	    kubeapi__string(d, t, "effect", path, 32, &eff, &elen) < 0)
+		return -EINVAL;
+	if (!klen)
+		return kubeapi__fail(d, "%s.key: missing", path);
+	if (str_is(eff, elen, "NoSchedule"))
+		o->effect = KUBEAPI_EFFECT_NO_SCHEDULE;
+	else if (str_is(eff, elen, "PreferNoSchedule"))
+		o->effect = KUBEAPI_EFFECT_PREFER_NO_SCHEDULE;
+	else if (str_is(eff, elen, "NoExecute"))
+		o->effect = KUBEAPI_EFFECT_NO_EXECUTE;
+	else
+		return kubeapi__fail(d, "%s.effect: unknown \"%.32s\"", path, eff ? eff : "");
+	if (!(o->key = kubeapi__intern_to(d, ids, key, klen)))
+		return -ENOMEM;
+	if (vlen && !(o->value = kubeapi__intern_to(d, ids, val, vlen)))
+		return -ENOMEM;
+	return 0;
+}
+
+static int node_taints(struct kubeapi__dec *d, const cJSON *spec, const struct kubeapi_taints **out)
+{
+	struct kubeapi__ids ids = {0};
+	struct kubeapi_taints *t = NULL;
+	const cJSON *list, *e;
+	char path[48];
+	int rc, n = 0;
+
+	*out = NULL;
+	if ((rc = kubeapi__array(d, spec, "taints", "spec.taints", KUBEAPI_MAX_LIST, &list)) != 0)
+		return rc < 0 ? rc : 0;
+	t = calloc(1, sizeof(*t) + (size_t)cJSON_GetArraySize(list) * sizeof(t->e[0]));
+	if (!t)
+		return -ENOMEM;
+	cJSON_ArrayForEach(e, list)
+	{
+		snprintf(path, sizeof(path), "spec.taints[%d]", n);
+		if ((rc = taint_entry(d, e, path, &ids, &t->e[n])) < 0)
+			goto out;
+		n++;
+	}
+	rc = 0;
+	if (n == 0)
+		goto out;
+	t->n = (uint32_t)n;
+	*out = kubeapi__blob(d, t, sizeof(*t) + (size_t)n * sizeof(t->e[0]), &ids);
+	rc = *out ? 0 : -ENOMEM;
+out:
+	kubeapi__ids_drop(d->m->in, &ids);
+	free(t);
+	return rc;
+}
+
+static int node_ready(struct kubeapi__dec *d, const cJSON *status, struct kubeapi_node *n)
+{
+	const cJSON *conds, *c;
+	const char *type, *st;
+	size_t tlen, slen;
+	int rc;
+
+	if ((rc = kubeapi__array(d, status, "conditions", "status.conditions", 64, &conds)) < 0)
+		return rc;
+	cJSON_ArrayForEach(c, conds)
+	{
+		if (kubeapi__string(d, c, "type", "status.conditions[].type", 64, &type, &tlen) <
+		        0 ||
+		    kubeapi__string(d, c, "status", "status.conditions[].status", 16, &st, &slen) <
+		        0)
+			return -EINVAL;
+		if (str_is(type, tlen, "Ready"))
+			n->ready = str_is(st, slen, "True");
+	}
+	return 0;
+}
+
+static int node_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
+                       struct kubeapi_node *n)
+{
+	const cJSON *spec, *status, *alloc;
+	struct kubeapi__amounts a = {0};
+	bool unsched = false;
+	int rc;
+
+	if ((rc = kubeapi__object(d, obj, "spec", "spec", &spec)) < 0 ||
+	    (rc = kubeapi__object(d, obj, "status", "status", &status)) < 0 ||
+	    (rc = kubeapi__object(d, status, "allocatable", "status.allocatable", &alloc)) < 0)
+		return rc;
+	if ((rc = kubeapi__bool(d, spec, "unschedulable", "spec.unschedulable", &unsched)) < 0)
+		return rc;
+	n->unschedulable = unsched;
+	if ((rc = node_ready(d, status, n)) < 0 ||
+	    (rc = kubeapi__amounts_read(d, alloc, "status.allocatable", &a)) < 0 ||
+	    (rc = kubeapi__reslist(d, &a, &n->allocatable)) < 0 ||
+	    (rc = node_taints(d, spec, &n->taints)) < 0)
+		return rc;
+	return kubeapi__labels(d, md->labels, NULL, "", &n->labels);
+}
+
+int kubeapi_node_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_node *out,
+                        struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	struct kubeapi_node n = {0};
+	int rc;
+
+	kubeapi__dec_init(&d, m, err, "Node");
+	if ((rc = kubeapi__meta(&d, obj, false, &md)) < 0)
+		return rc;
+	memcpy(n.uid, md.uid, sizeof(n.uid));
+	n.name = md.name;
+	n.rv = md.rv;
+	if ((rc = node_fields(&d, obj, &md, &n)) < 0) {
+		kubeapi_node_release(m, &n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n)
+{
+	kubeapi_str_unref(m->in, n->name);
+	kubeapi_blob_unref(m->in, n->allocatable);
+	kubeapi__taints_unref(m->in, n->taints);
+	kubeapi__labels_unref(m->in, n->labels);
+	memset(n, 0, sizeof(*n));
+}
+
+/* ---- PodGroups ------------------------------------------------------------------- */
+
+static int podgroup_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	const cJSON *minres;
+	struct kubeapi__amounts a = {0};
+	int64_t v;
+	int rc;
+
+	if ((rc = kubeapi__int(d, spec, "minMember", "spec.minMember", 0, INT32_MAX, &v)) < 0)
+		return rc;
+	g->min_member = rc == 0 ? (int32_t)v : 1;
+	if ((rc = kubeapi__object(d, spec, "minResources", "spec.minResources", &minres)) < 0 ||
+	    (rc = kubeapi__amounts_read(d, minres, "spec.minResources", &a)) < 0 ||
+	    (rc = kubeapi__reslist(d, &a, &g->min_resources)) < 0)
+		return rc;
+	if (g->dialect == KUBEAPI_PG_SCHEDULER_PLUGINS) {
+		rc = kubeapi__int(d, spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds",
+		                  0, INT32_MAX, &v);
+		if (rc < 0)
+			return rc;
+		g->has_timeout = rc == 0;
+		g->timeout_s = rc == 0 ? (int32_t)v : 0;
+		return 0;
+	}
+	if ((rc = kubeapi__string_id(d, spec, "queue", "spec.queue", KUBEAPI_MAX_NAME, &g->queue)) <
+	    0)
+		return rc;
+	return kubeapi__string_id(d, spec, "priorityClassName", "spec.priorityClassName",
+	                          KUBEAPI_MAX_NAME, &g->priority_class);
+}
+
+static int podgroup_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
+                           struct kubeapi_podgroup *g)
+{
+	const cJSON *spec, *status;
+	int rc;
+
+	if ((rc = kubeapi__object(d, obj, "spec", "spec", &spec)) < 0 ||
+	    (rc = kubeapi__object(d, obj, "status", "status", &status)) < 0 ||
+	    (rc = podgroup_spec(d, spec, g)) < 0 ||
+	    (rc = kubeapi__string_id(d, status, "phase", "status.phase", 64, &g->phase)) < 0)
+		return rc;
+	return kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &g->muster);
+}
+
+int kubeapi_podgroup_decode(struct kubeapi_model *m, enum kubeapi_dialect dialect, const cJSON *obj,
+                            struct kubeapi_podgroup *out, struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	struct kubeapi_podgroup g = {0};
+	int rc;
+
+	kubeapi__dec_init(&d, m, err, "PodGroup");
+	if ((rc = kubeapi__meta(&d, obj, true, &md)) < 0)
+		return rc;
+	memcpy(g.uid, md.uid, sizeof(g.uid));
+	g.ns = md.ns;
+	g.name = md.name;
+	g.rv = md.rv;
+	g.created_s = md.created_s;
+	g.dialect = (uint8_t)dialect;
+	if ((rc = podgroup_fields(&d, obj, &md, &g)) < 0) {
+		kubeapi_podgroup_release(m, &g);
+		return rc;
+	}
+	*out = g;
+	return 0;
+}
+
+void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *g)
+{
+	kubeapi_str_unref(m->in, g->ns);
+	kubeapi_str_unref(m->in, g->name);
+	kubeapi_str_unref(m->in, g->queue);
+	kubeapi_str_unref(m->in, g->priority_class);
+	kubeapi_str_unref(m->in, g->phase);
+	kubeapi_blob_unref(m->in, g->min_resources);
+	kubeapi__labels_unref(m->in, g->muster);
+	memset(g, 0, sizeof(*g));
+}
+
+/* ---- PriorityClasses --------------------------------------------------------------- */
+
+int kubeapi_priorityclass_decode(struct kubeapi_model *m, const cJSON *obj,
+                                 struct kubeapi_priorityclass *out,
+                                 struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	struct kubeapi_priorityclass pc = {0};
+	const char *s;
+	size_t len;
+	bool gd = false;
+	int64_t v;
+	int rc;
+
+	kubeapi__dec_init(&d, m, err, "PriorityClass");
+	if ((rc = kubeapi__meta(&d, obj, false, &md)) < 0)
+		return rc;
+	pc.name = md.name;
+	pc.rv = md.rv;
+	rc = kubeapi__int(&d, obj, "value", "value", INT32_MIN, INT32_MAX, &v);
+	if (rc == 0)
+		pc.value = (int32_t)v;
+	else if (rc > 0)
+		rc = kubeapi__fail(&d, "value: missing");
+	if (rc == 0)
+		rc = kubeapi__bool(&d, obj, "globalDefault", "globalDefault", &gd);
+	if (rc >= 0)
+		rc = kubeapi__string(&d, obj, "preemptionPolicy", "preemptionPolicy", 32, &s, &len);
+	if (rc < 0) {
+		kubeapi_priorityclass_release(m, &pc);
+		return rc;
+	}
+	pc.global_default = gd;
+	pc.preempt_never = str_is(s, len, "Never");
+	*out = pc;
+	return 0;
+}
+
+void kubeapi_priorityclass_release(struct kubeapi_model *m, struct kubeapi_priorityclass *pc)
+{
+	kubeapi_str_unref(m->in, pc->name);
+	memset(pc, 0, sizeof(*pc));
+}
+
+/* ---- PodDisruptionBudgets ---------------------------------------------------------- */
+
+struct sel_builder {
+	struct kubeapi_requirement reqs[KUBEAPI_MAX_LIST];
+	uint32_t values[KUBEAPI_MAX_LIST];
+	size_t nreqs, nvalues;
+	struct kubeapi__ids ids;
+};
+
+static int selector_labels(struct kubeapi__dec *d, const cJSON *sel, struct sel_builder *b)
+{
+	const cJSON *ml, *e;
+	int rc;
+
+	if ((rc = kubeapi__object(d, sel, "matchLabels", "spec.selector.matchLabels", &ml)) < 0)
+		return rc;
+	cJSON_ArrayForEach(e, ml)
+	{
+		struct kubeapi_requirement *r = &b->reqs[b->nreqs];
+
+		if (!cJSON_IsString(e) || strlen(e->valuestring) > KUBEAPI_MAX_NAME ||
+		    strlen(e->string) > KUBEAPI_MAX_NAME + 64)
+			return kubeapi__fail(d,
+			                     "spec.selector.matchLabels: expected short strings");
+		if (b->nreqs == KUBEAPI_MAX_LIST || b->nvalues == KUBEAPI_MAX_LIST)
+			return kubeapi__fail(d, "spec.selector: too large");
+		r->op = KUBEAPI_SEL_IN;
+		r->nvalues = 1;
+		r->first_value = (uint32_t)b->nvalues;
+		r->key = kubeapi__intern_to(d, &b->ids, e->string, strlen(e->string));
+		b->values[b->nvalues] =
+		    kubeapi__intern_to(d, &b->ids, e->valuestring, strlen(e->valuestring));
+		if (!r->key || !b->values[b->nvalues])
+			return -ENOMEM;
+		b->nvalues++;
+		b->nreqs++;
+	}
+	return 0;
+}
+
+/* The same requirement reader as pods use would do; selectors are rarer
+ * and carry no fields, so this one is kept small and local. */
+static int selector_exprs(struct kubeapi__dec *d, const cJSON *sel, struct sel_builder *b)
+{
+	static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist"};
+	const cJSON *list, *e, *vals, *v;
+	const char *key, *op;
+	size_t klen, oplen;
+	unsigned i;
+	int rc;
+
+	if ((rc = kubeapi__array(d, sel, "matchExpressions", "spec.selector.matchExpressions",
+	                         KUBEAPI_MAX_LIST, &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(e, list)
+	{
+		struct kubeapi_requirement *r = &b->reqs[b->nreqs];
+
+		if (b->nreqs == KUBEAPI_MAX_LIST)
+			return kubeapi__fail(d, "spec.selector: too large");
+		if (kubeapi__string(d, e, "key", "spec.selector.matchExpressions[].key",
+		                    KUBEAPI_MAX_NAME + 64, &key, &klen) != 0 ||
+		    kubeapi__string(d, e, "operator", "spec.selector.matchExpressions[].operator",
+		                    16, &op, &oplen) != 0 ||
+		    kubeapi__array(d, e, "values", "spec.selector.matchExpressions[].values",
+		                   KUBEAPI_MAX_LIST, &vals) < 0)
+			return kubeapi__fail(d, "spec.selector.matchExpressions: malformed");
+		for (i = 0; i < 4 && !str_is(op, oplen, ops[i]); i++)
+			;
+		if (i == 4)
+			return kubeapi__fail(d, "spec.selector: unknown operator \"%.16s\"", op);
+		r->op = (uint8_t)i;
+		r->first_value = (uint32_t)b->nvalues;
+		if (!(r->key = kubeapi__intern_to(d, &b->ids, key, klen)))
+			return -ENOMEM;
+		cJSON_ArrayForEach(v, vals)
+		{
+			if (!cJSON_IsString(v) || b->nvalues == KUBEAPI_MAX_LIST)
+				return kubeapi__fail(d, "spec.selector: bad values");
+			b->values[b->nvalues] =
+			    kubeapi__intern_to(d, &b->ids, v->valuestring, strlen(v->valuestring));
+			if (!b->values[b->nvalues++])
+				return -ENOMEM;
+			r->nvalues++;
+		}
+		b->nreqs++;
+	}
+	return 0;
+}
+
+static int selector_blob(struct kubeapi__dec *d, struct sel_builder *b,
+                         const struct kubeapi_selector **out)
+{
+	struct kubeapi__buf buf = {0};
+	struct kubeapi_selector h = {0};
+	size_t oh = kubeapi__buf_add(&buf, sizeof(h));
+	size_t orq = kubeapi__buf_add(&buf, b->nreqs * sizeof(b->reqs[0]));
+	size_t ov = kubeapi__buf_add(&buf, b->nvalues * sizeof(b->values[0]));
+
+	if (oh == (size_t)-1 || orq == (size_t)-1 || ov == (size_t)-1) {
+		kubeapi__buf_free(&buf);
+		return -ENOMEM;
+	}
+	h.nreq = (uint32_t)b->nreqs;
+	h.nvalues = (uint32_t)b->nvalues;
+	h.off_requirements = (uint32_t)orq;
+	h.off_values = (uint32_t)ov;
+	memcpy(buf.p + oh, &h, sizeof(h));
+	memcpy(buf.p + orq, b->reqs, b->nreqs * sizeof(b->reqs[0]));
+	memcpy(buf.p + ov, b->values, b->nvalues * sizeof(b->values[0]));
+	*out = kubeapi__blob(d, buf.p, buf.len, &b->ids);
+	kubeapi__buf_free(&buf);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int pdb_selector(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_pdb *p)
+{
+	struct sel_builder *b;
+	const cJSON *sel;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "selector", "spec.selector", &sel)) < 0)
+		return rc;
+	p->selects_nothing = sel == NULL;
+	if (!sel)
+		return 0;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	if ((rc = selector_labels(d, sel, b)) == 0 && (rc = selector_exprs(d, sel, b)) == 0)
+		rc = selector_blob(d, b, &p->selector);
+	kubeapi__ids_drop(d->m->in, &b->ids);
+	free(b);
+	return rc;
+}
+
+void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_selector *s)
+{
+	const struct kubeapi_requirement *r;
+	const uint32_t *v;
+	uint32_t i;
+
+	if (!s)
+		return;
+	if (kubeapi_blob_refs(s) == 1) {
+		r = kubeapi_selector_requirements(s);
+		v = kubeapi_selector_values(s);
+		for (i = 0; i < s->nreq; i++)
+			kubeapi_str_unref(in, r[i].key);
+		for (i = 0; i < s->nvalues; i++)
+			kubeapi_str_unref(in, v[i]);
+	}
+	kubeapi_blob_unref(in, s);
+}
+
+int kubeapi_pdb_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_pdb *out,
+                       struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	struct kubeapi_pdb p = {0};
+	const cJSON *spec, *status;
+	int64_t v = 0;
+	int rc;
+
+	kubeapi__dec_init(&d, m, err, "PodDisruptionBudget");
+	if ((rc = kubeapi__meta(&d, obj, true, &md)) < 0)
+		return rc;
+	p.ns = md.ns;
+	p.name = md.name;
+	p.rv = md.rv;
+	if ((rc = kubeapi__object(&d, obj, "spec", "spec", &spec)) < 0 ||
+	    (rc = kubeapi__object(&d, obj, "status", "status", &status)) < 0 ||
+	    (rc = pdb_selector(&d, spec, &p)) < 0 ||
+	    (rc = kubeapi__int(&d, status, "disruptionsAllowed", "status.disruptionsAllowed", 0,
+	                       INT32_MAX, &v)) < 0) {
+		kubeapi_pdb_release(m, &p);
+		return rc;
+	}
+	p.disruptions_allowed = (int32_t)v;
+	*out = p;
+	return 0;
+}
+
+void kubeapi_pdb_release(struct kubeapi_model *m, struct kubeapi_pdb *p)
+{
+	kubeapi_str_unref(m->in, p->ns);
+	kubeapi_str_unref(m->in, p->name);
+	kubeapi__selector_unref(m->in, p->selector);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- Namespaces ------------------------------------------------------------------- */
+
+int kubeapi_namespace_decode(struct kubeapi_model *m, const cJSON *obj,
+                             struct kubeapi_namespace *out, struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	struct kubeapi_namespace ns = {0};
+	const cJSON *status;
+	const char *s = NULL;
+	size_t len = 0;
+	int rc;
+
+	kubeapi__dec_init(&d, m, err, "Namespace");
+	if ((rc = kubeapi__meta(&d, obj, false, &md)) < 0)
+		return rc;
+	ns.name = md.name;
+	ns.rv = md.rv;
+	if ((rc = kubeapi__object(&d, obj, "status", "status", &status)) < 0 ||
+	    (rc = kubeapi__string(&d, status, "phase", "status.phase", 32, &s, &len)) < 0 ||
+	    (rc = kubeapi__labels(&d, md.labels, md.annotations, MUSTER_PREFIX, &ns.muster)) < 0) {
+		kubeapi_namespace_release(m, &ns);
+		return rc;
+	}
+	ns.terminating = str_is(s, len, "Terminating") || md.deleting;
+	*out = ns;
+	return 0;
+}
+
+void kubeapi_namespace_release(struct kubeapi_model *m, struct kubeapi_namespace *ns)
+{
+	kubeapi_str_unref(m->in, ns->name);
+	kubeapi__labels_unref(m->in, ns->muster);
+	memset(ns, 0, sizeof(*ns));
+}

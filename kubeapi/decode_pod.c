@@ -1,0 +1,683 @@
+/*
+ * Pods: metadata, group membership, phase and PodScheduled, and the
+ * scheduling spec, which is built as one position-independent blob and
+ * interned, so the pods of one Job or gang share it.
+ *
+ * Effective requests follow Kubernetes (resource helpers' PodRequests):
+ *   sidecars  = running sum of init containers with restartPolicy Always
+ *   init      = max over init containers of (own requests + sidecars
+ *               started before it), a sidecar counting as the sum so far
+ *   requests  = max(sum(containers) + sidecars, init) + overhead
+ * per resource.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/decode_internal.h"
+
+#define GROUP_LABEL      "scheduling.x-k8s.io/pod-group"
+#define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define MUSTER_PREFIX    "muster.dev/"
+
+/* The spec under construction: plain arrays, laid out into a blob at the
+ * end. String references taken for it are in ids. */
+struct spec_builder {
+	struct kubeapi_podspec h;
+	struct kubeapi__amounts req;
+	struct kubeapi_toleration *tol;
+	struct kubeapi_kv *sel;
+	struct kubeapi_term *terms; /* required, then preferred */
+	struct kubeapi_requirement *reqs;
+	uint32_t *values;
+	size_t ntol, nsel, nterms, nreqs, nvalues;
+	struct kubeapi__ids ids;
+};
+
+static void builder_free(struct kubeapi__dec *d, struct spec_builder *b)
+{
+	free(b->tol);
+	free(b->sel);
+	free(b->terms);
+	free(b->reqs);
+	free(b->values);
+	kubeapi__ids_drop(d->m->in, &b->ids);
+}
+
+static int builder_alloc(struct spec_builder *b)
+{
+	b->tol = calloc(KUBEAPI_MAX_LIST, sizeof(*b->tol));
+	b->sel = calloc(KUBEAPI_MAX_LIST, sizeof(*b->sel));
+	b->terms = calloc(KUBEAPI_MAX_LIST, sizeof(*b->terms));
+	b->reqs = calloc(KUBEAPI_MAX_LIST, sizeof(*b->reqs));
+	b->values = calloc(KUBEAPI_MAX_LIST, sizeof(*b->values));
+	return b->tol && b->sel && b->terms && b->reqs && b->values ? 0 : -ENOMEM;
+}
+
+/* ---- requests -------------------------------------------------------------- */
+
+static int container_requests(struct kubeapi__dec *d, const cJSON *c, const char *path,
+                              struct kubeapi__amounts *out)
+{
+	const cJSON *res, *req;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(c))
+		return kubeapi__fail(d, "%s: expected an object", path);
+	if ((rc = kubeapi__object(d, c, "resources", path, &res)) < 0 ||
+	    (rc = kubeapi__object(d, res, "requests", path, &req)) < 0)
+		return rc;
+	return kubeapi__amounts_read(d, req, path, out);
+}
+
+static int is_sidecar(struct kubeapi__dec *d, const cJSON *c, const char *path, bool *out)
+{
+	const char *s;
+	size_t len;
+	int rc = kubeapi__string(d, c, "restartPolicy", path, 16, &s, &len);
+
+	*out = rc == 0 && len == 6 && memcmp(s, "Always", 6) == 0;
+	return rc < 0 ? rc : 0;
+}
+
+static int init_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi__amounts *init,
+                         struct kubeapi__amounts *sidecars)
+{
+	const cJSON *list, *c;
+	char path[64];
+	int rc, i = 0;
+
+	if ((rc = kubeapi__array(d, spec, "initContainers", "spec.initContainers",
+	                         KUBEAPI_MAX_CONTAINERS, &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(c, list)
+	{
+		struct kubeapi__amounts r;
+		bool sidecar;
+
+		snprintf(path, sizeof(path), "spec.initContainers[%d]", i++);
+		if ((rc = container_requests(d, c, path, &r)) < 0 ||
+		    (rc = is_sidecar(d, c, path, &sidecar)) < 0)
+			return rc;
+		if (sidecar) {
+			if ((rc = kubeapi__amounts_add(d, sidecars, &r, path)) < 0)
+				return rc;
+			kubeapi__amounts_max(init, sidecars);
+		} else {
+			if ((rc = kubeapi__amounts_add(d, &r, sidecars, path)) < 0)
+				return rc;
+			kubeapi__amounts_max(init, &r);
+		}
+	}
+	return 0;
+}
+
+static int pod_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi__amounts *out)
+{
+	struct kubeapi__amounts init = {0}, sidecars = {0}, r, overhead = {0};
+	const cJSON *list, *c, *oh;
+	char path[64];
+	int rc, i = 0;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = kubeapi__array(d, spec, "containers", "spec.containers", KUBEAPI_MAX_CONTAINERS,
+	                         &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(c, list)
+	{
+		snprintf(path, sizeof(path), "spec.containers[%d]", i++);
+		if ((rc = container_requests(d, c, path, &r)) < 0 ||
+		    (rc = kubeapi__amounts_add(d, out, &r, path)) < 0)
+			return rc;
+	}
+	if ((rc = init_requests(d, spec, &init, &sidecars)) < 0 ||
+	    (rc = kubeapi__amounts_add(d, out, &sidecars, "spec.initContainers")) < 0)
+		return rc;
+	kubeapi__amounts_max(out, &init);
+	if ((rc = kubeapi__object(d, spec, "overhead", "spec.overhead", &oh)) < 0 ||
+	    (rc = kubeapi__amounts_read(d, oh, "spec.overhead", &overhead)) < 0)
+		return rc;
+	return kubeapi__amounts_add(d, out, &overhead, "spec.overhead");
+}
+
+/* ---- tolerations and selectors ---------------------------------------------- */
+
+static int parse_effect(const char *s, size_t len, uint8_t *out)
+{
+	static const char *const names[] = {"", "NoSchedule", "PreferNoSchedule", "NoExecute"};
+	unsigned i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) {
+			*out = (uint8_t)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int toleration(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *t,
+                      const char *path)
+{
+	struct kubeapi_toleration *o = &b->tol[b->ntol];
+	const char *key, *op, *val, *eff;
+	size_t klen, oplen, vlen, elen;
+	int64_t secs;
+	int rc;
+
+	if (!cJSON_IsObject(t))
+		return kubeapi__fail(d, "%s: expected an object", path);
+	if (kubeapi__string(d, t, "key", path, KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, t, "operator", path, 16, &op, &oplen) < 0 ||
+	    kubeapi__string(d, t, "value", path, KUBEAPI_MAX_NAME, &val, &vlen) < 0 ||
+	    kubeapi__string(d, t, "effect", path, 32, &eff, &elen) < 0)
+		return -EINVAL;
+	if (op && !(oplen == 6 && memcmp(op, "Exists", 6) == 0) &&
+	    !(oplen == 5 && memcmp(op, "Equal", 5) == 0) && oplen != 0)
+		return kubeapi__fail(d, "%s.operator: unknown \"%s\"", path, op);
+	o->op = op && oplen == 6 ? KUBEAPI_TOL_EXISTS : KUBEAPI_TOL_EQUAL;
+	if (eff && parse_effect(eff, elen, &o->effect) < 0)
+		return kubeapi__fail(d, "%s.effect: unknown \"%s\"", path, eff);
+	rc = kubeapi__int(d, t, "tolerationSeconds", path, -(INT64_C(1) << 52), INT64_C(1) << 52,
+	                  &secs);
+	if (rc < 0)
+		return rc;
+	o->has_seconds = rc == 0;
+	o->seconds = rc == 0 ? secs : 0;
+	if (klen && !(o->key = kubeapi__intern_to(d, &b->ids, key, klen)))
+		return -ENOMEM;
+	if (vlen && !(o->value = kubeapi__intern_to(d, &b->ids, val, vlen)))
+		return -ENOMEM;
+	b->ntol++;
+	return 0;
+}
+
+static int tolerations(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec)
+{
+	const cJSON *list, *t;
+	char path[64];
+	int rc, i = 0;
+
+	if ((rc = kubeapi__array(d, spec, "tolerations", "spec.tolerations", KUBEAPI_MAX_LIST,
+	                         &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(t, list)
+	{
+		snprintf(path, sizeof(path), "spec.tolerations[%d]", i++);
+		if ((rc = toleration(d, b, t, path)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int kv_by_key(const void *a, const void *b)
+{
+	const struct kubeapi_kv *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int node_selector(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec)
+{
+	const cJSON *map, *e;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "nodeSelector", "spec.nodeSelector", &map)) < 0)
+		return rc;
+	cJSON_ArrayForEach(e, map)
+	{
+		size_t klen = strlen(e->string);
+
+		if (!cJSON_IsString(e))
+			return kubeapi__fail(d, "spec.nodeSelector.%.64s: expected a string",
+			                     e->string);
+		if (b->nsel == KUBEAPI_MAX_LIST || klen > KUBEAPI_MAX_NAME + 64 ||
+		    strlen(e->valuestring) > KUBEAPI_MAX_NAME)
+			return kubeapi__fail(d, "spec.nodeSelector: too large");
+		b->sel[b->nsel].key = kubeapi__intern_to(d, &b->ids, e->string, klen);
+		b->sel[b->nsel].value =
+		    kubeapi__intern_to(d, &b->ids, e->valuestring, strlen(e->valuestring));
+		if (!b->sel[b->nsel].key || !b->sel[b->nsel].value)
+			return -ENOMEM;
+		b->nsel++;
+	}
+	qsort(b->sel, b->nsel, sizeof(b->sel[0]), kv_by_key);
+	return 0;
+}
+
+static int parse_selector_op(const char *s, size_t len, uint8_t *out)
+{
+	static const char *const names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+	unsigned i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) {
+			*out = (uint8_t)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* One requirement {key, operator, values}, appended to b->reqs. */
+static int requirement(struct kubeapi__dec *d, struct kubeapi__ids *ids, const cJSON *r,
+                       const char *path, bool is_field, struct kubeapi_requirement *o,
+                       uint32_t *values, size_t *nvalues)
+{
+	const char *key, *op;
+	size_t klen, oplen;
+	const cJSON *vals, *v;
+
+	if (!cJSON_IsObject(r))
+		return kubeapi__fail(d, "%s: expected an object", path);
+	if (kubeapi__string(d, r, "key", path, KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, r, "operator", path, 16, &op, &oplen) < 0 ||
+	    kubeapi__array(d, r, "values", path, KUBEAPI_MAX_LIST, &vals) < 0)
+		return -EINVAL;
+	if (!key || !op || parse_selector_op(op, oplen, &o->op) < 0)
+		return kubeapi__fail(d, "%s: needs a key and a known operator", path);
+	o->is_field = is_field;
+	o->first_value = (uint32_t)*nvalues;
+	if (!(o->key = kubeapi__intern_to(d, ids, key, klen)))
+		return -ENOMEM;
+	cJSON_ArrayForEach(v, vals)
+	{
+		if (!cJSON_IsString(v) || strlen(v->valuestring) > KUBEAPI_MAX_NAME)
+			return kubeapi__fail(d, "%s.values: expected short strings", path);
+		if (*nvalues == KUBEAPI_MAX_LIST)
+			return kubeapi__fail(d, "%s.values: too many in this pod", path);
+		values[*nvalues] =
+		    kubeapi__intern_to(d, ids, v->valuestring, strlen(v->valuestring));
+		if (!values[(*nvalues)++])
+			return -ENOMEM;
+		o->nvalues++;
+	}
+	return 0;
+}
+
+static int term_part(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *term,
+                     const char *key, const char *path, bool is_field)
+{
+	const cJSON *list, *r;
+	char p[128];
+	int rc, i = 0;
+
+	if ((rc = kubeapi__array(d, term, key, path, KUBEAPI_MAX_LIST, &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(r, list)
+	{
+		if (b->nreqs == KUBEAPI_MAX_LIST)
+			return kubeapi__fail(d, "%s: too many requirements", path);
+		snprintf(p, sizeof(p), "%s.%s[%d]", path, key, i++);
+		rc = requirement(d, &b->ids, r, p, is_field, &b->reqs[b->nreqs], b->values,
+		                 &b->nvalues);
+		if (rc < 0)
+			return rc;
+		b->nreqs++;
+	}
+	return 0;
+}
+
+static int term(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *t, const char *path,
+                int32_t weight)
+{
+	struct kubeapi_term *o;
+	int rc;
+
+	if (!cJSON_IsObject(t))
+		return kubeapi__fail(d, "%s: expected an object", path);
+	if (b->nterms == KUBEAPI_MAX_LIST)
+		return kubeapi__fail(d, "%s: too many terms", path);
+	o = &b->terms[b->nterms++];
+	o->first = (uint32_t)b->nreqs;
+	o->weight = weight;
+	if ((rc = term_part(d, b, t, "matchExpressions", path, false)) < 0 ||
+	    (rc = term_part(d, b, t, "matchFields", path, true)) < 0)
+		return rc;
+	o->n = (uint32_t)b->nreqs - o->first;
+	return 0;
+}
+
+static int preferred_terms(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *na)
+{
+	const cJSON *list, *p, *pref;
+	char path[96];
+	int64_t w;
+	int rc, i = 0;
+
+	if ((rc = kubeapi__array(d, na, "preferredDuringSchedulingIgnoredDuringExecution",
+	                         "spec.affinity.nodeAffinity.preferred", KUBEAPI_MAX_LIST, &list)) <
+	    0)
+		return rc;
+	cJSON_ArrayForEach(p, list)
+	{
+		snprintf(path, sizeof(path), "spec.affinity.nodeAffinity.preferred[%d]", i++);
+		if ((rc = kubeapi__int(d, p, "weight", path, 1, 100, &w)) != 0)
+			return rc < 0 ? rc : kubeapi__fail(d, "%s.weight: missing", path);
+		if ((rc = kubeapi__object(d, p, "preference", path, &pref)) != 0)
+			return rc < 0 ? rc : kubeapi__fail(d, "%s.preference: missing", path);
+		if ((rc = term(d, b, pref, path, (int32_t)w)) < 0)
+			return rc;
+		b->h.npreferred++;
+	}
+	return 0;
+}
+
+static int node_affinity(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec)
+{
+	const cJSON *aff, *na, *req, *terms, *t;
+	char path[96];
+	int rc, i = 0;
+
+	if ((rc = kubeapi__object(d, spec, "affinity", "spec.affinity", &aff)) < 0 ||
+	    (rc = kubeapi__object(d, aff, "nodeAffinity", "spec.affinity.nodeAffinity", &na)) < 0 ||
+	    (rc = kubeapi__object(d, na, "requiredDuringSchedulingIgnoredDuringExecution",
+	                          "spec.affinity.nodeAffinity.required", &req)) < 0 ||
+	    (rc = kubeapi__array(d, req, "nodeSelectorTerms",
+	                         "spec.affinity.nodeAffinity.required.nodeSelectorTerms",
+	                         KUBEAPI_MAX_LIST, &terms)) < 0)
+		return rc;
+	cJSON_ArrayForEach(t, terms)
+	{
+		snprintf(path, sizeof(path), "spec.affinity.nodeAffinity.required[%d]", i++);
+		if ((rc = term(d, b, t, path, 0)) < 0)
+			return rc;
+		b->h.nrequired++;
+	}
+	return preferred_terms(d, b, na);
+}
+
+/* ---- spec header fields -------------------------------------------------------- */
+
+static int spec_scalars(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec)
+{
+	const char *s;
+	size_t len;
+	int64_t v;
+	int rc;
+
+	if ((rc = kubeapi__string(d, spec, "schedulerName", "spec.schedulerName", KUBEAPI_MAX_NAME,
+	                          &s, &len)) < 0)
+		return rc;
+	if (len && !(b->h.scheduler = kubeapi__intern_to(d, &b->ids, s, len)))
+		return -ENOMEM;
+	if ((rc = kubeapi__string(d, spec, "priorityClassName", "spec.priorityClassName",
+	                          KUBEAPI_MAX_NAME, &s, &len)) < 0)
+		return rc;
+	if (len && !(b->h.priority_class = kubeapi__intern_to(d, &b->ids, s, len)))
+		return -ENOMEM;
+	if ((rc = kubeapi__int(d, spec, "priority", "spec.priority", INT32_MIN, INT32_MAX, &v)) < 0)
+		return rc;
+	b->h.has_priority = rc == 0;
+	b->h.priority = rc == 0 ? (int32_t)v : 0;
+	if ((rc = kubeapi__string(d, spec, "preemptionPolicy", "spec.preemptionPolicy", 32, &s,
+	                          &len)) < 0)
+		return rc;
+	b->h.preempt_never = len == 5 && memcmp(s, "Never", 5) == 0;
+	rc = kubeapi__int(d, spec, "activeDeadlineSeconds", "spec.activeDeadlineSeconds", 1,
+	                  INT64_C(1) << 52, &v);
+	if (rc < 0)
+		return rc;
+	b->h.active_deadline_s = rc == 0 ? v : -1;
+	return 0;
+}
+
+/* Lay the builder's arrays out after the header and intern the result. */
+static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
+                     const struct kubeapi_podspec **out)
+{
+	struct kubeapi__buf buf = {0};
+	struct kubeapi_res res[KUBEAPI_MAX_RESOURCES];
+	size_t o_h, o_req, o_tol, o_sel, o_terms, o_reqs, o_vals;
+	unsigned nres = kubeapi__amounts_list(&b->req, res);
+
+	o_h = kubeapi__buf_add(&buf, sizeof(b->h));
+	o_req = kubeapi__buf_add(&buf, nres * sizeof(res[0]));
+	o_tol = kubeapi__buf_add(&buf, b->ntol * sizeof(b->tol[0]));
+	o_sel = kubeapi__buf_add(&buf, b->nsel * sizeof(b->sel[0]));
+	o_terms = kubeapi__buf_add(&buf, b->nterms * sizeof(b->terms[0]));
+	o_reqs = kubeapi__buf_add(&buf, b->nreqs * sizeof(b->reqs[0]));
+	o_vals = kubeapi__buf_add(&buf, b->nvalues * sizeof(b->values[0]));
+	if (o_h == (size_t)-1 || o_req == (size_t)-1 || o_tol == (size_t)-1 ||
+	    o_sel == (size_t)-1 || o_terms == (size_t)-1 || o_reqs == (size_t)-1 ||
+	    o_vals == (size_t)-1) {
+		kubeapi__buf_free(&buf);
+		return -ENOMEM;
+	}
+	b->h.nrequests = (uint16_t)nres;
+	b->h.ntolerations = (uint16_t)b->ntol;
+	b->h.nselector = (uint16_t)b->nsel;
+	b->h.nrequirements = (uint16_t)b->nreqs;
+	b->h.nvalues = (uint32_t)b->nvalues;
+	b->h.off_requests = (uint32_t)o_req;
+	b->h.off_tolerations = (uint32_t)o_tol;
+	b->h.off_selector = (uint32_t)o_sel;
+	b->h.off_terms = (uint32_t)o_terms;
+	b->h.off_requirements = (uint32_t)o_reqs;
+	b->h.off_values = (uint32_t)o_vals;
+	memcpy(buf.p + o_h, &b->h, sizeof(b->h));
+	memcpy(buf.p + o_req, res, nres * sizeof(res[0]));
+	memcpy(buf.p + o_tol, b->tol, b->ntol * sizeof(b->tol[0]));
+	memcpy(buf.p + o_sel, b->sel, b->nsel * sizeof(b->sel[0]));
+	memcpy(buf.p + o_terms, b->terms, b->nterms * sizeof(b->terms[0]));
+	memcpy(buf.p + o_reqs, b->reqs, b->nreqs * sizeof(b->reqs[0]));
+	memcpy(buf.p + o_vals, b->values, b->nvalues * sizeof(b->values[0]));
+	*out = kubeapi__blob(d, buf.p, buf.len, &b->ids);
+	kubeapi__buf_free(&buf);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int pod_spec(struct kubeapi__dec *d, const cJSON *spec, const struct kubeapi_podspec **out)
+{
+	struct spec_builder b;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	if ((rc = builder_alloc(&b)) < 0)
+		goto out;
+	if ((rc = spec_scalars(d, &b, spec)) < 0 || (rc = pod_requests(d, spec, &b.req)) < 0 ||
+	    (rc = tolerations(d, &b, spec)) < 0 || (rc = node_selector(d, &b, spec)) < 0 ||
+	    (rc = node_affinity(d, &b, spec)) < 0)
+		goto out;
+	rc = spec_blob(d, &b, out);
+out:
+	builder_free(d, &b);
+	return rc;
+}
+
+void kubeapi__podspec_unref(struct kubeapi_intern *in, const struct kubeapi_podspec *s)
+{
+	const struct kubeapi_toleration *t;
+	const struct kubeapi_kv *kv;
+	const struct kubeapi_requirement *r;
+	const uint32_t *v;
+	uint32_t i;
+
+	if (!s)
+		return;
+	if (kubeapi_blob_refs(s) == 1) {
+		t = kubeapi_podspec_tolerations(s);
+		kv = kubeapi_podspec_selector(s);
+		r = kubeapi_podspec_requirements(s);
+		v = kubeapi_podspec_values(s);
+		kubeapi_str_unref(in, s->scheduler);
+		kubeapi_str_unref(in, s->priority_class);
+		for (i = 0; i < s->ntolerations; i++) {
+			kubeapi_str_unref(in, t[i].key);
+			kubeapi_str_unref(in, t[i].value);
+		}
+		for (i = 0; i < s->nselector; i++) {
+			kubeapi_str_unref(in, kv[i].key);
+			kubeapi_str_unref(in, kv[i].value);
+		}
+		for (i = 0; i < s->nrequirements; i++)
+			kubeapi_str_unref(in, r[i].key);
+		for (i = 0; i < s->nvalues; i++)
+			kubeapi_str_unref(in, v[i]);
+	}
+	kubeapi_blob_unref(in, s);
+}
+
+/* ---- the pod -------------------------------------------------------------------- */
+
+static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, struct kubeapi_pod *p)
+{
+	const char *s;
+	size_t len;
+	int rc;
+
+	rc = kubeapi__string(d, md->labels, GROUP_LABEL, "metadata.labels." GROUP_LABEL,
+	                     KUBEAPI_MAX_NAME, &s, &len);
+	if (rc < 0)
+		return rc;
+	p->group_source = KUBEAPI_GROUP_LABEL;
+	if (rc > 0 || len == 0) {
+		rc = kubeapi__string(d, md->annotations, GROUP_ANNOTATION,
+		                     "metadata.annotations." GROUP_ANNOTATION, KUBEAPI_MAX_NAME, &s,
+		                     &len);
+		if (rc < 0)
+			return rc;
+		p->group_source = KUBEAPI_GROUP_ANNOTATION;
+	}
+	if (!s || len == 0) {
+		p->group_source = KUBEAPI_GROUP_NONE;
+		return 0;
+	}
+	p->group = kubeapi__intern(d, s, len);
+	return p->group ? 0 : -ENOMEM;
+}
+
+/* The controller owner reference (controller: true), if any. */
+static int pod_owner(struct kubeapi__dec *d, const cJSON *owners, struct kubeapi_pod *p)
+{
+	const cJSON *o;
+	int rc;
+
+	cJSON_ArrayForEach(o, owners)
+	{
+		bool controller = false;
+
+		if ((rc = kubeapi__bool(d, o, "controller", "metadata.ownerReferences[].controller",
+		                        &controller)) < 0)
+			return rc;
+		if (!controller)
+			continue;
+		if ((rc = kubeapi__string_id(d, o, "kind", "metadata.ownerReferences[].kind", 64,
+		                             &p->owner_kind)) < 0 ||
+		    (rc = kubeapi__string_id(d, o, "name", "metadata.ownerReferences[].name",
+		                             KUBEAPI_MAX_NAME, &p->owner_name)) < 0)
+			return rc;
+		return 0;
+	}
+	return 0;
+}
+
+static int pod_phase(struct kubeapi__dec *d, const cJSON *status, struct kubeapi_pod *p)
+{
+	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
+	                                     "Unknown"};
+	const char *s;
+	size_t len;
+	unsigned i;
+	int rc = kubeapi__string(d, status, "phase", "status.phase", 32, &s, &len);
+
+	if (rc < 0)
+		return rc;
+	p->phase = KUBEAPI_POD_PENDING;
+	for (i = 0; rc == 0 && i < sizeof(phases) / sizeof(phases[0]); i++)
+		if (strlen(phases[i]) == len && memcmp(phases[i], s, len) == 0)
+			p->phase = (uint8_t)i;
+	return 0;
+}
+
+static int pod_scheduled_condition(struct kubeapi__dec *d, const cJSON *status,
+                                   struct kubeapi_pod *p)
+{
+	const cJSON *conds, *c;
+	const char *type, *st, *reason;
+	size_t tlen, slen, rlen;
+	int rc;
+
+	if ((rc = kubeapi__array(d, status, "conditions", "status.conditions", 64, &conds)) < 0)
+		return rc;
+	cJSON_ArrayForEach(c, conds)
+	{
+		if (kubeapi__string(d, c, "type", "status.conditions[].type", 64, &type, &tlen) <
+		        0 ||
+		    kubeapi__string(d, c, "status", "status.conditions[].status", 16, &st, &slen) <
+		        0 ||
+		    kubeapi__string(d, c, "reason", "status.conditions[].reason", 128, &reason,
+		                    &rlen) < 0)
+			return -EINVAL;
+		if (!type || tlen != 12 || memcmp(type, "PodScheduled", 12) != 0)
+			continue;
+		if (st && slen == 4 && memcmp(st, "True", 4) == 0)
+			p->sched_cond = KUBEAPI_SCHED_COND_TRUE;
+		else if (reason && rlen == 13 && memcmp(reason, "Unschedulable", 13) == 0)
+			p->sched_cond = KUBEAPI_SCHED_COND_UNSCHEDULABLE;
+		else
+			p->sched_cond = KUBEAPI_SCHED_COND_OTHER;
+	}
+	return 0;
+}
+
+static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
+                      struct kubeapi_pod *p)
+{
+	const cJSON *spec, *status;
+	int rc;
+
+	if ((rc = kubeapi__object(d, obj, "spec", "spec", &spec)) != 0)
+		return rc < 0 ? rc : kubeapi__fail(d, "spec: missing");
+	if ((rc = kubeapi__object(d, obj, "status", "status", &status)) < 0)
+		return rc;
+	if ((rc = kubeapi__string_id(d, spec, "nodeName", "spec.nodeName", KUBEAPI_MAX_NAME,
+	                             &p->node)) < 0 ||
+	    (rc = pod_group(d, md, p)) < 0 || (rc = pod_owner(d, md->owners, p)) < 0 ||
+	    (rc = pod_phase(d, status, p)) < 0 ||
+	    (rc = pod_scheduled_condition(d, status, p)) < 0 ||
+	    (rc = kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &p->muster)) < 0)
+		return rc;
+	return pod_spec(d, spec, &p->spec);
+}
+
+int kubeapi_pod_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_pod *out,
+                       struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	struct kubeapi_pod p = {0};
+	int rc;
+
+	kubeapi__dec_init(&d, m, err, "Pod");
+	if ((rc = kubeapi__meta(&d, obj, true, &md)) < 0)
+		return rc;
+	memcpy(p.uid, md.uid, sizeof(p.uid));
+	p.ns = md.ns;
+	p.name = md.name;
+	p.rv = md.rv;
+	p.created_s = md.created_s;
+	p.deleted_s = md.deleted_s;
+	p.deleting = md.deleting;
+	if ((rc = pod_fields(&d, obj, &md, &p)) < 0) {
+		kubeapi_pod_release(m, &p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
+{
+	struct kubeapi_intern *in = m->in;
+
+	kubeapi_str_unref(in, p->ns);
+	kubeapi_str_unref(in, p->name);
+	kubeapi_str_unref(in, p->node);
+	kubeapi_str_unref(in, p->group);
+	kubeapi_str_unref(in, p->owner_kind);
+	kubeapi_str_unref(in, p->owner_name);
+	kubeapi__podspec_unref(in, p->spec);
+	kubeapi__labels_unref(in, p->muster);
+	memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,278 @@
+/*
+ * The cluster as Muster's cache holds it: compact C structs with what the
+ * scheduler reads, decoded from the API server's JSON (decode.c).
+ *
+ * Strings are interned ids (kubeapi/intern.h; 0 = absent). What many
+ * objects share is a hash-consed, immutable blob: a pod's scheduling spec
+ * (requests, tolerations, selectors, affinity), a node's allocatable and
+ * taints, a label set. Blobs hold no pointers: arrays sit after the header
+ * at the offsets it records, read through the accessors below, so equal
+ * specs are equal bytes and are stored once.
+ *
+ * Resource amounts are int64: CPU in millicores, everything else in whole
+ * units (bytes for memory and storage, devices for extended resources), as
+ * Kubernetes compares them.
+ */
+#ifndef MUSTER_KUBEAPI_MODEL_H
+#define MUSTER_KUBEAPI_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Well-known resources have fixed indexes; others are registered by name
+ * (kubeapi_model_resource) up to KUBEAPI_MAX_RESOURCES. */
+enum {
+	KUBEAPI_RES_CPU,
+	KUBEAPI_RES_MEMORY,
+	KUBEAPI_RES_PODS,
+	KUBEAPI_RES_EPHEMERAL,
+	KUBEAPI_RES_GPU, /* nvidia.com/gpu */
+	KUBEAPI_RES_WELL_KNOWN,
+	KUBEAPI_MAX_RESOURCES = 64,
+};
+
+struct kubeapi_res {
+	uint16_t res; /* resource index */
+	uint16_t pad_;
+	uint32_t pad2_;
+	int64_t amount;
+};
+
+/* A resource list blob: n entries sorted by resource index, no zeros. */
+struct kubeapi_reslist {
+	uint32_t n;
+	uint32_t pad_;
+	struct kubeapi_res e[];
+};
+
+/* Ids of label keys and values, sorted by key id. */
+struct kubeapi_kv {
+	uint32_t key, value;
+};
+
+/* A label set blob. */
+struct kubeapi_labels {
+	uint32_t n;
+	uint32_t pad_;
+	struct kubeapi_kv e[];
+};
+
+enum kubeapi_effect {
+	KUBEAPI_EFFECT_ANY, /* in a toleration: empty effect matches all */
+	KUBEAPI_EFFECT_NO_SCHEDULE,
+	KUBEAPI_EFFECT_PREFER_NO_SCHEDULE,
+	KUBEAPI_EFFECT_NO_EXECUTE,
+};
+
+struct kubeapi_taint {
+	uint32_t key, value;
+	uint8_t effect;
+	uint8_t pad_[7];
+};
+
+/* A node's taints blob. */
+struct kubeapi_taints {
+	uint32_t n;
+	uint32_t pad_;
+	struct kubeapi_taint e[];
+};
+
+enum kubeapi_toleration_op { KUBEAPI_TOL_EQUAL, KUBEAPI_TOL_EXISTS };
+
+struct kubeapi_toleration {
+	uint32_t key, value; /* key 0 with EXISTS tolerates everything */
+	uint8_t op, effect;
+	uint8_t has_seconds;
+	uint8_t pad_;
+	uint32_t pad2_;
+	int64_t seconds; /* tolerationSeconds, when has_seconds */
+};
+
+enum kubeapi_selector_op {
+	KUBEAPI_SEL_IN,
+	KUBEAPI_SEL_NOT_IN,
+	KUBEAPI_SEL_EXISTS,
+	KUBEAPI_SEL_DOES_NOT_EXIST,
+	KUBEAPI_SEL_GT,
+	KUBEAPI_SEL_LT,
+};
+
+/* One matchExpressions / matchFields requirement; values are string ids at
+ * spec->values[first .. first + n). Fields use key "metadata.name". */
+struct kubeapi_requirement {
+	uint32_t key;
+	uint8_t op, is_field;
+	uint16_t nvalues;
+	uint32_t first_value;
+};
+
+/* A node selector term: requirements[first .. first + n), all must hold.
+ * In preferred terms `weight` is 1..100; required terms have weight 0. */
+struct kubeapi_term {
+	uint32_t first, n;
+	int32_t weight;
+};
+
+/* The scheduling-relevant part of a pod spec, shared by every pod whose
+ * spec is the same (the pods of one Job, one gang). A blob: the arrays
+ * follow the header at the recorded offsets (bytes from the header). */
+struct kubeapi_podspec {
+	uint32_t scheduler;      /* spec.schedulerName */
+	uint32_t priority_class; /* spec.priorityClassName */
+	int32_t priority;        /* spec.priority (resolved by admission) */
+	uint8_t has_priority;
+	uint8_t preempt_never; /* preemptionPolicy: Never */
+	uint16_t nrequests, ntolerations, nselector;
+	uint16_t nrequired, npreferred, nrequirements;
+	uint16_t pad_;
+	uint32_t nvalues;
+	uint32_t off_requests, off_tolerations, off_selector, off_terms, off_requirements,
+	    off_values;
+	int64_t active_deadline_s; /* -1 when unset */
+};
+
+static inline const struct kubeapi_res *kubeapi_podspec_requests(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_requests);
+}
+static inline const struct kubeapi_toleration *
+kubeapi_podspec_tolerations(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_tolerations);
+}
+/* nodeSelector as sorted (key, value) pairs. */
+static inline const struct kubeapi_kv *kubeapi_podspec_selector(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_selector);
+}
+/* Required terms first (nrequired, ORed), then preferred (npreferred). */
+static inline const struct kubeapi_term *kubeapi_podspec_terms(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_terms);
+}
+static inline const struct kubeapi_requirement *
+kubeapi_podspec_requirements(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_requirements);
+}
+static inline const uint32_t *kubeapi_podspec_values(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_values);
+}
+
+enum kubeapi_pod_phase {
+	KUBEAPI_POD_PENDING,
+	KUBEAPI_POD_RUNNING,
+	KUBEAPI_POD_SUCCEEDED,
+	KUBEAPI_POD_FAILED,
+	KUBEAPI_POD_UNKNOWN,
+};
+
+/* How the pod names its group. */
+enum kubeapi_group_source {
+	KUBEAPI_GROUP_NONE,
+	KUBEAPI_GROUP_LABEL,      /* label scheduling.x-k8s.io/pod-group */
+	KUBEAPI_GROUP_ANNOTATION, /* annotation scheduling.k8s.io/group-name */
+};
+
+/* PodScheduled as the pod last reported it, so status writes can be skipped
+ * when nothing changed. */
+enum kubeapi_sched_cond {
+	KUBEAPI_SCHED_COND_NONE,
+	KUBEAPI_SCHED_COND_TRUE,
+	KUBEAPI_SCHED_COND_UNSCHEDULABLE,
+	KUBEAPI_SCHED_COND_OTHER,
+};
+
+struct kubeapi_pod {
+	uint8_t uid[16];
+	uint32_t ns, name;
+	uint32_t node;                   /* spec.nodeName; 0 while unbound */
+	uint32_t group;                  /* PodGroup name in ns; 0 for a pod on its own */
+	uint32_t owner_kind, owner_name; /* controller owner reference, or 0 */
+	uint8_t phase, group_source, sched_cond, deleting;
+	uint32_t pad_;
+	int64_t created_s, deleted_s;        /* creation, deletion timestamps (unix s) */
+	uint64_t rv;                         /* metadata.resourceVersion, 0 if not numeric */
+	const struct kubeapi_podspec *spec;  /* shared blob */
+	const struct kubeapi_labels *muster; /* labels and annotations under muster.dev/ */
+};
+
+struct kubeapi_node {
+	uint8_t uid[16];
+	uint32_t name;
+	uint8_t ready, unschedulable;
+	uint16_t pad_;
+	uint64_t rv;
+	const struct kubeapi_reslist *allocatable;
+	const struct kubeapi_taints *taints;
+	const struct kubeapi_labels *labels;
+};
+
+enum kubeapi_dialect {
+	KUBEAPI_PG_SCHEDULER_PLUGINS, /* scheduling.x-k8s.io/v1alpha1 */
+	KUBEAPI_PG_VOLCANO,           /* scheduling.volcano.sh/v1beta1 */
+};
+
+struct kubeapi_podgroup {
+	uint8_t uid[16];
+	uint32_t ns, name;
+	uint8_t dialect;
+	uint8_t has_timeout;
+	uint16_t pad_;
+	int32_t min_member;
+	int32_t timeout_s;       /* scheduleTimeoutSeconds, when has_timeout */
+	uint32_t queue;          /* Volcano spec.queue, else 0 */
+	uint32_t priority_class; /* Volcano spec.priorityClassName, else 0 */
+	uint32_t phase;          /* status.phase as written last */
+	int64_t created_s;
+	uint64_t rv;
+	const struct kubeapi_reslist *min_resources;
+	const struct kubeapi_labels *muster;
+};
+
+struct kubeapi_priorityclass {
+	uint32_t name;
+	int32_t value;
+	uint8_t global_default, preempt_never;
+	uint16_t pad_;
+	uint64_t rv;
+};
+
+/* A label selector blob (matchLabels become In requirements with one
+ * value): requirements[0 .. nreq), all must hold; values as in podspec. */
+struct kubeapi_selector {
+	uint32_t nreq, nvalues;
+	uint32_t off_requirements, off_values;
+};
+
+static inline const struct kubeapi_requirement *
+kubeapi_selector_requirements(const struct kubeapi_selector *s)
+{
+	return (const void *)((const char *)s + s->off_requirements);
+}
+static inline const uint32_t *kubeapi_selector_values(const struct kubeapi_selector *s)
+{
+	return (const void *)((const char *)s + s->off_values);
+}
+
+/* A PodDisruptionBudget, for preemption: which pods it guards and how many
+ * of them may be disrupted now. */
+struct kubeapi_pdb {
+	uint32_t ns, name;
+	int32_t disruptions_allowed; /* status.disruptionsAllowed */
+	uint8_t selects_nothing;     /* selector absent: matches no pod (policy/v1) */
+	uint8_t pad_[3];
+	uint64_t rv;
+	const struct kubeapi_selector *selector; /* NULL when selects_nothing */
+};
+
+struct kubeapi_namespace {
+	uint32_t name;
+	uint8_t terminating;
+	uint8_t pad_[3];
+	uint64_t rv;
+	const struct kubeapi_labels *muster;
+};
+
+#endif /* MUSTER_KUBEAPI_MODEL_H */
