@@ -66,8 +66,10 @@ int kubeapi_conn_from_kubeconfig(const char *path, const char *context, struct k
  *  /var/run/secrets/kubernetes.io/serviceaccount). Returns 0, -ENOENT when
  *  not in a cluster, -ENOMEM.
  *  Also: -EINVAL when the variables hold something that is not a host and
- *  a port (message in err). The token is read once here to check it, then
- *  kept as token_file so that rotation is picked up; no namespace is read. */
+ *  a port, the negated errno when the token or CA file cannot be read
+ *  (-ENOENT when it is missing); a message goes to err (may be NULL). The
+ *  token is read once here to check it, then kept as token_file so that
+ *  rotation is picked up; no namespace is read. */
 int kubeapi_conn_in_cluster(const char *sa_dir, struct kubeapi_conn *out, char *err, size_t errlen);
 
 /** The bearer token to send now, or NULL for none. With a token file, the
