@@ -12,7 +12,20 @@
 
 #include "kubeapi/decode.h"
 
+/* Scratch for building one object's blobs, owned by the model and reused
+ * by every decode (decoding is not reentrant: one loop, one model). Entries
+ * are zeroed as they are taken, so blob bytes never carry stale padding. */
+struct kubeapi__scratch {
+	struct kubeapi_toleration tol[KUBEAPI_MAX_LIST];
+	struct kubeapi_kv sel[KUBEAPI_MAX_LIST];
+	struct kubeapi_term terms[KUBEAPI_MAX_LIST];
+	struct kubeapi_requirement reqs[KUBEAPI_MAX_LIST];
+	uint32_t values[KUBEAPI_MAX_LIST];
+	struct kubeapi_kv labels[KUBEAPI_MAX_LABELS];
+};
+
 struct kubeapi_model {
+	struct kubeapi__scratch *scratch;
 	struct kubeapi_intern *in;
 	char *resources[KUBEAPI_MAX_RESOURCES];
 	unsigned nres;
@@ -32,6 +45,10 @@ void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,
 /* Fill err->msg; returns -EINVAL. */
 int kubeapi__fail(struct kubeapi__dec *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* "parent.key" into buf (truncated to len), for messages about a field of
+ * an array entry whose own path is built at run time. Returns buf. */
+const char *kubeapi__path(char *buf, size_t len, const char *parent, const char *key);
 
 /* Intern s[0..len); 0 when out of memory (the caller returns -ENOMEM). */
 uint32_t kubeapi__intern(struct kubeapi__dec *d, const char *s, size_t len);
@@ -68,7 +85,8 @@ int kubeapi__int(struct kubeapi__dec *d, const cJSON *o, const char *key, const 
                  int64_t min, int64_t max, int64_t *v);
 int kubeapi__bool(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
                   bool *v);
-/* A string field interned (0 when absent). */
+/* A string field interned (0 when absent or empty: Kubernetes omits empty
+ * strings, so "" means unset). */
 int kubeapi__string_id(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
                        size_t max, uint32_t *id);
 
@@ -99,8 +117,8 @@ struct kubeapi__amounts {
 	uint64_t present; /* bit per index */
 };
 
-/* Add (or, with max_merge, take the per-resource max of) a ResourceList
- * object into *a. Quantities are exact; overflow is an error. */
+/* Add a ResourceList object into *a. Quantities are exact strings or JSON
+ * integers; overflow is an error. */
 int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char *path,
                           struct kubeapi__amounts *a);
 int kubeapi__amounts_add(struct kubeapi__dec *d, struct kubeapi__amounts *a,

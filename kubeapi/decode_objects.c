@@ -23,12 +23,16 @@ static int taint_entry(struct kubeapi__dec *d, const cJSON *t, const char *path,
 {
 	const char *key, *val, *eff;
 	size_t klen, vlen, elen;
+	char p[64];
 
 	if (!cJSON_IsObject(t))
 		return kubeapi__fail(d, "%s: expected an object", path);
-	if (kubeapi__string(d, t, "key", path, KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
-	    kubeapi__string(d, t, "value", path, KUBEAPI_MAX_NAME, &val, &vlen) < 0 ||
-	    kubeapi__string(d, t, "effect", path, 32, &eff, &elen) < 0)
+	if (kubeapi__string(d, t, "key", kubeapi__path(p, sizeof(p), path, "key"),
+	                    KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, t, "value", kubeapi__path(p, sizeof(p), path, "value"),
+	                    KUBEAPI_MAX_NAME, &val, &vlen) < 0 ||
+	    kubeapi__string(d, t, "effect", kubeapi__path(p, sizeof(p), path, "effect"), 32, &eff,
+	                    &elen) < 0)
 		return -EINVAL;
 	if (!klen)
 		return kubeapi__fail(d, "%s.key: missing", path);
@@ -324,52 +328,73 @@ static int selector_labels(struct kubeapi__dec *d, const cJSON *sel, struct sel_
 	return 0;
 }
 
-/* The same requirement reader as pods use would do; selectors are rarer
- * and carry no fields, so this one is kept small and local. */
-static int selector_exprs(struct kubeapi__dec *d, const cJSON *sel, struct sel_builder *b)
+/* One matchExpressions entry {key, operator, values} appended to b. The
+ * same requirement reader as pods use would do; selectors are rarer and
+ * carry no fields, so this one is kept small and local. */
+static int selector_expr(struct kubeapi__dec *d, const cJSON *e, const char *path,
+                         struct sel_builder *b)
 {
 	static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist"};
-	const cJSON *list, *e, *vals, *v;
+	struct kubeapi_requirement *r = &b->reqs[b->nreqs];
+	const cJSON *vals, *v;
 	const char *key, *op;
 	size_t klen, oplen;
+	char p[80];
 	unsigned i;
-	int rc;
+
+	if (!cJSON_IsObject(e))
+		return kubeapi__fail(d, "%s: expected an object", path);
+	if (kubeapi__string(d, e, "key", kubeapi__path(p, sizeof(p), path, "key"),
+	                    KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, e, "operator", kubeapi__path(p, sizeof(p), path, "operator"), 16,
+	                    &op, &oplen) < 0 ||
+	    kubeapi__array(d, e, "values", kubeapi__path(p, sizeof(p), path, "values"),
+	                   KUBEAPI_MAX_LIST, &vals) < 0)
+		return -EINVAL;
+	if (!key)
+		return kubeapi__fail(d, "%s.key: missing", path);
+	if (!op)
+		return kubeapi__fail(d, "%s.operator: missing", path);
+	for (i = 0; i < 4 && !str_is(op, oplen, ops[i]); i++)
+		;
+	if (i == 4)
+		return kubeapi__fail(d, "%s.operator: unknown \"%.16s\"", path, op);
+	r->op = (uint8_t)i;
+	r->first_value = (uint32_t)b->nvalues;
+	if (!(r->key = kubeapi__intern_to(d, &b->ids, key, klen)))
+		return -ENOMEM;
+	cJSON_ArrayForEach(v, vals)
+	{
+		if (!cJSON_IsString(v) || strlen(v->valuestring) > KUBEAPI_MAX_NAME)
+			return kubeapi__fail(d, "%s.values: expected short strings", path);
+		if (b->nvalues == KUBEAPI_MAX_LIST)
+			return kubeapi__fail(d, "spec.selector: too large");
+		b->values[b->nvalues] =
+		    kubeapi__intern_to(d, &b->ids, v->valuestring, strlen(v->valuestring));
+		if (!b->values[b->nvalues++])
+			return -ENOMEM;
+		r->nvalues++;
+	}
+	b->nreqs++;
+	return 0;
+}
+
+static int selector_exprs(struct kubeapi__dec *d, const cJSON *sel, struct sel_builder *b)
+{
+	const cJSON *list, *e;
+	char path[48];
+	int rc, n = 0;
 
 	if ((rc = kubeapi__array(d, sel, "matchExpressions", "spec.selector.matchExpressions",
 	                         KUBEAPI_MAX_LIST, &list)) < 0)
 		return rc;
 	cJSON_ArrayForEach(e, list)
 	{
-		struct kubeapi_requirement *r = &b->reqs[b->nreqs];
-
 		if (b->nreqs == KUBEAPI_MAX_LIST)
 			return kubeapi__fail(d, "spec.selector: too large");
-		if (kubeapi__string(d, e, "key", "spec.selector.matchExpressions[].key",
-		                    KUBEAPI_MAX_NAME + 64, &key, &klen) != 0 ||
-		    kubeapi__string(d, e, "operator", "spec.selector.matchExpressions[].operator",
-		                    16, &op, &oplen) != 0 ||
-		    kubeapi__array(d, e, "values", "spec.selector.matchExpressions[].values",
-		                   KUBEAPI_MAX_LIST, &vals) < 0)
-			return kubeapi__fail(d, "spec.selector.matchExpressions: malformed");
-		for (i = 0; i < 4 && !str_is(op, oplen, ops[i]); i++)
-			;
-		if (i == 4)
-			return kubeapi__fail(d, "spec.selector: unknown operator \"%.16s\"", op);
-		r->op = (uint8_t)i;
-		r->first_value = (uint32_t)b->nvalues;
-		if (!(r->key = kubeapi__intern_to(d, &b->ids, key, klen)))
-			return -ENOMEM;
-		cJSON_ArrayForEach(v, vals)
-		{
-			if (!cJSON_IsString(v) || b->nvalues == KUBEAPI_MAX_LIST)
-				return kubeapi__fail(d, "spec.selector: bad values");
-			b->values[b->nvalues] =
-			    kubeapi__intern_to(d, &b->ids, v->valuestring, strlen(v->valuestring));
-			if (!b->values[b->nvalues++])
-				return -ENOMEM;
-			r->nvalues++;
-		}
-		b->nreqs++;
+		snprintf(path, sizeof(path), "spec.selector.matchExpressions[%d]", n++);
+		if ((rc = selector_expr(d, e, path, b)) < 0)
+			return rc;
 	}
 	return 0;
 }

@@ -8,7 +8,8 @@
  *   init      = max over init containers of (own requests + sidecars
  *               started before it), a sidecar counting as the sum so far
  *   requests  = max(sum(containers) + sidecars, init) + overhead
- * per resource.
+ * per resource, except that pod-level requests (spec.resources, for cpu,
+ * memory and hugepages-*) replace the container figure before overhead.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,46 +38,57 @@ struct spec_builder {
 
 static void builder_free(struct kubeapi__dec *d, struct spec_builder *b)
 {
-	free(b->tol);
-	free(b->sel);
-	free(b->terms);
-	free(b->reqs);
-	free(b->values);
 	kubeapi__ids_drop(d->m->in, &b->ids);
 }
 
-static int builder_alloc(struct spec_builder *b)
+/* The arrays live in the model's scratch: no allocation per decode. */
+static void builder_init(struct kubeapi__dec *d, struct spec_builder *b)
 {
-	b->tol = calloc(KUBEAPI_MAX_LIST, sizeof(*b->tol));
-	b->sel = calloc(KUBEAPI_MAX_LIST, sizeof(*b->sel));
-	b->terms = calloc(KUBEAPI_MAX_LIST, sizeof(*b->terms));
-	b->reqs = calloc(KUBEAPI_MAX_LIST, sizeof(*b->reqs));
-	b->values = calloc(KUBEAPI_MAX_LIST, sizeof(*b->values));
-	return b->tol && b->sel && b->terms && b->reqs && b->values ? 0 : -ENOMEM;
+	struct kubeapi__scratch *s = d->m->scratch;
+
+	memset(b, 0, sizeof(*b));
+	b->tol = s->tol;
+	b->sel = s->sel;
+	b->terms = s->terms;
+	b->reqs = s->reqs;
+	b->values = s->values;
 }
 
 /* ---- requests -------------------------------------------------------------- */
 
-static int container_requests(struct kubeapi__dec *d, const cJSON *c, const char *path,
-                              struct kubeapi__amounts *out)
+/* The requests of `parent` (a container, or the pod spec for pod-level
+ * resources) at parent.resources.requests. */
+static int requests_of(struct kubeapi__dec *d, const cJSON *parent, const char *path,
+                       struct kubeapi__amounts *out)
 {
 	const cJSON *res, *req;
+	char rpath[80], qpath[96];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	kubeapi__path(rpath, sizeof(rpath), path, "resources");
+	kubeapi__path(qpath, sizeof(qpath), rpath, "requests");
+	if ((rc = kubeapi__object(d, parent, "resources", rpath, &res)) < 0 ||
+	    (rc = kubeapi__object(d, res, "requests", qpath, &req)) < 0)
+		return rc;
+	return kubeapi__amounts_read(d, req, qpath, out);
+}
+
+static int container_requests(struct kubeapi__dec *d, const cJSON *c, const char *path,
+                              struct kubeapi__amounts *out)
+{
 	if (!cJSON_IsObject(c))
 		return kubeapi__fail(d, "%s: expected an object", path);
-	if ((rc = kubeapi__object(d, c, "resources", path, &res)) < 0 ||
-	    (rc = kubeapi__object(d, res, "requests", path, &req)) < 0)
-		return rc;
-	return kubeapi__amounts_read(d, req, path, out);
+	return requests_of(d, c, path, out);
 }
 
 static int is_sidecar(struct kubeapi__dec *d, const cJSON *c, const char *path, bool *out)
 {
+	char p[80];
 	const char *s;
 	size_t len;
-	int rc = kubeapi__string(d, c, "restartPolicy", path, 16, &s, &len);
+	int rc = kubeapi__string(d, c, "restartPolicy",
+	                         kubeapi__path(p, sizeof(p), path, "restartPolicy"), 16, &s, &len);
 
 	*out = rc == 0 && len == 6 && memcmp(s, "Always", 6) == 0;
 	return rc < 0 ? rc : 0;
@@ -114,6 +126,27 @@ static int init_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubea
 	return 0;
 }
 
+/* Pod-level requests replace the container figure for the resources
+ * Kubernetes supports there (component-helpers IsSupportedPodLevelResource). */
+static int pod_level_requests(struct kubeapi__dec *d, const cJSON *spec,
+                              struct kubeapi__amounts *out)
+{
+	struct kubeapi__amounts pod;
+	unsigned i;
+	int rc;
+
+	if ((rc = requests_of(d, spec, "spec", &pod)) < 0)
+		return rc;
+	for (i = 0; i < KUBEAPI_MAX_RESOURCES; i++) {
+		if (!(pod.present >> i & 1) || (i != KUBEAPI_RES_CPU && i != KUBEAPI_RES_MEMORY &&
+		                                strncmp(d->m->resources[i], "hugepages-", 10) != 0))
+			continue;
+		out->v[i] = pod.v[i];
+		out->present |= 1ULL << i;
+	}
+	return 0;
+}
+
 static int pod_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi__amounts *out)
 {
 	struct kubeapi__amounts init = {0}, sidecars = {0}, r, overhead = {0};
@@ -136,7 +169,8 @@ static int pod_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeap
 	    (rc = kubeapi__amounts_add(d, out, &sidecars, "spec.initContainers")) < 0)
 		return rc;
 	kubeapi__amounts_max(out, &init);
-	if ((rc = kubeapi__object(d, spec, "overhead", "spec.overhead", &oh)) < 0 ||
+	if ((rc = pod_level_requests(d, spec, out)) < 0 ||
+	    (rc = kubeapi__object(d, spec, "overhead", "spec.overhead", &oh)) < 0 ||
 	    (rc = kubeapi__amounts_read(d, oh, "spec.overhead", &overhead)) < 0)
 		return rc;
 	return kubeapi__amounts_add(d, out, &overhead, "spec.overhead");
@@ -163,15 +197,21 @@ static int toleration(struct kubeapi__dec *d, struct spec_builder *b, const cJSO
 	struct kubeapi_toleration *o = &b->tol[b->ntol];
 	const char *key, *op, *val, *eff;
 	size_t klen, oplen, vlen, elen;
+	char p[96];
 	int64_t secs;
 	int rc;
 
+	memset(o, 0, sizeof(*o)); /* scratch: clear what a previous pod left */
 	if (!cJSON_IsObject(t))
 		return kubeapi__fail(d, "%s: expected an object", path);
-	if (kubeapi__string(d, t, "key", path, KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
-	    kubeapi__string(d, t, "operator", path, 16, &op, &oplen) < 0 ||
-	    kubeapi__string(d, t, "value", path, KUBEAPI_MAX_NAME, &val, &vlen) < 0 ||
-	    kubeapi__string(d, t, "effect", path, 32, &eff, &elen) < 0)
+	if (kubeapi__string(d, t, "key", kubeapi__path(p, sizeof(p), path, "key"),
+	                    KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, t, "operator", kubeapi__path(p, sizeof(p), path, "operator"), 16,
+	                    &op, &oplen) < 0 ||
+	    kubeapi__string(d, t, "value", kubeapi__path(p, sizeof(p), path, "value"),
+	                    KUBEAPI_MAX_NAME, &val, &vlen) < 0 ||
+	    kubeapi__string(d, t, "effect", kubeapi__path(p, sizeof(p), path, "effect"), 32, &eff,
+	                    &elen) < 0)
 		return -EINVAL;
 	if (op && !(oplen == 6 && memcmp(op, "Exists", 6) == 0) &&
 	    !(oplen == 5 && memcmp(op, "Equal", 5) == 0) && oplen != 0)
@@ -179,8 +219,9 @@ static int toleration(struct kubeapi__dec *d, struct spec_builder *b, const cJSO
 	o->op = op && oplen == 6 ? KUBEAPI_TOL_EXISTS : KUBEAPI_TOL_EQUAL;
 	if (eff && parse_effect(eff, elen, &o->effect) < 0)
 		return kubeapi__fail(d, "%s.effect: unknown \"%s\"", path, eff);
-	rc = kubeapi__int(d, t, "tolerationSeconds", path, -(INT64_C(1) << 52), INT64_C(1) << 52,
-	                  &secs);
+	rc = kubeapi__int(d, t, "tolerationSeconds",
+	                  kubeapi__path(p, sizeof(p), path, "tolerationSeconds"),
+	                  -(INT64_C(1) << 52), INT64_C(1) << 52, &secs);
 	if (rc < 0)
 		return rc;
 	o->has_seconds = rc == 0;
@@ -267,15 +308,24 @@ static int requirement(struct kubeapi__dec *d, struct kubeapi__ids *ids, const c
 	const char *key, *op;
 	size_t klen, oplen;
 	const cJSON *vals, *v;
+	char p[160];
 
+	memset(o, 0, sizeof(*o)); /* scratch: clear what a previous pod left */
 	if (!cJSON_IsObject(r))
 		return kubeapi__fail(d, "%s: expected an object", path);
-	if (kubeapi__string(d, r, "key", path, KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
-	    kubeapi__string(d, r, "operator", path, 16, &op, &oplen) < 0 ||
-	    kubeapi__array(d, r, "values", path, KUBEAPI_MAX_LIST, &vals) < 0)
+	if (kubeapi__string(d, r, "key", kubeapi__path(p, sizeof(p), path, "key"),
+	                    KUBEAPI_MAX_NAME + 64, &key, &klen) < 0 ||
+	    kubeapi__string(d, r, "operator", kubeapi__path(p, sizeof(p), path, "operator"), 16,
+	                    &op, &oplen) < 0 ||
+	    kubeapi__array(d, r, "values", kubeapi__path(p, sizeof(p), path, "values"),
+	                   KUBEAPI_MAX_LIST, &vals) < 0)
 		return -EINVAL;
-	if (!key || !op || parse_selector_op(op, oplen, &o->op) < 0)
-		return kubeapi__fail(d, "%s: needs a key and a known operator", path);
+	if (!key)
+		return kubeapi__fail(d, "%s.key: missing", path);
+	if (!op)
+		return kubeapi__fail(d, "%s.operator: missing", path);
+	if (parse_selector_op(op, oplen, &o->op) < 0)
+		return kubeapi__fail(d, "%s.operator: unknown \"%s\"", path, op);
 	o->is_field = is_field;
 	o->first_value = (uint32_t)*nvalues;
 	if (!(o->key = kubeapi__intern_to(d, ids, key, klen)))
@@ -302,7 +352,8 @@ static int term_part(struct kubeapi__dec *d, struct spec_builder *b, const cJSON
 	char p[128];
 	int rc, i = 0;
 
-	if ((rc = kubeapi__array(d, term, key, path, KUBEAPI_MAX_LIST, &list)) < 0)
+	if ((rc = kubeapi__array(d, term, key, kubeapi__path(p, sizeof(p), path, key),
+	                         KUBEAPI_MAX_LIST, &list)) < 0)
 		return rc;
 	cJSON_ArrayForEach(r, list)
 	{
@@ -329,6 +380,7 @@ static int term(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *t, 
 	if (b->nterms == KUBEAPI_MAX_LIST)
 		return kubeapi__fail(d, "%s: too many terms", path);
 	o = &b->terms[b->nterms++];
+	memset(o, 0, sizeof(*o));
 	o->first = (uint32_t)b->nreqs;
 	o->weight = weight;
 	if ((rc = term_part(d, b, t, "matchExpressions", path, false)) < 0 ||
@@ -341,7 +393,7 @@ static int term(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *t, 
 static int preferred_terms(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *na)
 {
 	const cJSON *list, *p, *pref;
-	char path[96];
+	char path[96], fpath[112];
 	int64_t w;
 	int rc, i = 0;
 
@@ -352,9 +404,13 @@ static int preferred_terms(struct kubeapi__dec *d, struct spec_builder *b, const
 	cJSON_ArrayForEach(p, list)
 	{
 		snprintf(path, sizeof(path), "spec.affinity.nodeAffinity.preferred[%d]", i++);
-		if ((rc = kubeapi__int(d, p, "weight", path, 1, 100, &w)) != 0)
+		if ((rc = kubeapi__int(d, p, "weight",
+		                       kubeapi__path(fpath, sizeof(fpath), path, "weight"), 1, 100,
+		                       &w)) != 0)
 			return rc < 0 ? rc : kubeapi__fail(d, "%s.weight: missing", path);
-		if ((rc = kubeapi__object(d, p, "preference", path, &pref)) != 0)
+		if ((rc = kubeapi__object(d, p, "preference",
+		                          kubeapi__path(fpath, sizeof(fpath), path, "preference"),
+		                          &pref)) != 0)
 			return rc < 0 ? rc : kubeapi__fail(d, "%s.preference: missing", path);
 		if ((rc = term(d, b, pref, path, (int32_t)w)) < 0)
 			return rc;
@@ -472,9 +528,7 @@ static int pod_spec(struct kubeapi__dec *d, const cJSON *spec, const struct kube
 	struct spec_builder b;
 	int rc;
 
-	memset(&b, 0, sizeof(b));
-	if ((rc = builder_alloc(&b)) < 0)
-		goto out;
+	builder_init(d, &b);
 	if ((rc = spec_scalars(d, &b, spec)) < 0 || (rc = pod_requests(d, spec, &b.req)) < 0 ||
 	    (rc = tolerations(d, &b, spec)) < 0 || (rc = node_selector(d, &b, spec)) < 0 ||
 	    (rc = node_affinity(d, &b, spec)) < 0)

@@ -22,7 +22,7 @@ int kubeapi_model_new(struct kubeapi_model **out)
 	struct kubeapi_model *m = calloc(1, sizeof(*m));
 	unsigned i;
 
-	if (!m || kubeapi_intern_new(&m->in) < 0)
+	if (!m || !(m->scratch = malloc(sizeof(*m->scratch))) || kubeapi_intern_new(&m->in) < 0)
 		goto fail;
 	for (i = 0; i < KUBEAPI_RES_WELL_KNOWN; i++) {
 		m->resources[i] = strdup(well_known[i]);
@@ -47,6 +47,7 @@ void kubeapi_model_free(struct kubeapi_model **mp)
 	for (i = 0; i < m->nres; i++)
 		free(m->resources[i]);
 	kubeapi_intern_free(&m->in);
+	free(m->scratch);
 	free(m);
 	*mp = NULL;
 }
@@ -102,6 +103,12 @@ int kubeapi__fail(struct kubeapi__dec *d, const char *fmt, ...)
 	vsnprintf(d->err->msg, sizeof(d->err->msg), fmt, ap);
 	va_end(ap);
 	return -EINVAL;
+}
+
+const char *kubeapi__path(char *buf, size_t len, const char *parent, const char *key)
+{
+	snprintf(buf, len, "%s.%s", parent, key);
+	return buf;
 }
 
 uint32_t kubeapi__intern(struct kubeapi__dec *d, const char *s, size_t len)
@@ -224,7 +231,7 @@ int kubeapi__string_id(struct kubeapi__dec *d, const cJSON *o, const char *key, 
 	int rc = kubeapi__string(d, o, key, path, max, &s, &len);
 
 	*id = 0;
-	if (rc)
+	if (rc || len == 0)
 		return rc;
 	*id = kubeapi__intern(d, s, len);
 	return *id ? 0 : -ENOMEM;
@@ -244,7 +251,7 @@ int kubeapi__int(struct kubeapi__dec *d, const cJSON *o, const char *key, const 
 		return kubeapi__fail(d, "%s: expected an integer", path);
 	x = f->valuedouble;
 	if (!(x >= (double)min && x <= (double)max) || x != (double)(int64_t)x)
-		return kubeapi__fail(d, "%s: %g is not an integer in [%lld, %lld]", path, x,
+		return kubeapi__fail(d, "%s: %.15g is not an integer in [%lld, %lld]", path, x,
 		                     (long long)min, (long long)max);
 	*v = (int64_t)x;
 	return 0;
@@ -325,6 +332,8 @@ int kubeapi__parse_time(const char *s, size_t len, int64_t *out)
 	tm.tm_min = mi;
 	tm.tm_sec = se;
 	t = timegm(&tm);
+	if (tm.tm_mday != da) /* timegm moved Feb 30 to Mar 2: no such day */
+		return -EINVAL;
 	*out = (int64_t)t - off;
 	return 0;
 }
@@ -376,9 +385,11 @@ static void note_identity(struct kubeapi__dec *d, const char *ns, size_t nslen, 
 static int meta_time(struct kubeapi__dec *d, const cJSON *md, const char *key, int64_t *out,
                      bool *present)
 {
+	char path[48];
 	const char *s;
 	size_t len;
-	int rc = kubeapi__string(d, md, key, key, 64, &s, &len);
+	int rc = kubeapi__string(d, md, key, kubeapi__path(path, sizeof(path), "metadata", key), 64,
+	                         &s, &len);
 
 	*present = rc == 0;
 	if (rc)
@@ -436,7 +447,7 @@ static int meta_rest(struct kubeapi__dec *d, const cJSON *md, struct kubeapi__me
 	if (rc == 0) {
 		errno = 0;
 		out->rv = strtoull(s, &end, 10);
-		if (errno || *end || end == s)
+		if (errno || *end || end == s || s[0] < '0' || s[0] > '9')
 			out->rv = 0; /* opaque by contract: only ordered when numeric */
 	}
 	if ((rc = meta_time(d, md, "creationTimestamp", &out->created_s, &present)) < 0)
@@ -477,6 +488,28 @@ int kubeapi__meta(struct kubeapi__dec *d, const cJSON *obj, bool namespaced,
 
 /* ---- resources ------------------------------------------------------------ */
 
+/* One quantity: a string, or a JSON integer (CRD fields such as a PodGroup's
+ * minResources are int-or-string, and the API server keeps what was sent).
+ * *text is what to quote in messages (num holds a number's text). */
+static int quantity(const cJSON *q, bool milli, char num[32], const char **text, int64_t *v)
+{
+	double x = q->valuedouble;
+
+	if (cJSON_IsString(q)) {
+		*text = q->valuestring;
+		return milli ? kubeapi_quantity_milli(*text, strlen(*text), v)
+		             : kubeapi_quantity_value(*text, strlen(*text), v);
+	}
+	snprintf(num, 32, "%.15g", x);
+	*text = num;
+	if (!(x > -0x1p53 && x < 0x1p53))
+		return -ERANGE;
+	if (x != (double)(int64_t)x)
+		return -EINVAL;
+	*v = (int64_t)x * (milli ? 1000 : 1);
+	return 0;
+}
+
 int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char *path,
                           struct kubeapi__amounts *a)
 {
@@ -489,12 +522,13 @@ int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char 
 	cJSON_ArrayForEach(q, list)
 	{
 		size_t klen = strlen(q->string);
+		const char *text;
+		char num[32];
 		int64_t v;
 		int res, rc;
 
-		if (!cJSON_IsString(q))
-			return kubeapi__fail(d, "%s.%s: expected a quantity string", path,
-			                     q->string);
+		if (!cJSON_IsString(q) && !cJSON_IsNumber(q))
+			return kubeapi__fail(d, "%s.%s: expected a quantity", path, q->string);
 		res = kubeapi_model_resource(d->m, q->string, klen);
 		if (res == -ENOMEM)
 			return res;
@@ -502,16 +536,13 @@ int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char 
 			return kubeapi__fail(d, "%s: resource name \"%.64s\": %s", path, q->string,
 			                     res == -ENOSPC ? "too many distinct resources"
 			                                    : "invalid");
-		rc = res == KUBEAPI_RES_CPU
-		         ? kubeapi_quantity_milli(q->valuestring, strlen(q->valuestring), &v)
-		         : kubeapi_quantity_value(q->valuestring, strlen(q->valuestring), &v);
+		rc = quantity(q, res == KUBEAPI_RES_CPU, num, &text, &v);
 		if (rc < 0)
 			return kubeapi__fail(d, "%s.%s: %s quantity \"%.40s\"", path, q->string,
-			                     rc == -ERANGE ? "out-of-range" : "bad",
-			                     q->valuestring);
+			                     rc == -ERANGE ? "out-of-range" : "bad", text);
 		if (v < 0)
 			return kubeapi__fail(d, "%s.%s: negative quantity \"%.40s\"", path,
-			                     q->string, q->valuestring);
+			                     q->string, text);
 		if (__builtin_add_overflow(a->v[res], v, &a->v[res]))
 			return kubeapi__fail(d, "%s.%s: sum overflows", path, q->string);
 		a->present |= 1ULL << res;
@@ -639,22 +670,26 @@ int kubeapi__labels(struct kubeapi__dec *d, const cJSON *labels, const cJSON *an
                     const char *prefix, const struct kubeapi_labels **out)
 {
 	struct kubeapi__ids ids = {0};
-	struct kubeapi_labels *l;
+	struct kubeapi_kv *kv = d->m->scratch->labels;
+	struct kubeapi_labels *l = NULL;
 	size_t n = 0;
-	int rc = -ENOMEM;
+	int rc;
 
 	*out = NULL;
-	l = calloc(1, sizeof(*l) + 2 * KUBEAPI_MAX_LABELS * sizeof(l->e[0]));
-	if (!l)
-		return -ENOMEM;
-	if (labels && (rc = labels_collect(d, labels, "labels", prefix, &ids, l->e, &n)) < 0)
+	if (labels && (rc = labels_collect(d, labels, "labels", prefix, &ids, kv, &n)) < 0)
 		goto out;
 	if (annotations &&
-	    (rc = labels_collect(d, annotations, "annotations", prefix, &ids, l->e, &n)) < 0)
+	    (rc = labels_collect(d, annotations, "annotations", prefix, &ids, kv, &n)) < 0)
 		goto out;
 	rc = 0;
 	if (n == 0)
 		goto out;
+	/* Only the blob itself is allocated: header and n entries, zeroed. */
+	rc = -ENOMEM;
+	l = calloc(1, sizeof(*l) + n * sizeof(l->e[0]));
+	if (!l)
+		goto out;
+	memcpy(l->e, kv, n * sizeof(kv[0]));
 	qsort(l->e, n, sizeof(l->e[0]), kv_by_key);
 	l->n = (uint32_t)n;
 	*out = kubeapi__blob(d, l, sizeof(*l) + n * sizeof(l->e[0]), &ids);

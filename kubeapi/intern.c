@@ -173,9 +173,12 @@ static uint32_t str_new_id(struct kubeapi_intern *t)
 		return t->free_ids[--t->nfree];
 	if (t->nstrs >= t->capstrs) {
 		uint32_t cap = t->capstrs ? t->capstrs * 2 : 256;
-		struct istr **v = realloc(t->strs, cap * sizeof(*v));
+		struct istr **v;
 
-		if (!v || cap >= TOMBSTONE)
+		if (t->capstrs >= TOMBSTONE / 2) /* ids would reach TOMBSTONE */
+			return 0;
+		v = realloc(t->strs, cap * sizeof(*v));
+		if (!v)
 			return 0;
 		t->strs = v;
 		t->capstrs = cap;

@@ -1,0 +1,103 @@
+#include "kubeapi/idmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static size_t slot_of(uint64_t key, size_t nslots)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (size_t)key & (nslots - 1);
+}
+
+void *kubeapi_idmap_get(const struct kubeapi_idmap *m, uint64_t key)
+{
+	size_t i;
+
+	if (!m->nslots || !key)
+		return NULL;
+	for (i = slot_of(key, m->nslots); m->slots[i].key; i = (i + 1) & (m->nslots - 1))
+		if (m->slots[i].key == key)
+			return m->slots[i].value;
+	return NULL;
+}
+
+static void place(struct kubeapi_idmap_slot *slots, size_t nslots, uint64_t key, void *value)
+{
+	size_t i = slot_of(key, nslots);
+
+	while (slots[i].key && slots[i].key != key)
+		i = (i + 1) & (nslots - 1);
+	slots[i].key = key;
+	slots[i].value = value;
+}
+
+static int grow(struct kubeapi_idmap *m)
+{
+	size_t nslots = m->nslots ? m->nslots * 2 : 64, i;
+	struct kubeapi_idmap_slot *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < m->nslots; i++)
+		if (m->slots[i].key)
+			place(slots, nslots, m->slots[i].key, m->slots[i].value);
+	free(m->slots);
+	m->slots = slots;
+	m->nslots = nslots;
+	return 0;
+}
+
+int kubeapi_idmap_put(struct kubeapi_idmap *m, uint64_t key, void *value)
+{
+	size_t i;
+
+	if (!key)
+		return -EINVAL;
+	if ((m->n + 1) * 10 > m->nslots * 7 && grow(m) < 0)
+		return -ENOMEM;
+	for (i = slot_of(key, m->nslots); m->slots[i].key; i = (i + 1) & (m->nslots - 1))
+		if (m->slots[i].key == key) {
+			m->slots[i].value = value;
+			return 0;
+		}
+	m->slots[i].key = key;
+	m->slots[i].value = value;
+	m->n++;
+	return 0;
+}
+
+/* Backward-shift deletion: pull later entries of the probe run into the
+ * hole when their home slot allows it, so lookups never need tombstones. */
+void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key)
+{
+	size_t mask = m->nslots - 1, i, j;
+	void *value;
+
+	if (!m->nslots || !key)
+		return NULL;
+	for (i = slot_of(key, m->nslots); m->slots[i].key != key; i = (i + 1) & mask)
+		if (!m->slots[i].key)
+			return NULL;
+	value = m->slots[i].value;
+	for (j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+		size_t home = slot_of(m->slots[j].key, m->nslots);
+
+		/* Move j into the hole i unless its home lies cyclically in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->slots[i] = m->slots[j];
+			i = j;
+		}
+	}
+	m->slots[i].key = 0;
+	m->slots[i].value = NULL;
+	m->n--;
+	return value;
+}
+
+void kubeapi_idmap_free(struct kubeapi_idmap *m)
+{
+	free(m->slots);
+	*m = (struct kubeapi_idmap){0};
+}

@@ -1,0 +1,37 @@
+/*
+ * A hash map from 64-bit keys to pointers: the cache's stores, keyed by
+ * (namespace id << 32 | name id) of interned strings. Open addressing with
+ * linear probing and backward-shift deletion (no tombstones), load <= 0.7.
+ * Cost: 16 bytes a slot, about 23 bytes per entry. Key 0 is reserved.
+ */
+#ifndef MUSTER_KUBEAPI_IDMAP_H
+#define MUSTER_KUBEAPI_IDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kubeapi_idmap {
+	struct kubeapi_idmap_slot {
+		uint64_t key; /* 0 = empty */
+		void *value;
+	} * slots;
+	size_t nslots, n;
+};
+
+/** The value for key, or NULL. Expected O(1). */
+void *kubeapi_idmap_get(const struct kubeapi_idmap *m, uint64_t key);
+
+/** Insert or replace; 0 or -ENOMEM (-EINVAL for key 0). Amortized O(1). */
+int kubeapi_idmap_put(struct kubeapi_idmap *m, uint64_t key, void *value);
+
+/** Remove key; returns its value or NULL. */
+void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key);
+
+/** Free the slots (not the values) and zero the map. */
+void kubeapi_idmap_free(struct kubeapi_idmap *m);
+
+/* Iterate: for (i = 0; i < m->nslots; i++) if (m->slots[i].key) ...
+ * Deleting during iteration may move a later entry before i: collect keys
+ * first, or restart. */
+
+#endif /* MUSTER_KUBEAPI_IDMAP_H */

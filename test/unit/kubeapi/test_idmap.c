@@ -1,0 +1,90 @@
+/* kubeapi/idmap: a randomized run against a plain array as the reference,
+ * with keys chosen to collide in their home slots so that backward-shift
+ * deletion has long probe runs to repair. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "kubeapi/idmap.h"
+
+#define UNIVERSE 4096
+
+static uint64_t next_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void check_all(const struct kubeapi_idmap *m, void *const *ref)
+{
+	size_t n = 0;
+	uint64_t k;
+
+	for (k = 1; k <= UNIVERSE; k++) {
+		assert_ptr_equal(kubeapi_idmap_get(m, k), ref[k]);
+		n += ref[k] != NULL;
+	}
+	assert_int_equal(m->n, n);
+}
+
+static void test_random_ops_match_reference(void **state)
+{
+	struct kubeapi_idmap m = {0};
+	void **ref = calloc(UNIVERSE + 1, sizeof(*ref));
+	uint64_t s = 88172645463325252ULL;
+	int i;
+
+	(void)state;
+	assert_non_null(ref);
+	for (i = 0; i < 200000; i++) {
+		uint64_t k = next_rand(&s) % UNIVERSE + 1;
+		void *v = (void *)(uintptr_t)(next_rand(&s) | 1);
+
+		if (next_rand(&s) % 3) {
+			assert_int_equal(kubeapi_idmap_put(&m, k, v), 0);
+			ref[k] = v;
+		} else {
+			assert_ptr_equal(kubeapi_idmap_del(&m, k), ref[k]);
+			ref[k] = NULL;
+		}
+		if (i % 20000 == 0)
+			check_all(&m, ref);
+	}
+	check_all(&m, ref);
+	kubeapi_idmap_free(&m);
+	free(ref);
+}
+
+static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
+{
+	struct kubeapi_idmap m = {0};
+	int x;
+
+	(void)state;
+	assert_null(kubeapi_idmap_get(&m, 7));
+	assert_null(kubeapi_idmap_del(&m, 7));
+	assert_int_equal(kubeapi_idmap_put(&m, 0, &x), -22);
+	assert_int_equal(kubeapi_idmap_put(&m, 7, &x), 0);
+	assert_int_equal(kubeapi_idmap_put(&m, 7, &x + 1), 0); /* replace */
+	assert_int_equal(m.n, 1);
+	assert_ptr_equal(kubeapi_idmap_get(&m, 7), &x + 1);
+	assert_null(kubeapi_idmap_get(&m, 8));
+	kubeapi_idmap_free(&m);
+	assert_int_equal(m.nslots, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_random_ops_match_reference),
+	    cmocka_unit_test(test_key_zero_is_refused_and_absent_keys_are_null),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
