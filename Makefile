@@ -55,10 +55,10 @@ UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 INTEG_SRC := $(wildcard test/integration/*/test_*.c)
 INTEG_BIN := $(INTEG_SRC:test/integration/%.c=$(BUILD)/itest/%)
 
-BENCH_BIN := $(BUILD)/bench/apiserver_limit
+BENCH_BIN := $(BUILD)/bench/apiserver_limit $(BUILD)/bench/cache_sync
 
 .PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check \
-	bench-apiserver-limit clean
+	bench-apiserver-limit bench-cache-sync clean
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
 
@@ -89,9 +89,9 @@ $(BUILD)/itest/%: test/integration/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(PKG_LIBS)
 
-$(BUILD)/bench/%: bench/%.c
+$(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 unit: c-deps $(UNIT_BIN)
 	@test/unit/run $(UNIT_BIN)
@@ -113,6 +113,9 @@ cluster-down:
 
 bench-apiserver-limit: all
 	bench/apiserver-limit
+
+bench-cache-sync: all
+	bench/cache-sync
 
 FORMAT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h')
 format: c-deps

@@ -1,0 +1,458 @@
+/*
+ * The cache's stores and the glue from informers to decoders. One table
+ * row per kind says where it is served, how to decode it and what its key
+ * is; everything else is shared.
+ *
+ * Memory per stored object: the compact struct plus a 4-byte generation
+ * (one allocation), about 23 bytes of store index, and its share of the
+ * interned strings and spec blobs (bench/cache-sync measures the total).
+ */
+#include "kubeapi/cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kind_desc {
+	struct kubeapi_kind kind;
+	size_t size;
+	int (*decode)(struct kubeapi_model *m, const cJSON *obj, void *out,
+	              struct kubeapi_decode_error *err);
+	void (*release)(struct kubeapi_model *m, void *obj);
+	uint64_t (*key)(const void *obj);
+};
+
+static int dec_node(struct kubeapi_model *m, const cJSON *o, void *out,
+                    struct kubeapi_decode_error *e)
+{
+	return kubeapi_node_decode(m, o, out, e);
+}
+static int dec_pod(struct kubeapi_model *m, const cJSON *o, void *out,
+                   struct kubeapi_decode_error *e)
+{
+	return kubeapi_pod_decode(m, o, out, e);
+}
+static int dec_pg(struct kubeapi_model *m, const cJSON *o, void *out,
+                  struct kubeapi_decode_error *e)
+{
+	return kubeapi_podgroup_decode(m, KUBEAPI_PG_SCHEDULER_PLUGINS, o, out, e);
+}
+static int dec_vcpg(struct kubeapi_model *m, const cJSON *o, void *out,
+                    struct kubeapi_decode_error *e)
+{
+	return kubeapi_podgroup_decode(m, KUBEAPI_PG_VOLCANO, o, out, e);
+}
+static int dec_pc(struct kubeapi_model *m, const cJSON *o, void *out,
+                  struct kubeapi_decode_error *e)
+{
+	return kubeapi_priorityclass_decode(m, o, out, e);
+}
+static int dec_pdb(struct kubeapi_model *m, const cJSON *o, void *out,
+                   struct kubeapi_decode_error *e)
+{
+	return kubeapi_pdb_decode(m, o, out, e);
+}
+static int dec_ns(struct kubeapi_model *m, const cJSON *o, void *out,
+                  struct kubeapi_decode_error *e)
+{
+	return kubeapi_namespace_decode(m, o, out, e);
+}
+
+static void rel_node(struct kubeapi_model *m, void *o)
+{
+	kubeapi_node_release(m, o);
+}
+static void rel_pod(struct kubeapi_model *m, void *o)
+{
+	kubeapi_pod_release(m, o);
+}
+static void rel_pg(struct kubeapi_model *m, void *o)
+{
+	kubeapi_podgroup_release(m, o);
+}
+static void rel_pc(struct kubeapi_model *m, void *o)
+{
+	kubeapi_priorityclass_release(m, o);
+}
+static void rel_pdb(struct kubeapi_model *m, void *o)
+{
+	kubeapi_pdb_release(m, o);
+}
+static void rel_ns(struct kubeapi_model *m, void *o)
+{
+	kubeapi_namespace_release(m, o);
+}
+
+static uint64_t key_node(const void *o)
+{
+	return kubeapi_cache_key(0, ((const struct kubeapi_node *)o)->name);
+}
+static uint64_t key_pod(const void *o)
+{
+	const struct kubeapi_pod *p = o;
+
+	return kubeapi_cache_key(p->ns, p->name);
+}
+static uint64_t key_pg(const void *o)
+{
+	const struct kubeapi_podgroup *g = o;
+
+	return kubeapi_cache_key(g->ns, g->name);
+}
+static uint64_t key_pc(const void *o)
+{
+	return kubeapi_cache_key(0, ((const struct kubeapi_priorityclass *)o)->name);
+}
+static uint64_t key_pdb(const void *o)
+{
+	const struct kubeapi_pdb *d = o;
+
+	return kubeapi_cache_key(d->ns, d->name);
+}
+static uint64_t key_ns(const void *o)
+{
+	return kubeapi_cache_key(0, ((const struct kubeapi_namespace *)o)->name);
+}
+
+static const struct kind_desc kinds[KUBEAPI_STORE_COUNT] = {
+    [KUBEAPI_STORE_NODES] = {{"Node", "/api/v1/nodes", false},
+                             sizeof(struct kubeapi_node),
+                             dec_node,
+                             rel_node,
+                             key_node},
+    [KUBEAPI_STORE_PODS] =
+        {{"Pod", "/api/v1/pods", false}, sizeof(struct kubeapi_pod), dec_pod, rel_pod, key_pod},
+    [KUBEAPI_STORE_PODGROUPS] = {{"PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", true},
+                                 sizeof(struct kubeapi_podgroup),
+                                 dec_pg,
+                                 rel_pg,
+                                 key_pg},
+    [KUBEAPI_STORE_VCJOBS] = {{"PodGroup(volcano)", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+                               true},
+                              sizeof(struct kubeapi_podgroup),
+                              dec_vcpg,
+                              rel_pg,
+                              key_pg},
+    [KUBEAPI_STORE_PRIORITYCLASSES] = {{"PriorityClass",
+                                        "/apis/scheduling.k8s.io/v1/priorityclasses", false},
+                                       sizeof(struct kubeapi_priorityclass),
+                                       dec_pc,
+                                       rel_pc,
+                                       key_pc},
+    [KUBEAPI_STORE_PDBS] = {{"PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", false},
+                            sizeof(struct kubeapi_pdb),
+                            dec_pdb,
+                            rel_pdb,
+                            key_pdb},
+    [KUBEAPI_STORE_NAMESPACES] = {{"Namespace", "/api/v1/namespaces", false},
+                                  sizeof(struct kubeapi_namespace),
+                                  dec_ns,
+                                  rel_ns,
+                                  key_ns},
+};
+
+/* The largest object a store holds, for the decode scratch. */
+union any_object {
+	struct kubeapi_node node;
+	struct kubeapi_pod pod;
+	struct kubeapi_podgroup pg;
+	struct kubeapi_priorityclass pc;
+	struct kubeapi_pdb pdb;
+	struct kubeapi_namespace ns;
+};
+
+struct store {
+	struct kubeapi_cache *cache;
+	enum kubeapi_store_kind kind;
+	const struct kind_desc *desc;
+	struct kubeapi_idmap map;
+	uint32_t gen;
+	struct kubeapi_informer *inf;
+};
+
+struct kubeapi_cache {
+	struct kubeapi_model *model;
+	struct kubeapi_cache_options opt;
+	struct store stores[KUBEAPI_STORE_COUNT];
+	unsigned decode_errors;
+	unsigned closing; /* informers still closing */
+	void (*closed_cb)(void *);
+	void *closed_data;
+};
+
+static uint32_t *gen_of(const struct store *s, void *obj)
+{
+	return (uint32_t *)((char *)obj + s->desc->size);
+}
+
+static void log_line(struct kubeapi_cache *c, const char *msg)
+{
+	if (c->opt.log)
+		c->opt.log(c->opt.data, msg);
+	else
+		fprintf(stderr, "muster: %s\n", msg);
+}
+
+static void changed(struct store *s)
+{
+	if (s->cache->opt.changed)
+		s->cache->opt.changed(s->cache->opt.data, s->kind);
+}
+
+/* ---- informer callbacks ---------------------------------------------------------- */
+
+static void on_log(void *data, const char *msg)
+{
+	struct store *s = data;
+
+	log_line(s->cache, msg);
+}
+
+static void on_sync_begin(void *data)
+{
+	struct store *s = data;
+
+	s->gen++;
+}
+
+static void on_upsert(void *data, const cJSON *obj)
+{
+	struct store *s = data;
+	struct kubeapi_cache *c = s->cache;
+	struct kubeapi_decode_error err;
+	union any_object tmp;
+	void *old;
+	uint64_t key;
+	char line[768], ebuf[700];
+	int rc = s->desc->decode(c->model, obj, &tmp, &err);
+
+	if (rc < 0) {
+		c->decode_errors++;
+		if (rc == -ENOMEM)
+			snprintf(err.msg, sizeof(err.msg), "out of memory");
+		snprintf(line, sizeof(line), "skipping %s",
+		         kubeapi_decode_error_str(&err, ebuf, sizeof(ebuf)));
+		log_line(c, line);
+		return;
+	}
+	key = s->desc->key(&tmp);
+	old = kubeapi_idmap_get(&s->map, key);
+	if (old) {
+		s->desc->release(c->model, old); /* after decoding: shared blobs stay */
+	} else {
+		old = malloc(s->desc->size + sizeof(uint32_t));
+		if (!old || kubeapi_idmap_put(&s->map, key, old) < 0) {
+			free(old);
+			s->desc->release(c->model, &tmp);
+			c->decode_errors++;
+			log_line(c, "out of memory storing an object");
+			return;
+		}
+	}
+	memcpy(old, &tmp, s->desc->size);
+	*gen_of(s, old) = s->gen;
+	changed(s);
+}
+
+/* The key of a deleted object, without interning anything new: names that
+ * are not interned belong to no stored object. */
+static uint64_t find_key(struct store *s, const cJSON *obj)
+{
+	struct kubeapi_intern *in = kubeapi_model_intern(s->cache->model);
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+	uint32_t nsid = 0, nameid;
+
+	if (!cJSON_IsString(name))
+		return 0;
+	nameid = kubeapi_str_find(in, name->valuestring, strlen(name->valuestring));
+	if (cJSON_IsString(ns)) {
+		nsid = kubeapi_str_find(in, ns->valuestring, strlen(ns->valuestring));
+		if (!nsid)
+			return 0;
+	}
+	return nameid ? kubeapi_cache_key(nsid, nameid) : 0;
+}
+
+static void drop(struct store *s, uint64_t key)
+{
+	void *obj = kubeapi_idmap_del(&s->map, key);
+
+	if (!obj)
+		return;
+	s->desc->release(s->cache->model, obj);
+	free(obj);
+	changed(s);
+}
+
+static void on_remove(void *data, const cJSON *obj)
+{
+	struct store *s = data;
+	uint64_t key = find_key(s, obj);
+
+	if (key)
+		drop(s, key);
+}
+
+/* Drop what the list just finished did not name. */
+static void on_sync_end(void *data)
+{
+	struct store *s = data;
+	uint64_t *stale;
+	size_t i, n = 0;
+
+	stale = malloc((s->map.n + 1) * sizeof(*stale));
+	if (!stale) {
+		log_line(s->cache, "out of memory sweeping a store; stale objects kept");
+		return;
+	}
+	for (i = 0; i < s->map.nslots; i++)
+		if (s->map.slots[i].key && *gen_of(s, s->map.slots[i].value) != s->gen)
+			stale[n++] = s->map.slots[i].key;
+	for (i = 0; i < n; i++)
+		drop(s, stale[i]);
+	free(stale);
+}
+
+static const struct kubeapi_informer_ops informer_ops = {
+    .sync_begin = on_sync_begin,
+    .upsert = on_upsert,
+    .remove = on_remove,
+    .sync_end = on_sync_end,
+    .log = on_log,
+};
+
+/* ---- lifetime -------------------------------------------------------------------- */
+
+static void free_stores(struct kubeapi_cache *c)
+{
+	unsigned k;
+	size_t i;
+
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++) {
+		struct store *s = &c->stores[k];
+
+		for (i = 0; i < s->map.nslots; i++)
+			if (s->map.slots[i].key) {
+				s->desc->release(c->model, s->map.slots[i].value);
+				free(s->map.slots[i].value);
+			}
+		kubeapi_idmap_free(&s->map);
+	}
+}
+
+static void cache_free(struct kubeapi_cache *c)
+{
+	free_stores(c);
+	kubeapi_model_free(&c->model);
+	free(c);
+}
+
+int kubeapi_cache_new(uv_loop_t *loop, struct kubeapi_http *http,
+                      const struct kubeapi_cache_options *opt, struct kubeapi_cache **out)
+{
+	struct kubeapi_cache *c = calloc(1, sizeof(*c));
+	unsigned k;
+	int rc = -ENOMEM;
+
+	if (!c)
+		return -ENOMEM;
+	if (opt)
+		c->opt = *opt;
+	if ((rc = kubeapi_model_new(&c->model)) < 0)
+		goto fail;
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++) {
+		struct store *s = &c->stores[k];
+
+		s->cache = c;
+		s->kind = (enum kubeapi_store_kind)k;
+		s->desc = &kinds[k];
+		rc = kubeapi_informer_new(loop, http, &kinds[k].kind, &c->opt.informer,
+		                          &informer_ops, s, &s->inf);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		kubeapi_informer_close(&c->stores[k].inf, NULL, NULL);
+	/* Informers free themselves once their timers close; nothing here
+	 * refers to the cache after this point, so it can go now. */
+	cache_free(c);
+	return rc;
+}
+
+int kubeapi_cache_start(struct kubeapi_cache *c)
+{
+	unsigned k;
+	int rc;
+
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		if ((rc = kubeapi_informer_start(c->stores[k].inf)) < 0)
+			return rc;
+	return 0;
+}
+
+bool kubeapi_cache_synced(const struct kubeapi_cache *c)
+{
+	struct kubeapi_informer_stats st;
+	unsigned k;
+
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++) {
+		kubeapi_informer_get_stats(c->stores[k].inf, &st);
+		if (!st.synced && !st.absent)
+			return false;
+	}
+	return true;
+}
+
+struct kubeapi_model *kubeapi_cache_model(struct kubeapi_cache *c)
+{
+	return c->model;
+}
+
+const struct kubeapi_idmap *kubeapi_cache_store(const struct kubeapi_cache *c,
+                                                enum kubeapi_store_kind kind)
+{
+	return &c->stores[kind].map;
+}
+
+void kubeapi_cache_informer_stats(const struct kubeapi_cache *c, enum kubeapi_store_kind kind,
+                                  struct kubeapi_informer_stats *out)
+{
+	kubeapi_informer_get_stats(c->stores[kind].inf, out);
+}
+
+unsigned kubeapi_cache_decode_errors(const struct kubeapi_cache *c)
+{
+	return c->decode_errors;
+}
+
+static void informer_closed(void *data)
+{
+	struct kubeapi_cache *c = data;
+
+	if (--c->closing)
+		return;
+	if (c->closed_cb)
+		c->closed_cb(c->closed_data);
+	cache_free(c);
+}
+
+void kubeapi_cache_close(struct kubeapi_cache **cp, void (*closed_cb)(void *), void *data)
+{
+	struct kubeapi_cache *c = cp ? *cp : NULL;
+	unsigned k;
+
+	if (!c)
+		return;
+	*cp = NULL;
+	c->closed_cb = closed_cb;
+	c->closed_data = data;
+	c->closing = KUBEAPI_STORE_COUNT;
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		kubeapi_informer_close(&c->stores[k].inf, informer_closed, c);
+}

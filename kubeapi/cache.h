@@ -1,0 +1,85 @@
+/*
+ * The cluster cache: every Node, Pod (all namespaces: pods of other
+ * schedulers use node capacity too), PodGroup of both dialects,
+ * PriorityClass, PodDisruptionBudget and Namespace, decoded into the
+ * compact model and kept current by one informer per kind.
+ *
+ * Stores are keyed by the interned (namespace, name) ids. A relist marks
+ * every stored object with a new generation as the list names it, and
+ * sweeps the ones it did not name: objects deleted while the watch was
+ * down are removed, never kept as ghosts. An object that cannot be decoded
+ * is logged by kind, namespace and name and skipped; a stored version is
+ * then kept, since dropping a bound pod would free capacity that is in use.
+ */
+#ifndef MUSTER_KUBEAPI_CACHE_H
+#define MUSTER_KUBEAPI_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "kubeapi/decode.h"
+#include "kubeapi/http.h"
+#include "kubeapi/idmap.h"
+#include "kubeapi/informer.h"
+
+enum kubeapi_store_kind {
+	KUBEAPI_STORE_NODES,
+	KUBEAPI_STORE_PODS,
+	KUBEAPI_STORE_PODGROUPS, /* scheduling.x-k8s.io/v1alpha1 */
+	KUBEAPI_STORE_VCJOBS,    /* scheduling.volcano.sh/v1beta1 PodGroups */
+	KUBEAPI_STORE_PRIORITYCLASSES,
+	KUBEAPI_STORE_PDBS,
+	KUBEAPI_STORE_NAMESPACES,
+	KUBEAPI_STORE_COUNT,
+};
+
+struct kubeapi_cache_options {
+	struct kubeapi_informer_options informer;
+	/* Log lines (decode errors, informer state). NULL: stderr. */
+	void (*log)(void *data, const char *msg);
+	/* Something in store `kind` changed: mark the scheduler dirty. */
+	void (*changed)(void *data, enum kubeapi_store_kind kind);
+	void *data;
+};
+
+struct kubeapi_cache;
+
+/** Create the cache and its informers on `http`. 0, -ENOMEM. */
+int kubeapi_cache_new(uv_loop_t *loop, struct kubeapi_http *http,
+                      const struct kubeapi_cache_options *opt, struct kubeapi_cache **out);
+
+/** Start every informer. 0 or a negative errno. */
+int kubeapi_cache_start(struct kubeapi_cache *c);
+
+/** True once every kind has been listed in full at least once (an optional
+ *  kind that is not installed counts as listed). */
+bool kubeapi_cache_synced(const struct kubeapi_cache *c);
+
+/** The model the objects were decoded with (strings, resources). */
+struct kubeapi_model *kubeapi_cache_model(struct kubeapi_cache *c);
+
+/** A store: values are `struct kubeapi_pod *` and so on by kind, keyed by
+ *  kubeapi_cache_key(ns, name) (ns 0 for cluster-scoped kinds). Read only;
+ *  valid until control returns to the loop. */
+const struct kubeapi_idmap *kubeapi_cache_store(const struct kubeapi_cache *c,
+                                                enum kubeapi_store_kind kind);
+
+static inline uint64_t kubeapi_cache_key(uint32_t ns, uint32_t name)
+{
+	return (uint64_t)ns << 32 | name;
+}
+
+/** Informer counters for one kind. */
+void kubeapi_cache_informer_stats(const struct kubeapi_cache *c, enum kubeapi_store_kind kind,
+                                  struct kubeapi_informer_stats *out);
+
+/** Decode failures logged since start. */
+unsigned kubeapi_cache_decode_errors(const struct kubeapi_cache *c);
+
+/** Stop the informers and free everything once they let go; then
+ *  closed_cb(data). Clears *cp. */
+void kubeapi_cache_close(struct kubeapi_cache **cp, void (*closed_cb)(void *), void *data);
+
+#endif /* MUSTER_KUBEAPI_CACHE_H */

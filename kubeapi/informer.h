@@ -1,0 +1,90 @@
+/*
+ * An informer keeps one kind of object in step with the API server: a
+ * paginated list, then a watch from the list's resourceVersion, forever.
+ *
+ *   LIST   GET path?limit=N[&continue=C] until no continue token; every
+ *          item goes to upsert() between sync_begin() and sync_end(), so
+ *          the receiver can drop what the new list no longer names.
+ *   WATCH  GET path?watch=1&allowWatchBookmarks=true&resourceVersion=RV,
+ *          newline-delimited events: ADDED and MODIFIED to upsert(),
+ *          DELETED to remove(); every event and bookmark advances RV.
+ *          When the stream ends (server timeout, disconnect, API server
+ *          restart) the watch resumes from the last RV after a backoff.
+ *   GONE   410 Gone (RV compacted away, or an ERROR event with code 410):
+ *          list again from scratch.
+ *   ABSENT a 404 on the list of an optional kind (a CRD not installed):
+ *          look again every absent_retry_ms.
+ *
+ * Nothing is lost silently: an event that cannot be parsed, or exceeds
+ * max_event, is logged and skipped (the object will be right again at its
+ * next change or the next list); anything else that goes wrong ends in a
+ * resumed watch or a relist. All I/O goes through the HTTP engine on the
+ * loop; the informer itself only parses.
+ */
+#ifndef MUSTER_KUBEAPI_INFORMER_H
+#define MUSTER_KUBEAPI_INFORMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "kubeapi/http.h"
+
+/* One watched kind: a row of the cache's table. */
+struct kubeapi_kind {
+	const char *name; /* "Pod", for logs */
+	const char *path; /* collection path, e.g. "/api/v1/pods" (all namespaces) */
+	bool optional;    /* a CRD that may be missing: 404 means "look again later" */
+};
+
+struct kubeapi_informer_ops {
+	void (*sync_begin)(void *data);
+	void (*upsert)(void *data, const cJSON *obj);
+	void (*remove)(void *data, const cJSON *obj);
+	void (*sync_end)(void *data);
+	void (*log)(void *data, const char *msg);
+};
+
+/* Zero means the default. */
+struct kubeapi_informer_options {
+	unsigned page_size;       /* list page, default 500 */
+	unsigned watch_timeout_s; /* server-side watch timeout, default 300 */
+	uint64_t absent_retry_ms; /* optional kind missing: default 30000 */
+	uint64_t backoff_base_ms; /* after a failure: default 250 */
+	uint64_t backoff_cap_ms;  /* default 8000 */
+	size_t max_event;         /* one watch event, default 16 MiB */
+};
+
+struct kubeapi_informer_stats {
+	unsigned lists, pages, watches, events, bookmarks, gone, failures, skipped;
+	bool synced, absent;
+};
+
+struct kubeapi_informer;
+
+/** Create an informer for `kind` (the struct must outlive it). It starts
+ *  with kubeapi_informer_start(). Returns 0, -EINVAL, -ENOMEM. */
+int kubeapi_informer_new(uv_loop_t *loop, struct kubeapi_http *http,
+                         const struct kubeapi_kind *kind,
+                         const struct kubeapi_informer_options *opt,
+                         const struct kubeapi_informer_ops *ops, void *data,
+                         struct kubeapi_informer **out);
+
+/** Start listing. 0 or a negative errno from the HTTP engine. */
+int kubeapi_informer_start(struct kubeapi_informer *inf);
+
+/** The last resourceVersion seen ("" before the first list). */
+const char *kubeapi_informer_rv(const struct kubeapi_informer *inf);
+
+void kubeapi_informer_get_stats(const struct kubeapi_informer *inf,
+                                struct kubeapi_informer_stats *out);
+
+/** Stop: cancel the call in flight and the timer; no op is called after
+ *  this returns. Memory is freed once libuv and the engine let go, then
+ *  closed_cb(data) if not NULL. Clears *ip. */
+void kubeapi_informer_close(struct kubeapi_informer **ip, void (*closed_cb)(void *), void *data);
+
+#endif /* MUSTER_KUBEAPI_INFORMER_H */

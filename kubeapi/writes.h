@@ -1,0 +1,92 @@
+/*
+ * The writes Muster makes, as typed calls on the HTTP engine: each builds
+ * the request path and JSON body (strings escaped by cJSON), submits it
+ * with the right retry policy, and reports through the engine's done
+ * callback, where the caller reads status and body.
+ *
+ * Names and namespaces are checked before use (DNS-1123 characters, at
+ * most 253 bytes), so nothing from the cache can reshape a path. Every call
+ * returns 0 or a negative errno from validation or the engine; on error the
+ * callback is never called.
+ */
+#ifndef MUSTER_KUBEAPI_WRITES_H
+#define MUSTER_KUBEAPI_WRITES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kubeapi/http.h"
+#include "kubeapi/model.h"
+
+struct kubeapi_target {
+	const char *ns, *name;
+	const char *uid; /* precondition where the API supports one; may be NULL */
+};
+
+/** POST pods/binding: bind pod `t` to `node`. With a uid, the server
+ *  refuses (409) a pod that was deleted and recreated under the same name.
+ *  A 409 because the pod is already bound is final, not retried. */
+int kubeapi_bind(struct kubeapi_http *h, const struct kubeapi_target *t, const char *node,
+                 kubeapi_http_done_cb cb, void *data);
+
+/** POST pods/eviction (policy/v1). 429 is not retried: see
+ *  kubeapi_eviction_blocked(). grace_s < 0 leaves the pod's own. */
+int kubeapi_evict(struct kubeapi_http *h, const struct kubeapi_target *t, int64_t grace_s,
+                  kubeapi_http_done_cb cb, void *data);
+
+/** Whether an eviction response says a PodDisruptionBudget refused it. */
+bool kubeapi_eviction_blocked(const struct kubeapi_response *r);
+
+/** Strategic-merge patch of one pod status condition (merged by type),
+ *  e.g. PodScheduled False Unschedulable "gang ...: 7 of 8 members fit". */
+int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_target *t,
+                                const char *type, const char *status, const char *reason,
+                                const char *message, time_t now, kubeapi_http_done_cb cb,
+                                void *data);
+
+/** Merge patch of a PodGroup's status in its own dialect (the status
+ *  subresource for scheduler-plugins; the object itself for Volcano, whose
+ *  CRD has none); status_json is the JSON object to put under "status". */
+int kubeapi_patch_podgroup_status(struct kubeapi_http *h, enum kubeapi_dialect dialect,
+                                  const struct kubeapi_target *t, const char *status_json,
+                                  kubeapi_http_done_cb cb, void *data);
+
+/* An events.k8s.io/v1 Event about a pod. */
+struct kubeapi_event {
+	const struct kubeapi_target *regarding; /* the pod */
+	const char *type;                       /* "Normal" or "Warning" */
+	const char *reason;                     /* "Scheduled", "FailedScheduling" */
+	const char *action;                     /* "Binding", "Scheduling" */
+	const char *note;                       /* what a person reads */
+	const char *controller;                 /* reportingController */
+	const char *instance;                   /* reportingInstance */
+};
+
+/** POST an Event named <pod>.<now in hex nanoseconds>, as kube-scheduler does. */
+int kubeapi_event_create(struct kubeapi_http *h, const struct kubeapi_event *ev,
+                         struct timespec now, kubeapi_http_done_cb cb, void *data);
+
+/* A coordination.k8s.io/v1 Lease. */
+struct kubeapi_lease {
+	const char *ns, *name;
+	const char *resource_version; /* NULL: create; else replace (optimistic) */
+	const char *holder;
+	int32_t duration_s;
+	int32_t transitions;
+	struct timespec acquired, renewed;
+};
+
+/** GET the lease (404 when absent). */
+int kubeapi_lease_get(struct kubeapi_http *h, const char *ns, const char *name,
+                      kubeapi_http_done_cb cb, void *data);
+
+/** Create it, or replace it at resource_version (409 when someone else
+ *  wrote it since). */
+int kubeapi_lease_put(struct kubeapi_http *h, const struct kubeapi_lease *l,
+                      kubeapi_http_done_cb cb, void *data);
+
+/** RFC 3339 with microseconds and Z, as Kubernetes' MicroTime: 28 bytes. */
+void kubeapi_format_microtime(struct timespec t, char out[32]);
+
+#endif /* MUSTER_KUBEAPI_WRITES_H */

@@ -1,0 +1,358 @@
+/*
+ * The cluster cache against the real local control plane
+ * (MUSTER_CLUSTER_DIR). Writes go through Muster's own HTTP engine; the
+ * truth the cache is compared with is read by kubectl, an independent
+ * client.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kubeapi/cache.h"
+#include "kubeapi/conn.h"
+#include "kubeapi/http.h"
+
+#define POLL_MS 100
+
+struct env {
+	char dir[512], kubectl[600], ctl[600], etcd_port[16];
+};
+
+struct fixture {
+	struct env env;
+	uv_loop_t loop;
+	struct kubeapi_conn conn;
+	struct kubeapi_http *http;
+	struct kubeapi_cache *cache;
+	char ns[64];
+	unsigned pending, failed; /* writes in flight, writes that failed */
+	uint64_t next_compare;    /* kubectl is slow: compare twice a second */
+};
+
+static void read_env(struct env *e)
+{
+	const char *dir = getenv("MUSTER_CLUSTER_DIR");
+	char path[600], line[1024];
+	FILE *f;
+
+	assert_non_null(dir);
+	snprintf(e->dir, sizeof(e->dir), "%s", dir);
+	snprintf(path, sizeof(path), "%s/cluster.env", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "BIN=", 4))
+			snprintf(e->kubectl, sizeof(e->kubectl),
+			         "%.200s/kubectl --kubeconfig %.200s/kubeconfig", line + 4, dir);
+		if (!strncmp(line, "ETCD_PORT=", 10))
+			snprintf(e->etcd_port, sizeof(e->etcd_port), "%.8s", line + 10);
+	}
+	fclose(f);
+	snprintf(e->ctl, sizeof(e->ctl), "MUSTER_CLUSTER_DIR=%s test/cluster/ctl", dir);
+	assert_true(e->kubectl[0] && e->etcd_port[0]);
+}
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ---- driving the loop -------------------------------------------------------------- */
+
+static void tick(uv_timer_t *t)
+{
+	(void)t;
+}
+
+/* Run the loop until pred() holds, at most timeout_ms. */
+static int run_until(struct fixture *fx, int (*pred)(struct fixture *), unsigned timeout_ms)
+{
+	uv_timer_t t;
+	uint64_t deadline = uv_now(&fx->loop) + timeout_ms;
+	int ok = 0;
+
+	uv_timer_init(&fx->loop, &t);
+	uv_timer_start(&t, tick, POLL_MS, POLL_MS);
+	while (!(ok = pred(fx)) && uv_now(&fx->loop) < deadline)
+		uv_run(&fx->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&fx->loop, UV_RUN_NOWAIT);
+	return ok;
+}
+
+static int synced(struct fixture *fx)
+{
+	return kubeapi_cache_synced(fx->cache);
+}
+
+static int writes_done(struct fixture *fx)
+{
+	return fx->pending == 0;
+}
+
+/* ---- writes through the engine ----------------------------------------------------- */
+
+static void write_done(void *data, const struct kubeapi_response *r)
+{
+	struct fixture *fx = data;
+
+	fx->pending--;
+	if (r->err || r->status >= 300) {
+		fx->failed++;
+		fprintf(stderr, "write failed: %ld %d %.200s\n", r->status, r->err,
+		        r->body ? r->body : "");
+	}
+}
+
+static void submit_write(struct fixture *fx, enum kubeapi_method m, const char *path,
+                         const char *body)
+{
+	struct kubeapi_request req = {
+	    .method = m,
+	    .path = path,
+	    .body = body,
+	    .body_len = body ? strlen(body) : 0,
+	    .flags = KUBEAPI_REQ_RETRY,
+	    .done_cb = write_done,
+	    .data = fx,
+	};
+
+	assert_int_equal(kubeapi_http_submit(fx->http, &req, NULL), 0);
+	fx->pending++;
+}
+
+static void create_pod(struct fixture *fx, int i, const char *batch)
+{
+	char path[256], body[1024];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", fx->ns);
+	snprintf(body, sizeof(body),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%04d\","
+	         "\"labels\":{\"batch\":\"%s\"}},\"spec\":{\"schedulerName\":\"nobody\","
+	         "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":"
+	         "{\"requests\":{\"cpu\":\"%dm\",\"memory\":\"1Gi\"}}}]}}",
+	         i, batch, 100 + i % 7);
+	submit_write(fx, KUBEAPI_POST, path, body);
+}
+
+/* ---- comparing with kubectl --------------------------------------------------------- */
+
+/* Names and resourceVersions of the namespace's pods, as kubectl sees them. */
+static cJSON *truth(struct fixture *fx)
+{
+	char cmd[1024], *buf = NULL;
+	size_t cap = 0, len = 0, n;
+	FILE *p;
+	cJSON *doc;
+
+	snprintf(cmd, sizeof(cmd), "%s get pods -n %s -o json", fx->env.kubectl, fx->ns);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	do {
+		if (len + 65536 > cap) {
+			cap = cap ? cap * 2 : 1 << 20;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		n = fread(buf + len, 1, cap - len - 1, p);
+		len += n;
+	} while (n > 0);
+	assert_int_equal(pclose(p), 0);
+	buf[len] = '\0';
+	doc = cJSON_Parse(buf);
+	free(buf);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* 1 when the cache holds exactly kubectl's pods of fx->ns, same versions. */
+static int cache_matches(struct fixture *fx)
+{
+	struct kubeapi_intern *in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
+	const struct kubeapi_idmap *pods = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS);
+	uint32_t ns = kubeapi_str_find(in, fx->ns, strlen(fx->ns));
+	cJSON *doc = truth(fx), *it;
+	size_t want = 0, have = 0, i;
+	int ok = 1;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "items"))
+	{
+		cJSON *md = cJSON_GetObjectItem(it, "metadata");
+		const char *name = cJSON_GetObjectItem(md, "name")->valuestring;
+		const char *rv = cJSON_GetObjectItem(md, "resourceVersion")->valuestring;
+		uint32_t id = kubeapi_str_find(in, name, strlen(name));
+		const struct kubeapi_pod *p =
+		    id && ns ? kubeapi_idmap_get(pods, kubeapi_cache_key(ns, id)) : NULL;
+
+		want++;
+		if (!p || p->rv != strtoull(rv, NULL, 10))
+			ok = 0;
+	}
+	for (i = 0; i < pods->nslots; i++)
+		if (pods->slots[i].key && (uint32_t)(pods->slots[i].key >> 32) == ns && ns)
+			have++;
+	cJSON_Delete(doc);
+	return ok && want == have;
+}
+
+static int settled(struct fixture *fx)
+{
+	if (uv_now(&fx->loop) < fx->next_compare)
+		return 0;
+	fx->next_compare = uv_now(&fx->loop) + 500;
+	return cache_matches(fx);
+}
+
+/* ---- setup ---------------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	char path[700], err[512];
+	struct kubeapi_cache_options copt = {.informer = {.backoff_cap_ms = 2000}};
+
+	assert_non_null(fx);
+	read_env(&fx->env);
+	snprintf(path, sizeof(path), "%s/kubeconfig", fx->env.dir);
+	assert_int_equal(kubeapi_conn_from_kubeconfig(path, NULL, &fx->conn, err, sizeof(err)), 0);
+	assert_int_equal(uv_loop_init(&fx->loop), 0);
+	assert_int_equal(kubeapi_http_new(&fx->loop, &fx->conn, NULL, &fx->http), 0);
+	assert_int_equal(kubeapi_cache_new(&fx->loop, fx->http, &copt, &fx->cache), 0);
+	assert_int_equal(kubeapi_cache_start(fx->cache), 0);
+	assert_true(run_until(fx, synced, 30000));
+	snprintf(fx->ns, sizeof(fx->ns), "cache-%d", (int)getpid());
+	snprintf(path, sizeof(path), "{\"metadata\":{\"name\":\"%s\"}}", fx->ns);
+	submit_write(fx, KUBEAPI_POST, "/api/v1/namespaces", path);
+	assert_true(run_until(fx, writes_done, 30000));
+	*state = fx;
+	return 0;
+}
+
+static void closed(void *data)
+{
+	(void)data;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s", fx->ns);
+	submit_write(fx, KUBEAPI_DELETE, path, NULL);
+	run_until(fx, writes_done, 30000);
+	kubeapi_cache_close(&fx->cache, closed, NULL);
+	kubeapi_http_close(&fx->http, closed, NULL);
+	uv_run(&fx->loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&fx->loop), 0);
+	kubeapi_conn_free(&fx->conn);
+	free(fx);
+	return 0;
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+/* Nodes and namespaces were listed: the cache knows the profile's nodes. */
+static void test_initial_sync_has_the_nodes(void **state)
+{
+	struct fixture *fx = *state;
+	const struct kubeapi_idmap *nodes = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_NODES);
+	char cmd[700];
+	FILE *p;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "%s get nodes --no-headers | wc -l", fx->env.kubectl);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_int_equal(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	assert_true(n > 0);
+	assert_int_equal(nodes->n, (size_t)n);
+	assert_int_equal(kubeapi_cache_decode_errors(fx->cache), 0);
+}
+
+/* 1,000 creates, updates and deletes: the cache ends equal to kubectl. */
+static void test_churn_converges(void **state)
+{
+	struct fixture *fx = *state;
+	char path[256];
+	int i;
+
+	for (i = 0; i < 400; i++)
+		create_pod(fx, i, i < 200 ? "a" : "b");
+	assert_true(run_until(fx, writes_done, 60000));
+	for (i = 0; i < 300; i++) {
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/p-%04d", fx->ns, i);
+		submit_write(fx, KUBEAPI_PATCH_MERGE, path,
+		             "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}");
+	}
+	assert_true(run_until(fx, writes_done, 60000));
+	for (i = 100; i < 400; i++) {
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/p-%04d", fx->ns, i);
+		submit_write(fx, KUBEAPI_DELETE, path, NULL);
+	}
+	assert_true(run_until(fx, writes_done, 60000));
+	assert_int_equal(fx->failed, 0);
+	assert_true(run_until(fx, settled, 30000));
+}
+
+/* While Muster is not reading, the API server restarts, pods are deleted and
+ * etcd is compacted: the watch cannot resume from its old
+ * resourceVersion, the informer relists, and the relist sweeps the pods
+ * deleted meanwhile. */
+static void test_relist_after_restart_and_compaction_sweeps_deleted(void **state)
+{
+	struct fixture *fx = *state;
+	struct kubeapi_informer_stats before, after;
+	int i;
+
+	for (i = 1000; i < 1060; i++)
+		create_pod(fx, i, "c");
+	assert_true(run_until(fx, writes_done, 60000));
+	assert_true(run_until(fx, settled, 30000));
+	kubeapi_cache_informer_stats(fx->cache, KUBEAPI_STORE_PODS, &before);
+	/* The loop is not run from here on until the end: nothing is read. */
+	/* Restart first, so the old watch holds no buffered events: the
+	 * deletions below are only visible to a new watch or a list. */
+	sh("%s stop kube-apiserver && %s start kube-apiserver >/dev/null", fx->env.ctl,
+	   fx->env.ctl);
+	sh("%s delete pods -n %s -l batch=c --wait=false >/dev/null", fx->env.kubectl, fx->ns);
+	sh("rev=$(curl -s -X POST http://127.0.0.1:%s/v3/kv/range -d '{\"key\":\"AA==\"}' | "
+	   "sed 's/.*\"revision\":\"\\([0-9]*\\)\".*/\\1/') && "
+	   "curl -sf -X POST http://127.0.0.1:%s/v3/kv/compaction "
+	   "-d \"{\\\"revision\\\":\\\"$rev\\\",\\\"physical\\\":true}\" >/dev/null",
+	   fx->env.etcd_port, fx->env.etcd_port);
+	assert_true(run_until(fx, settled, 60000));
+	kubeapi_cache_informer_stats(fx->cache, KUBEAPI_STORE_PODS, &after);
+	fprintf(stderr, "pods informer: lists %u->%u watches %u->%u gone %u->%u events %u->%u\n",
+	        before.lists, after.lists, before.watches, after.watches, before.gone, after.gone,
+	        before.events, after.events);
+	assert_true(after.lists > before.lists);
+	assert_int_equal(kubeapi_cache_decode_errors(fx->cache), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_initial_sync_has_the_nodes),
+	    cmocka_unit_test(test_churn_converges),
+	    cmocka_unit_test(test_relist_after_restart_and_compaction_sweeps_deleted),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
