@@ -33,6 +33,7 @@ struct fixture {
 	char ns[64];
 	unsigned pending, failed; /* writes in flight, writes that failed */
 	uint64_t next_compare;    /* kubectl is slow: compare twice a second */
+	char skipped[1024];       /* the last "skipping ..." log line */
 };
 
 static void read_env(struct env *e)
@@ -220,13 +221,23 @@ static int settled(struct fixture *fx)
 
 /* ---- setup ---------------------------------------------------------------------------- */
 
+static void capture_log(void *data, const char *msg)
+{
+	struct fixture *fx = data;
+
+	if (!strncmp(msg, "skipping ", 9))
+		snprintf(fx->skipped, sizeof(fx->skipped), "%s", msg);
+}
+
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	char path[700], err[512];
-	struct kubeapi_cache_options copt = {.informer = {.backoff_cap_ms = 2000}};
+	struct kubeapi_cache_options copt = {.informer = {.backoff_cap_ms = 2000},
+	                                     .log = capture_log};
 
 	assert_non_null(fx);
+	copt.data = fx;
 	read_env(&fx->env);
 	snprintf(path, sizeof(path), "%s/kubeconfig", fx->env.dir);
 	assert_int_equal(kubeapi_conn_from_kubeconfig(path, NULL, &fx->conn, err, sizeof(err)), 0);
@@ -346,12 +357,66 @@ static void test_relist_after_restart_and_compaction_sweeps_deleted(void **state
 	assert_int_equal(kubeapi_cache_decode_errors(fx->cache), 0);
 }
 
+static const struct kubeapi_pod *cached_pod(struct fixture *fx, const char *name)
+{
+	struct kubeapi_intern *in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
+	uint32_t ns = kubeapi_str_find(in, fx->ns, strlen(fx->ns));
+	uint32_t id = kubeapi_str_find(in, name, strlen(name));
+
+	if (!ns || !id)
+		return NULL;
+	return kubeapi_idmap_get(kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS),
+	                         kubeapi_cache_key(ns, id));
+}
+
+static int fine_cached(struct fixture *fx)
+{
+	return cached_pod(fx, "fine") != NULL;
+}
+
+/* The API server accepts a pod with 257 containers; the decoder's cap is
+ * 256. The cache logs it by kind, namespace and name, skips it, and keeps
+ * going: a pod created after it is cached as usual. */
+static void test_an_object_that_cannot_be_decoded_is_logged_and_skipped(void **state)
+{
+	struct fixture *fx = *state;
+	size_t cap = 64 * 1024, n;
+	char *body = malloc(cap), path[128], want[256];
+	unsigned errors = kubeapi_cache_decode_errors(fx->cache);
+	int i;
+
+	assert_non_null(body);
+	n = (size_t)snprintf(body, cap,
+	                     "{\"metadata\":{\"name\":\"huge\"},\"spec\":{\"schedulerName\":"
+	                     "\"nobody\",\"containers\":[");
+	for (i = 0; i < KUBEAPI_MAX_CONTAINERS + 1; i++)
+		n += (size_t)snprintf(body + n, cap - n, "%s{\"name\":\"c%d\",\"image\":\"x\"}",
+		                      i ? "," : "", i);
+	snprintf(body + n, cap - n, "]}}");
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", fx->ns);
+	submit_write(fx, KUBEAPI_POST, path, body);
+	assert_true(run_until(fx, writes_done, 30000));
+	create_pod(fx, 9999, "d");
+	submit_write(fx, KUBEAPI_POST, path,
+	             "{\"metadata\":{\"name\":\"fine\"},\"spec\":{\"schedulerName\":\"nobody\","
+	             "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
+	assert_true(run_until(fx, writes_done, 30000));
+	assert_int_equal(fx->failed, 0);
+	assert_true(run_until(fx, fine_cached, 30000));
+	assert_null(cached_pod(fx, "huge"));
+	assert_int_equal(kubeapi_cache_decode_errors(fx->cache), errors + 1);
+	snprintf(want, sizeof(want), "skipping Pod %s/huge: spec.containers", fx->ns);
+	assert_memory_equal(fx->skipped, want, strlen(want));
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_initial_sync_has_the_nodes),
 	    cmocka_unit_test(test_churn_converges),
 	    cmocka_unit_test(test_relist_after_restart_and_compaction_sweeps_deleted),
+	    cmocka_unit_test(test_an_object_that_cannot_be_decoded_is_logged_and_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
