@@ -2,9 +2,10 @@
  * Where the API server is and how to authenticate to it: what a kubeconfig
  * file or the in-cluster environment says, before any connection is made.
  *
- * Filled in by kubeapi_conn_from_kubeconfig() or kubeapi_conn_in_cluster()
- * (kubeconfig.c) and read by the HTTP engine (http.c). Every string is owned
- * by the struct and freed by kubeapi_conn_free().
+ * Filled in by kubeapi_conn_from_kubeconfig() (kubeconfig.c) or
+ * kubeapi_conn_in_cluster() (conn.c) and read by the HTTP engine (http.c,
+ * http_easy.c). Every string is owned by the struct and freed by
+ * kubeapi_conn_free().
  */
 #ifndef MUSTER_KUBEAPI_CONN_H
 #define MUSTER_KUBEAPI_CONN_H
