@@ -9,80 +9,21 @@
  */
 #include "kubeapi/cache.h"
 
+#include "kubeapi/decode_internal.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A store's row: where the kind is served, how to decode it (the decoder's
+ * kind descriptor and its argument) and what its key is. */
 struct kind_desc {
 	struct kubeapi_kind kind;
-	size_t size;
-	int (*decode)(struct kubeapi_model *m, const cJSON *obj, void *out,
-	              struct kubeapi_decode_error *err);
-	void (*release)(struct kubeapi_model *m, void *obj);
+	const struct kubeapi__kind *dec;
+	enum kubeapi_dialect dialect; /* the decoder's argument for PodGroups */
 	uint64_t (*key)(const void *obj);
 };
-
-static int dec_node(struct kubeapi_model *m, const cJSON *o, void *out,
-                    struct kubeapi_decode_error *e)
-{
-	return kubeapi_node_decode(m, o, out, e);
-}
-static int dec_pod(struct kubeapi_model *m, const cJSON *o, void *out,
-                   struct kubeapi_decode_error *e)
-{
-	return kubeapi_pod_decode(m, o, out, e);
-}
-static int dec_pg(struct kubeapi_model *m, const cJSON *o, void *out,
-                  struct kubeapi_decode_error *e)
-{
-	return kubeapi_podgroup_decode(m, KUBEAPI_PG_SCHEDULER_PLUGINS, o, out, e);
-}
-static int dec_vcpg(struct kubeapi_model *m, const cJSON *o, void *out,
-                    struct kubeapi_decode_error *e)
-{
-	return kubeapi_podgroup_decode(m, KUBEAPI_PG_VOLCANO, o, out, e);
-}
-static int dec_pc(struct kubeapi_model *m, const cJSON *o, void *out,
-                  struct kubeapi_decode_error *e)
-{
-	return kubeapi_priorityclass_decode(m, o, out, e);
-}
-static int dec_pdb(struct kubeapi_model *m, const cJSON *o, void *out,
-                   struct kubeapi_decode_error *e)
-{
-	return kubeapi_pdb_decode(m, o, out, e);
-}
-static int dec_ns(struct kubeapi_model *m, const cJSON *o, void *out,
-                  struct kubeapi_decode_error *e)
-{
-	return kubeapi_namespace_decode(m, o, out, e);
-}
-
-static void rel_node(struct kubeapi_model *m, void *o)
-{
-	kubeapi_node_release(m, o);
-}
-static void rel_pod(struct kubeapi_model *m, void *o)
-{
-	kubeapi_pod_release(m, o);
-}
-static void rel_pg(struct kubeapi_model *m, void *o)
-{
-	kubeapi_podgroup_release(m, o);
-}
-static void rel_pc(struct kubeapi_model *m, void *o)
-{
-	kubeapi_priorityclass_release(m, o);
-}
-static void rel_pdb(struct kubeapi_model *m, void *o)
-{
-	kubeapi_pdb_release(m, o);
-}
-static void rel_ns(struct kubeapi_model *m, void *o)
-{
-	kubeapi_namespace_release(m, o);
-}
 
 static uint64_t key_node(const void *o)
 {
@@ -116,50 +57,30 @@ static uint64_t key_ns(const void *o)
 }
 
 static const struct kind_desc kinds[KUBEAPI_STORE_COUNT] = {
-    [KUBEAPI_STORE_NODES] = {{"Node", "/api/v1/nodes", false},
-                             sizeof(struct kubeapi_node),
-                             dec_node,
-                             rel_node,
-                             key_node},
-    [KUBEAPI_STORE_PODS] =
-        {{"Pod", "/api/v1/pods", false}, sizeof(struct kubeapi_pod), dec_pod, rel_pod, key_pod},
+    [KUBEAPI_STORE_NODES] = {{"Node", "/api/v1/nodes", false}, &kubeapi__node_kind, 0, key_node},
+    [KUBEAPI_STORE_PODS] = {{"Pod", "/api/v1/pods", false}, &kubeapi__pod_kind, 0, key_pod},
     [KUBEAPI_STORE_PODGROUPS] = {{"PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", true},
-                                 sizeof(struct kubeapi_podgroup),
-                                 dec_pg,
-                                 rel_pg,
+                                 &kubeapi__podgroup_kind,
+                                 KUBEAPI_PG_SCHEDULER_PLUGINS,
                                  key_pg},
     [KUBEAPI_STORE_VCJOBS] = {{"PodGroup(volcano)", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
                                true},
-                              sizeof(struct kubeapi_podgroup),
-                              dec_vcpg,
-                              rel_pg,
+                              &kubeapi__podgroup_kind,
+                              KUBEAPI_PG_VOLCANO,
                               key_pg},
     [KUBEAPI_STORE_PRIORITYCLASSES] = {{"PriorityClass",
                                         "/apis/scheduling.k8s.io/v1/priorityclasses", false},
-                                       sizeof(struct kubeapi_priorityclass),
-                                       dec_pc,
-                                       rel_pc,
+                                       &kubeapi__priorityclass_kind,
+                                       0,
                                        key_pc},
     [KUBEAPI_STORE_PDBS] = {{"PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", false},
-                            sizeof(struct kubeapi_pdb),
-                            dec_pdb,
-                            rel_pdb,
+                            &kubeapi__pdb_kind,
+                            0,
                             key_pdb},
     [KUBEAPI_STORE_NAMESPACES] = {{"Namespace", "/api/v1/namespaces", false},
-                                  sizeof(struct kubeapi_namespace),
-                                  dec_ns,
-                                  rel_ns,
+                                  &kubeapi__namespace_kind,
+                                  0,
                                   key_ns},
-};
-
-/* The largest object a store holds, for the decode scratch. */
-union any_object {
-	struct kubeapi_node node;
-	struct kubeapi_pod pod;
-	struct kubeapi_podgroup pg;
-	struct kubeapi_priorityclass pc;
-	struct kubeapi_pdb pdb;
-	struct kubeapi_namespace ns;
 };
 
 struct store {
@@ -183,7 +104,7 @@ struct kubeapi_cache {
 
 static uint32_t *gen_of(const struct store *s, void *obj)
 {
-	return (uint32_t *)((char *)obj + s->desc->size);
+	return (uint32_t *)((char *)obj + s->desc->dec->size);
 }
 
 static void log_line(struct kubeapi_cache *c, const char *msg)
@@ -221,11 +142,11 @@ static void on_upsert(void *data, const cJSON *obj)
 	struct store *s = data;
 	struct kubeapi_cache *c = s->cache;
 	struct kubeapi_decode_error err;
-	union any_object tmp;
+	union kubeapi__any_object tmp;
 	void *old;
 	uint64_t key;
 	char line[768], ebuf[700];
-	int rc = s->desc->decode(c->model, obj, &tmp, &err);
+	int rc = kubeapi__decode(c->model, s->desc->dec, &s->desc->dialect, obj, &tmp, &err);
 
 	if (rc < 0) {
 		c->decode_errors++;
@@ -239,18 +160,18 @@ static void on_upsert(void *data, const cJSON *obj)
 	key = s->desc->key(&tmp);
 	old = kubeapi_idmap_get(&s->map, key);
 	if (old) {
-		s->desc->release(c->model, old); /* after decoding: shared blobs stay */
+		s->desc->dec->release(c->model, old); /* after decoding: shared blobs stay */
 	} else {
-		old = malloc(s->desc->size + sizeof(uint32_t));
+		old = malloc(s->desc->dec->size + sizeof(uint32_t));
 		if (!old || kubeapi_idmap_put(&s->map, key, old) < 0) {
 			free(old);
-			s->desc->release(c->model, &tmp);
+			s->desc->dec->release(c->model, &tmp);
 			c->decode_errors++;
 			log_line(c, "out of memory storing an object");
 			return;
 		}
 	}
-	memcpy(old, &tmp, s->desc->size);
+	memcpy(old, &tmp, s->desc->dec->size);
 	*gen_of(s, old) = s->gen;
 	changed(s);
 }
@@ -282,7 +203,7 @@ static void drop(struct store *s, uint64_t key)
 
 	if (!obj)
 		return;
-	s->desc->release(s->cache->model, obj);
+	s->desc->dec->release(s->cache->model, obj);
 	free(obj);
 	changed(s);
 }
@@ -336,7 +257,7 @@ static void free_stores(struct kubeapi_cache *c)
 
 		for (i = 0; i < s->map.nslots; i++)
 			if (s->map.slots[i].key) {
-				s->desc->release(c->model, s->map.slots[i].value);
+				s->desc->dec->release(c->model, s->map.slots[i].value);
 				free(s->map.slots[i].value);
 			}
 		kubeapi_idmap_free(&s->map);

@@ -111,6 +111,47 @@ struct kubeapi__meta {
 int kubeapi__meta(struct kubeapi__dec *d, const cJSON *obj, bool namespaced,
                   struct kubeapi__meta *out);
 
+/* One kind's decoder, driven by kubeapi__decode(): identity() copies what
+ * metadata gave (it cannot fail, so the references it moves are always
+ * released with the object), fields() reads the rest. `arg` is per call
+ * (the PodGroup dialect). */
+struct kubeapi__kind {
+	const char *name;
+	bool namespaced;
+	size_t size;
+	void (*identity)(void *obj, const struct kubeapi__meta *md, const void *arg);
+	int (*fields)(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
+	              void *out);
+	void (*release)(struct kubeapi_model *m, void *obj);
+};
+
+/* Scratch big and aligned enough for any decoded object. */
+union kubeapi__any_object {
+	struct kubeapi_pod pod;
+	struct kubeapi_node node;
+	struct kubeapi_podgroup pg;
+	struct kubeapi_priorityclass pc;
+	struct kubeapi_pdb pdb;
+	struct kubeapi_namespace ns;
+};
+
+/* The kinds, for the driver and the cache's stores. */
+extern const struct kubeapi__kind kubeapi__node_kind, kubeapi__pod_kind, kubeapi__podgroup_kind,
+    kubeapi__priorityclass_kind, kubeapi__pdb_kind, kubeapi__namespace_kind;
+
+/* The typed *_release functions behind a void pointer. */
+void kubeapi__node_release(struct kubeapi_model *m, void *obj);
+void kubeapi__pod_release(struct kubeapi_model *m, void *obj);
+void kubeapi__podgroup_release(struct kubeapi_model *m, void *obj);
+void kubeapi__priorityclass_release(struct kubeapi_model *m, void *obj);
+void kubeapi__pdb_release(struct kubeapi_model *m, void *obj);
+void kubeapi__namespace_release(struct kubeapi_model *m, void *obj);
+
+/* Decode obj as kind k: all of *out on success, nothing (and no reference
+ * left behind) on failure. */
+int kubeapi__decode(struct kubeapi_model *m, const struct kubeapi__kind *k, const void *arg,
+                    const cJSON *obj, void *out, struct kubeapi_decode_error *err);
+
 /* Resource amounts by index, as decoded from a ResourceList. */
 struct kubeapi__amounts {
 	int64_t v[KUBEAPI_MAX_RESOURCES];

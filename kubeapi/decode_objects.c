@@ -107,8 +107,9 @@ static int node_ready(struct kubeapi__dec *d, const cJSON *status, struct kubeap
 }
 
 static int node_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
-                       struct kubeapi_node *n)
+                       void *out)
 {
+	struct kubeapi_node *n = out;
 	const cJSON *spec, *status, *alloc;
 	struct kubeapi__amounts a = {0};
 	bool unsched = false;
@@ -129,26 +130,29 @@ static int node_fields(struct kubeapi__dec *d, const cJSON *obj, const struct ku
 	return kubeapi__labels(d, md->labels, NULL, "", &n->labels);
 }
 
+static void node_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
+{
+	struct kubeapi_node *n = obj;
+
+	(void)arg;
+	memcpy(n->uid, md->uid, sizeof(n->uid));
+	n->name = md->name;
+	n->rv = md->rv;
+}
+
+const struct kubeapi__kind kubeapi__node_kind = {
+    "Node", false, sizeof(struct kubeapi_node), node_identity, node_fields, kubeapi__node_release,
+};
+
 int kubeapi_node_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_node *out,
                         struct kubeapi_decode_error *err)
 {
-	struct kubeapi__dec d;
-	struct kubeapi__meta md;
-	struct kubeapi_node n = {0};
-	int rc;
+	return kubeapi__decode(m, &kubeapi__node_kind, NULL, obj, out, err);
+}
 
-	kubeapi__dec_init(&d, m, err, "Node");
-	if ((rc = kubeapi__meta(&d, obj, false, &md)) < 0)
-		return rc;
-	memcpy(n.uid, md.uid, sizeof(n.uid));
-	n.name = md.name;
-	n.rv = md.rv;
-	if ((rc = node_fields(&d, obj, &md, &n)) < 0) {
-		kubeapi_node_release(m, &n);
-		return rc;
-	}
-	*out = n;
-	return 0;
+void kubeapi__node_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_node_release(m, obj);
 }
 
 void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n)
@@ -193,8 +197,9 @@ static int podgroup_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubea
 }
 
 static int podgroup_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
-                           struct kubeapi_podgroup *g)
+                           void *out)
 {
+	struct kubeapi_podgroup *g = out;
 	const cJSON *spec, *status;
 	int rc;
 
@@ -206,29 +211,36 @@ static int podgroup_fields(struct kubeapi__dec *d, const cJSON *obj, const struc
 	return kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &g->muster);
 }
 
+static void podgroup_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
+{
+	struct kubeapi_podgroup *g = obj;
+
+	memcpy(g->uid, md->uid, sizeof(g->uid));
+	g->ns = md->ns;
+	g->name = md->name;
+	g->rv = md->rv;
+	g->created_s = md->created_s;
+	g->dialect = (uint8_t) * (const enum kubeapi_dialect *)arg;
+}
+
+const struct kubeapi__kind kubeapi__podgroup_kind = {
+    "PodGroup",
+    true,
+    sizeof(struct kubeapi_podgroup),
+    podgroup_identity,
+    podgroup_fields,
+    kubeapi__podgroup_release,
+};
+
 int kubeapi_podgroup_decode(struct kubeapi_model *m, enum kubeapi_dialect dialect, const cJSON *obj,
                             struct kubeapi_podgroup *out, struct kubeapi_decode_error *err)
 {
-	struct kubeapi__dec d;
-	struct kubeapi__meta md;
-	struct kubeapi_podgroup g = {0};
-	int rc;
+	return kubeapi__decode(m, &kubeapi__podgroup_kind, &dialect, obj, out, err);
+}
 
-	kubeapi__dec_init(&d, m, err, "PodGroup");
-	if ((rc = kubeapi__meta(&d, obj, true, &md)) < 0)
-		return rc;
-	memcpy(g.uid, md.uid, sizeof(g.uid));
-	g.ns = md.ns;
-	g.name = md.name;
-	g.rv = md.rv;
-	g.created_s = md.created_s;
-	g.dialect = (uint8_t)dialect;
-	if ((rc = podgroup_fields(&d, obj, &md, &g)) < 0) {
-		kubeapi_podgroup_release(m, &g);
-		return rc;
-	}
-	*out = g;
-	return 0;
+void kubeapi__podgroup_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_podgroup_release(m, obj);
 }
 
 void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *g)
@@ -245,41 +257,58 @@ void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *
 
 /* ---- PriorityClasses --------------------------------------------------------------- */
 
-int kubeapi_priorityclass_decode(struct kubeapi_model *m, const cJSON *obj,
-                                 struct kubeapi_priorityclass *out,
-                                 struct kubeapi_decode_error *err)
+static void priorityclass_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
 {
-	struct kubeapi__dec d;
-	struct kubeapi__meta md;
-	struct kubeapi_priorityclass pc = {0};
+	struct kubeapi_priorityclass *pc = obj;
+
+	(void)arg;
+	pc->name = md->name;
+	pc->rv = md->rv;
+}
+
+static int priorityclass_fields(struct kubeapi__dec *d, const cJSON *obj,
+                                const struct kubeapi__meta *md, void *out)
+{
+	struct kubeapi_priorityclass *pc = out;
 	const char *s;
 	size_t len;
 	bool gd = false;
 	int64_t v;
 	int rc;
 
-	kubeapi__dec_init(&d, m, err, "PriorityClass");
-	if ((rc = kubeapi__meta(&d, obj, false, &md)) < 0)
+	(void)md;
+	rc = kubeapi__int(d, obj, "value", "value", INT32_MIN, INT32_MAX, &v);
+	if (rc > 0)
+		return kubeapi__fail(d, "value: missing");
+	if (rc < 0 || (rc = kubeapi__bool(d, obj, "globalDefault", "globalDefault", &gd)) < 0 ||
+	    (rc = kubeapi__string(d, obj, "preemptionPolicy", "preemptionPolicy", 32, &s, &len)) <
+	        0)
 		return rc;
-	pc.name = md.name;
-	pc.rv = md.rv;
-	rc = kubeapi__int(&d, obj, "value", "value", INT32_MIN, INT32_MAX, &v);
-	if (rc == 0)
-		pc.value = (int32_t)v;
-	else if (rc > 0)
-		rc = kubeapi__fail(&d, "value: missing");
-	if (rc == 0)
-		rc = kubeapi__bool(&d, obj, "globalDefault", "globalDefault", &gd);
-	if (rc >= 0)
-		rc = kubeapi__string(&d, obj, "preemptionPolicy", "preemptionPolicy", 32, &s, &len);
-	if (rc < 0) {
-		kubeapi_priorityclass_release(m, &pc);
-		return rc;
-	}
-	pc.global_default = gd;
-	pc.preempt_never = str_is(s, len, "Never");
-	*out = pc;
+	pc->value = (int32_t)v;
+	pc->global_default = gd;
+	pc->preempt_never = str_is(s, len, "Never");
 	return 0;
+}
+
+const struct kubeapi__kind kubeapi__priorityclass_kind = {
+    "PriorityClass",
+    false,
+    sizeof(struct kubeapi_priorityclass),
+    priorityclass_identity,
+    priorityclass_fields,
+    kubeapi__priorityclass_release,
+};
+
+int kubeapi_priorityclass_decode(struct kubeapi_model *m, const cJSON *obj,
+                                 struct kubeapi_priorityclass *out,
+                                 struct kubeapi_decode_error *err)
+{
+	return kubeapi__decode(m, &kubeapi__priorityclass_kind, NULL, obj, out, err);
+}
+
+void kubeapi__priorityclass_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_priorityclass_release(m, obj);
 }
 
 void kubeapi_priorityclass_release(struct kubeapi_model *m, struct kubeapi_priorityclass *pc)
@@ -464,33 +493,49 @@ void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_sel
 	kubeapi_blob_unref(in, s);
 }
 
-int kubeapi_pdb_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_pdb *out,
-                       struct kubeapi_decode_error *err)
+static void pdb_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
 {
-	struct kubeapi__dec d;
-	struct kubeapi__meta md;
-	struct kubeapi_pdb p = {0};
+	struct kubeapi_pdb *p = obj;
+
+	(void)arg;
+	p->ns = md->ns;
+	p->name = md->name;
+	p->rv = md->rv;
+}
+
+static int pdb_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
+                      void *out)
+{
+	struct kubeapi_pdb *p = out;
 	const cJSON *spec, *status;
 	int64_t v = 0;
 	int rc;
 
-	kubeapi__dec_init(&d, m, err, "PodDisruptionBudget");
-	if ((rc = kubeapi__meta(&d, obj, true, &md)) < 0)
+	(void)md;
+	if ((rc = kubeapi__object(d, obj, "spec", "spec", &spec)) < 0 ||
+	    (rc = kubeapi__object(d, obj, "status", "status", &status)) < 0 ||
+	    (rc = pdb_selector(d, spec, p)) < 0 ||
+	    (rc = kubeapi__int(d, status, "disruptionsAllowed", "status.disruptionsAllowed", 0,
+	                       INT32_MAX, &v)) < 0)
 		return rc;
-	p.ns = md.ns;
-	p.name = md.name;
-	p.rv = md.rv;
-	if ((rc = kubeapi__object(&d, obj, "spec", "spec", &spec)) < 0 ||
-	    (rc = kubeapi__object(&d, obj, "status", "status", &status)) < 0 ||
-	    (rc = pdb_selector(&d, spec, &p)) < 0 ||
-	    (rc = kubeapi__int(&d, status, "disruptionsAllowed", "status.disruptionsAllowed", 0,
-	                       INT32_MAX, &v)) < 0) {
-		kubeapi_pdb_release(m, &p);
-		return rc;
-	}
-	p.disruptions_allowed = (int32_t)v;
-	*out = p;
+	p->disruptions_allowed = (int32_t)v;
 	return 0;
+}
+
+const struct kubeapi__kind kubeapi__pdb_kind = {
+    "PodDisruptionBudget", true,       sizeof(struct kubeapi_pdb),
+    pdb_identity,          pdb_fields, kubeapi__pdb_release,
+};
+
+int kubeapi_pdb_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_pdb *out,
+                       struct kubeapi_decode_error *err)
+{
+	return kubeapi__decode(m, &kubeapi__pdb_kind, NULL, obj, out, err);
+}
+
+void kubeapi__pdb_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_pdb_release(m, obj);
 }
 
 void kubeapi_pdb_release(struct kubeapi_model *m, struct kubeapi_pdb *p)
@@ -503,31 +548,50 @@ void kubeapi_pdb_release(struct kubeapi_model *m, struct kubeapi_pdb *p)
 
 /* ---- Namespaces ------------------------------------------------------------------- */
 
-int kubeapi_namespace_decode(struct kubeapi_model *m, const cJSON *obj,
-                             struct kubeapi_namespace *out, struct kubeapi_decode_error *err)
+static void namespace_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
 {
-	struct kubeapi__dec d;
-	struct kubeapi__meta md;
-	struct kubeapi_namespace ns = {0};
+	struct kubeapi_namespace *ns = obj;
+
+	(void)arg;
+	ns->name = md->name;
+	ns->rv = md->rv;
+}
+
+static int namespace_fields(struct kubeapi__dec *d, const cJSON *obj,
+                            const struct kubeapi__meta *md, void *out)
+{
+	struct kubeapi_namespace *ns = out;
 	const cJSON *status;
 	const char *s = NULL;
 	size_t len = 0;
 	int rc;
 
-	kubeapi__dec_init(&d, m, err, "Namespace");
-	if ((rc = kubeapi__meta(&d, obj, false, &md)) < 0)
+	if ((rc = kubeapi__object(d, obj, "status", "status", &status)) < 0 ||
+	    (rc = kubeapi__string(d, status, "phase", "status.phase", 32, &s, &len)) < 0 ||
+	    (rc = kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &ns->muster)) < 0)
 		return rc;
-	ns.name = md.name;
-	ns.rv = md.rv;
-	if ((rc = kubeapi__object(&d, obj, "status", "status", &status)) < 0 ||
-	    (rc = kubeapi__string(&d, status, "phase", "status.phase", 32, &s, &len)) < 0 ||
-	    (rc = kubeapi__labels(&d, md.labels, md.annotations, MUSTER_PREFIX, &ns.muster)) < 0) {
-		kubeapi_namespace_release(m, &ns);
-		return rc;
-	}
-	ns.terminating = str_is(s, len, "Terminating") || md.deleting;
-	*out = ns;
+	ns->terminating = str_is(s, len, "Terminating") || md->deleting;
 	return 0;
+}
+
+const struct kubeapi__kind kubeapi__namespace_kind = {
+    "Namespace",
+    false,
+    sizeof(struct kubeapi_namespace),
+    namespace_identity,
+    namespace_fields,
+    kubeapi__namespace_release,
+};
+
+int kubeapi_namespace_decode(struct kubeapi_model *m, const cJSON *obj,
+                             struct kubeapi_namespace *out, struct kubeapi_decode_error *err)
+{
+	return kubeapi__decode(m, &kubeapi__namespace_kind, NULL, obj, out, err);
+}
+
+void kubeapi__namespace_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_namespace_release(m, obj);
 }
 
 void kubeapi_namespace_release(struct kubeapi_model *m, struct kubeapi_namespace *ns)

@@ -676,8 +676,9 @@ static int pod_scheduled_condition(struct kubeapi__dec *d, const cJSON *status,
 }
 
 static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
-                      struct kubeapi_pod *p)
+                      void *out)
 {
+	struct kubeapi_pod *p = out;
 	const cJSON *spec, *status;
 	int rc;
 
@@ -695,30 +696,33 @@ static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kub
 	return pod_spec(d, spec, &p->spec);
 }
 
+static void pod_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
+{
+	struct kubeapi_pod *p = obj;
+
+	(void)arg;
+	memcpy(p->uid, md->uid, sizeof(p->uid));
+	p->ns = md->ns;
+	p->name = md->name;
+	p->rv = md->rv;
+	p->created_s = md->created_s;
+	p->deleted_s = md->deleted_s;
+	p->deleting = md->deleting;
+}
+
+const struct kubeapi__kind kubeapi__pod_kind = {
+    "Pod", true, sizeof(struct kubeapi_pod), pod_identity, pod_fields, kubeapi__pod_release,
+};
+
 int kubeapi_pod_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_pod *out,
                        struct kubeapi_decode_error *err)
 {
-	struct kubeapi__dec d;
-	struct kubeapi__meta md;
-	struct kubeapi_pod p = {0};
-	int rc;
+	return kubeapi__decode(m, &kubeapi__pod_kind, NULL, obj, out, err);
+}
 
-	kubeapi__dec_init(&d, m, err, "Pod");
-	if ((rc = kubeapi__meta(&d, obj, true, &md)) < 0)
-		return rc;
-	memcpy(p.uid, md.uid, sizeof(p.uid));
-	p.ns = md.ns;
-	p.name = md.name;
-	p.rv = md.rv;
-	p.created_s = md.created_s;
-	p.deleted_s = md.deleted_s;
-	p.deleting = md.deleting;
-	if ((rc = pod_fields(&d, obj, &md, &p)) < 0) {
-		kubeapi_pod_release(m, &p);
-		return rc;
-	}
-	*out = p;
-	return 0;
+void kubeapi__pod_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_pod_release(m, obj);
 }
 
 void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)

@@ -486,6 +486,31 @@ int kubeapi__meta(struct kubeapi__dec *d, const cJSON *obj, bool namespaced,
 	return rc;
 }
 
+/* ---- the driver --------------------------------------------------------------- */
+
+int kubeapi__decode(struct kubeapi_model *m, const struct kubeapi__kind *k, const void *arg,
+                    const cJSON *obj, void *out, struct kubeapi_decode_error *err)
+{
+	struct kubeapi__dec d;
+	struct kubeapi__meta md;
+	union kubeapi__any_object tmp;
+	int rc;
+
+	if (k->size > sizeof(tmp))
+		return -EINVAL;
+	memset(&tmp, 0, sizeof(tmp));
+	kubeapi__dec_init(&d, m, err, k->name);
+	if ((rc = kubeapi__meta(&d, obj, k->namespaced, &md)) < 0)
+		return rc;
+	k->identity(&tmp, &md, arg);
+	if ((rc = k->fields(&d, obj, &md, &tmp)) < 0) {
+		k->release(m, &tmp);
+		return rc;
+	}
+	memcpy(out, &tmp, k->size);
+	return 0;
+}
+
 /* ---- resources ------------------------------------------------------------ */
 
 /* One quantity: a string, or a JSON integer (CRD fields such as a PodGroup's
