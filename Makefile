@@ -127,4 +127,4 @@ format-check: c-deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/scheduler/main.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/scheduler/main.d $(addsuffix .d,$(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN))

@@ -15,20 +15,12 @@
 #include <cmocka.h>
 
 #include "kubeapi/cache.h"
-#include "kubeapi/conn.h"
-#include "kubeapi/http.h"
+#include "test/integration/itest.h"
 
 #define POLL_MS 100
 
-struct env {
-	char dir[512], kubectl[600], ctl[600], etcd_port[16];
-};
-
 struct fixture {
-	struct env env;
-	uv_loop_t loop;
-	struct kubeapi_conn conn;
-	struct kubeapi_http *http;
+	struct itest t;
 	struct kubeapi_cache *cache;
 	char ns[64];
 	unsigned pending, failed; /* writes in flight, writes that failed */
@@ -37,73 +29,17 @@ struct fixture {
 	unsigned skips;           /* how many such lines */
 };
 
-static void read_env(struct env *e)
+static int synced(void *arg)
 {
-	const char *dir = getenv("MUSTER_CLUSTER_DIR");
-	char path[600], line[1024];
-	FILE *f;
+	struct fixture *fx = arg;
 
-	assert_non_null(dir);
-	snprintf(e->dir, sizeof(e->dir), "%s", dir);
-	snprintf(path, sizeof(path), "%s/cluster.env", dir);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, "BIN=", 4))
-			snprintf(e->kubectl, sizeof(e->kubectl),
-			         "%.200s/kubectl --kubeconfig %.200s/kubeconfig", line + 4, dir);
-		if (!strncmp(line, "ETCD_PORT=", 10))
-			snprintf(e->etcd_port, sizeof(e->etcd_port), "%.8s", line + 10);
-	}
-	fclose(f);
-	snprintf(e->ctl, sizeof(e->ctl), "MUSTER_CLUSTER_DIR=%s test/cluster/ctl", dir);
-	assert_true(e->kubectl[0] && e->etcd_port[0]);
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
-
-/* ---- driving the loop -------------------------------------------------------------- */
-
-static void tick(uv_timer_t *t)
-{
-	(void)t;
-}
-
-/* Run the loop until pred() holds, at most timeout_ms. */
-static int run_until(struct fixture *fx, int (*pred)(struct fixture *), unsigned timeout_ms)
-{
-	uv_timer_t t;
-	uint64_t deadline = uv_now(&fx->loop) + timeout_ms;
-	int ok = 0;
-
-	uv_timer_init(&fx->loop, &t);
-	uv_timer_start(&t, tick, POLL_MS, POLL_MS);
-	while (!(ok = pred(fx)) && uv_now(&fx->loop) < deadline)
-		uv_run(&fx->loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(&fx->loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static int synced(struct fixture *fx)
-{
 	return kubeapi_cache_synced(fx->cache);
 }
 
-static int writes_done(struct fixture *fx)
+static int writes_done(void *arg)
 {
+	struct fixture *fx = arg;
+
 	return fx->pending == 0;
 }
 
@@ -134,7 +70,7 @@ static void submit_write(struct fixture *fx, enum kubeapi_method m, const char *
 	    .data = fx,
 	};
 
-	assert_int_equal(kubeapi_http_submit(fx->http, &req, NULL), 0);
+	assert_int_equal(kubeapi_http_submit(fx->t.http, &req, NULL), 0);
 	fx->pending++;
 }
 
@@ -162,7 +98,7 @@ static cJSON *truth(struct fixture *fx)
 	FILE *p;
 	cJSON *doc;
 
-	snprintf(cmd, sizeof(cmd), "%s get pods -n %s -o json", fx->env.kubectl, fx->ns);
+	snprintf(cmd, sizeof(cmd), "%s get pods -n %s -o json", fx->t.kubectl, fx->ns);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	do {
@@ -212,11 +148,13 @@ static int cache_matches(struct fixture *fx)
 	return ok && want == have;
 }
 
-static int settled(struct fixture *fx)
+static int settled(void *arg)
 {
-	if (uv_now(&fx->loop) < fx->next_compare)
+	struct fixture *fx = arg;
+
+	if (uv_now(&fx->t.loop) < fx->next_compare)
 		return 0;
-	fx->next_compare = uv_now(&fx->loop) + 500;
+	fx->next_compare = uv_now(&fx->t.loop) + 500;
 	return cache_matches(fx);
 }
 
@@ -239,32 +177,23 @@ static void capture_log(void *data, const char *msg)
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	char path[700], err[512];
+	char path[700];
 	/* Pages of 7: every list here spans several continue tokens. */
 	struct kubeapi_cache_options copt = {.informer = {.backoff_cap_ms = 2000, .page_size = 7},
 	                                     .log = capture_log};
 
 	assert_non_null(fx);
 	copt.data = fx;
-	read_env(&fx->env);
-	snprintf(path, sizeof(path), "%s/kubeconfig", fx->env.dir);
-	assert_int_equal(kubeapi_conn_from_kubeconfig(path, NULL, &fx->conn, err, sizeof(err)), 0);
-	assert_int_equal(uv_loop_init(&fx->loop), 0);
-	assert_int_equal(kubeapi_http_new(&fx->loop, &fx->conn, NULL, &fx->http), 0);
-	assert_int_equal(kubeapi_cache_new(&fx->loop, fx->http, &copt, &fx->cache), 0);
+	itest_open(&fx->t);
+	assert_int_equal(kubeapi_cache_new(&fx->t.loop, fx->t.http, &copt, &fx->cache), 0);
 	assert_int_equal(kubeapi_cache_start(fx->cache), 0);
-	assert_true(run_until(fx, synced, 30000));
+	assert_true(itest_run_until(&fx->t, synced, fx, 30000));
 	snprintf(fx->ns, sizeof(fx->ns), "cache-%d", (int)getpid());
 	snprintf(path, sizeof(path), "{\"metadata\":{\"name\":\"%s\"}}", fx->ns);
 	submit_write(fx, KUBEAPI_POST, "/api/v1/namespaces", path);
-	assert_true(run_until(fx, writes_done, 30000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 30000));
 	*state = fx;
 	return 0;
-}
-
-static void closed(void *data)
-{
-	(void)data;
 }
 
 static int teardown(void **state)
@@ -274,12 +203,9 @@ static int teardown(void **state)
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s", fx->ns);
 	submit_write(fx, KUBEAPI_DELETE, path, NULL);
-	run_until(fx, writes_done, 30000);
-	kubeapi_cache_close(&fx->cache, closed, NULL);
-	kubeapi_http_close(&fx->http, closed, NULL);
-	uv_run(&fx->loop, UV_RUN_DEFAULT);
-	assert_int_equal(uv_loop_close(&fx->loop), 0);
-	kubeapi_conn_free(&fx->conn);
+	itest_run_until(&fx->t, writes_done, fx, 30000);
+	kubeapi_cache_close(&fx->cache, NULL, NULL);
+	itest_close(&fx->t);
 	free(fx);
 	return 0;
 }
@@ -295,7 +221,7 @@ static void test_initial_sync_has_the_nodes(void **state)
 	FILE *p;
 	int n = 0;
 
-	snprintf(cmd, sizeof(cmd), "%s get nodes --no-headers | wc -l", fx->env.kubectl);
+	snprintf(cmd, sizeof(cmd), "%s get nodes --no-headers | wc -l", fx->t.kubectl);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	assert_int_equal(fscanf(p, "%d", &n), 1);
@@ -314,20 +240,20 @@ static void test_churn_converges(void **state)
 
 	for (i = 0; i < 400; i++)
 		create_pod(fx, i, i < 200 ? "a" : "b");
-	assert_true(run_until(fx, writes_done, 60000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 60000));
 	for (i = 0; i < 300; i++) {
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/p-%04d", fx->ns, i);
 		submit_write(fx, KUBEAPI_PATCH_MERGE, path,
 		             "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}");
 	}
-	assert_true(run_until(fx, writes_done, 60000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 60000));
 	for (i = 100; i < 400; i++) {
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/p-%04d", fx->ns, i);
 		submit_write(fx, KUBEAPI_DELETE, path, NULL);
 	}
-	assert_true(run_until(fx, writes_done, 60000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 60000));
 	assert_int_equal(fx->failed, 0);
-	assert_true(run_until(fx, settled, 30000));
+	assert_true(itest_run_until(&fx->t, settled, fx, 30000));
 }
 
 /* While Muster is not reading, the API server restarts, pods are deleted and
@@ -342,21 +268,21 @@ static void test_relist_after_restart_and_compaction_sweeps_deleted(void **state
 
 	for (i = 1000; i < 1060; i++)
 		create_pod(fx, i, "c");
-	assert_true(run_until(fx, writes_done, 60000));
-	assert_true(run_until(fx, settled, 30000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 60000));
+	assert_true(itest_run_until(&fx->t, settled, fx, 30000));
 	kubeapi_cache_informer_stats(fx->cache, KUBEAPI_STORE_PODS, &before);
 	/* The loop is not run from here on until the end: nothing is read. */
 	/* Restart first, so the old watch holds no buffered events: the
 	 * deletions below are only visible to a new watch or a list. */
-	sh("%s stop kube-apiserver && %s start kube-apiserver >/dev/null", fx->env.ctl,
-	   fx->env.ctl);
-	sh("%s delete pods -n %s -l batch=c --wait=false >/dev/null", fx->env.kubectl, fx->ns);
-	sh("rev=$(curl -s -X POST http://127.0.0.1:%s/v3/kv/range -d '{\"key\":\"AA==\"}' | "
-	   "sed 's/.*\"revision\":\"\\([0-9]*\\)\".*/\\1/') && "
-	   "curl -sf -X POST http://127.0.0.1:%s/v3/kv/compaction "
-	   "-d \"{\\\"revision\\\":\\\"$rev\\\",\\\"physical\\\":true}\" >/dev/null",
-	   fx->env.etcd_port, fx->env.etcd_port);
-	assert_true(run_until(fx, settled, 60000));
+	itest_sh("%s stop kube-apiserver && %s start kube-apiserver >/dev/null", fx->t.ctl,
+	         fx->t.ctl);
+	itest_sh("%s delete pods -n %s -l batch=c --wait=false >/dev/null", fx->t.kubectl, fx->ns);
+	itest_sh("rev=$(curl -s -X POST http://127.0.0.1:%s/v3/kv/range -d '{\"key\":\"AA==\"}' | "
+	         "sed 's/.*\"revision\":\"\\([0-9]*\\)\".*/\\1/') && "
+	         "curl -sf -X POST http://127.0.0.1:%s/v3/kv/compaction "
+	         "-d \"{\\\"revision\\\":\\\"$rev\\\",\\\"physical\\\":true}\" >/dev/null",
+	         fx->t.etcd_port, fx->t.etcd_port);
+	assert_true(itest_run_until(&fx->t, settled, fx, 60000));
 	kubeapi_cache_informer_stats(fx->cache, KUBEAPI_STORE_PODS, &after);
 	fprintf(stderr, "pods informer: lists %u->%u watches %u->%u gone %u->%u events %u->%u\n",
 	        before.lists, after.lists, before.watches, after.watches, before.gone, after.gone,
@@ -379,8 +305,10 @@ static const struct kubeapi_pod *cached_pod(struct fixture *fx, const char *name
 	                         kubeapi_cache_key(ns, id));
 }
 
-static int fine_cached(struct fixture *fx)
+static int fine_cached(void *arg)
 {
+	struct fixture *fx = arg;
+
 	return cached_pod(fx, "fine") != NULL;
 }
 
@@ -405,14 +333,14 @@ static void test_an_object_that_cannot_be_decoded_is_logged_and_skipped(void **s
 	snprintf(body + n, cap - n, "]}}");
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", fx->ns);
 	submit_write(fx, KUBEAPI_POST, path, body);
-	assert_true(run_until(fx, writes_done, 30000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 30000));
 	create_pod(fx, 9999, "d");
 	submit_write(fx, KUBEAPI_POST, path,
 	             "{\"metadata\":{\"name\":\"fine\"},\"spec\":{\"schedulerName\":\"nobody\","
 	             "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
-	assert_true(run_until(fx, writes_done, 30000));
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 30000));
 	assert_int_equal(fx->failed, 0);
-	assert_true(run_until(fx, fine_cached, 30000));
+	assert_true(itest_run_until(&fx->t, fine_cached, fx, 30000));
 	assert_null(cached_pod(fx, "huge"));
 	assert_true(kubeapi_cache_decode_errors(fx->cache) > errors);
 	assert_int_equal(fx->skips, skips + 1);

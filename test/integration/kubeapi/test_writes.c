@@ -13,58 +13,21 @@
 
 #include <cmocka.h>
 
-#include "kubeapi/conn.h"
-#include "kubeapi/http.h"
 #include "kubeapi/writes.h"
+#include "test/integration/itest.h"
 
 struct fixture {
-	char dir[512], kubectl[600];
-	uv_loop_t loop;
-	struct kubeapi_conn conn;
-	struct kubeapi_http *http;
+	struct itest t;
 	char ns[64];
-	/* the last response */
-	int done;
-	long status;
-	int err;
-	unsigned attempts;
-	char body[8192];
 };
-
-static void on_done(void *data, const struct kubeapi_response *r)
-{
-	struct fixture *fx = data;
-
-	fx->done = 1;
-	fx->status = r->status;
-	fx->err = r->err;
-	fx->attempts = r->attempts;
-	snprintf(fx->body, sizeof(fx->body), "%s", r->body ? r->body : "");
-}
-
-/* Run the loop until the submitted call is done; return its status. */
-static long wait_done(struct fixture *fx, int rc)
-{
-	assert_int_equal(rc, 0);
-	fx->done = 0;
-	while (!fx->done)
-		uv_run(&fx->loop, UV_RUN_ONCE);
-	assert_int_equal(fx->err, 0);
-	return fx->status;
-}
 
 static long raw(struct fixture *fx, enum kubeapi_method m, const char *path, const char *body)
 {
-	struct kubeapi_request req = {.method = m,
-	                              .path = path,
-	                              .body = body,
-	                              .body_len = body ? strlen(body) : 0,
-	                              .flags = KUBEAPI_REQ_RETRY,
-	                              .done_cb = on_done,
-	                              .data = fx};
-
-	return wait_done(fx, kubeapi_http_submit(fx->http, &req, NULL));
+	return itest_call(&fx->t, m, path, body);
 }
+
+/* Wait for a typed write submitted with itest_done. */
+#define WAIT(fx, call) itest_wait(&(fx)->t, (call))
 
 /* kubectl's view: the output of `kubectl get ... -o jsonpath=...`. */
 static char *kubectl(struct fixture *fx, const char *args)
@@ -74,7 +37,7 @@ static char *kubectl(struct fixture *fx, const char *args)
 	size_t n;
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "%s -n %s %s", fx->kubectl, fx->ns, args);
+	snprintf(cmd, sizeof(cmd), "%s -n %s %s", fx->t.kubectl, fx->ns, args);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	n = fread(out, 1, sizeof(out) - 1, p);
@@ -108,37 +71,15 @@ static void pod_uid(struct fixture *fx, const char *name, char *uid, size_t len)
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	const char *dir = getenv("MUSTER_CLUSTER_DIR");
-	char path[700], err[256], line[1024];
-	FILE *f;
+	char body[128];
 
 	assert_non_null(fx);
-	assert_non_null(dir);
-	snprintf(fx->dir, sizeof(fx->dir), "%s", dir);
-	snprintf(path, sizeof(path), "%s/cluster.env", dir);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "BIN=", 4)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(fx->kubectl, sizeof(fx->kubectl),
-			         "%.200s/kubectl --kubeconfig %.200s/kubeconfig", line + 4, dir);
-		}
-	fclose(f);
-	snprintf(path, sizeof(path), "%s/kubeconfig", dir);
-	assert_int_equal(kubeapi_conn_from_kubeconfig(path, NULL, &fx->conn, err, sizeof(err)), 0);
-	assert_int_equal(uv_loop_init(&fx->loop), 0);
-	assert_int_equal(kubeapi_http_new(&fx->loop, &fx->conn, NULL, &fx->http), 0);
+	itest_open(&fx->t);
 	snprintf(fx->ns, sizeof(fx->ns), "writes-%d", (int)getpid());
-	snprintf(path, sizeof(path), "{\"metadata\":{\"name\":\"%s\"}}", fx->ns);
-	assert_int_equal(raw(fx, KUBEAPI_POST, "/api/v1/namespaces", path), 201);
+	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", fx->ns);
+	assert_int_equal(raw(fx, KUBEAPI_POST, "/api/v1/namespaces", body), 201);
 	*state = fx;
 	return 0;
-}
-
-static void closed(void *data)
-{
-	(void)data;
 }
 
 static int teardown(void **state)
@@ -148,10 +89,7 @@ static int teardown(void **state)
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s", fx->ns);
 	raw(fx, KUBEAPI_DELETE, path, NULL);
-	kubeapi_http_close(&fx->http, closed, NULL);
-	uv_run(&fx->loop, UV_RUN_DEFAULT);
-	assert_int_equal(uv_loop_close(&fx->loop), 0);
-	kubeapi_conn_free(&fx->conn);
+	itest_close(&fx->t);
 	free(fx);
 	return 0;
 }
@@ -164,11 +102,13 @@ static void test_bind_sets_node_once(void **state)
 
 	create_pod(fx, "b1", NULL, NULL);
 	pod_uid(fx, "b1", uid, sizeof(uid));
-	assert_int_equal(wait_done(fx, kubeapi_bind(fx->http, &t, "cpu-0001", on_done, fx)), 201);
+	assert_int_equal(WAIT(fx, kubeapi_bind(fx->t.http, &t, "cpu-0001", itest_done, &fx->t)),
+	                 201);
 	assert_string_equal(kubectl(fx, "get pod b1 -o jsonpath={.spec.nodeName}"), "cpu-0001");
 	/* A second bind is refused and not retried. */
-	assert_int_equal(wait_done(fx, kubeapi_bind(fx->http, &t, "cpu-0002", on_done, fx)), 409);
-	assert_int_equal(fx->attempts, 1);
+	assert_int_equal(WAIT(fx, kubeapi_bind(fx->t.http, &t, "cpu-0002", itest_done, &fx->t)),
+	                 409);
+	assert_int_equal(fx->t.attempts, 1);
 	assert_string_equal(kubectl(fx, "get pod b1 -o jsonpath={.spec.nodeName}"), "cpu-0001");
 }
 
@@ -178,7 +118,8 @@ static void test_bind_with_a_stale_uid_is_refused(void **state)
 	struct kubeapi_target t = {fx->ns, "b2", "00000000-0000-0000-0000-000000000000"};
 
 	create_pod(fx, "b2", NULL, NULL);
-	assert_int_equal(wait_done(fx, kubeapi_bind(fx->http, &t, "cpu-0001", on_done, fx)), 409);
+	assert_int_equal(WAIT(fx, kubeapi_bind(fx->t.http, &t, "cpu-0001", itest_done, &fx->t)),
+	                 409);
 	assert_string_equal(kubectl(fx, "get pod b2 -o jsonpath={.spec.nodeName}"), "");
 }
 
@@ -187,10 +128,10 @@ static void test_names_that_could_reshape_a_path_are_refused(void **state)
 	struct fixture *fx = *state;
 	struct kubeapi_target bad = {fx->ns, "x/../y", NULL}, bad2 = {"../kube-system", "y", NULL};
 
-	assert_int_equal(kubeapi_bind(fx->http, &bad, "cpu-0001", on_done, fx), -EINVAL);
-	assert_int_equal(kubeapi_bind(fx->http, &bad2, "cpu-0001", on_done, fx), -EINVAL);
-	assert_int_equal(kubeapi_bind(fx->http, &(struct kubeapi_target){fx->ns, "y", NULL},
-	                              "node?x=1", on_done, fx),
+	assert_int_equal(kubeapi_bind(fx->t.http, &bad, "cpu-0001", itest_done, &fx->t), -EINVAL);
+	assert_int_equal(kubeapi_bind(fx->t.http, &bad2, "cpu-0001", itest_done, &fx->t), -EINVAL);
+	assert_int_equal(kubeapi_bind(fx->t.http, &(struct kubeapi_target){fx->ns, "y", NULL},
+	                              "node?x=1", itest_done, &fx->t),
 	                 -EINVAL);
 }
 
@@ -201,9 +142,9 @@ static void test_condition_patch_is_what_kubectl_shows(void **state)
 	const char *msg = "gang t/train-7: 7 of 8 members fit; queue \"team-a\" at 16/16 gpu";
 
 	create_pod(fx, "c1", NULL, NULL);
-	assert_int_equal(wait_done(fx, kubeapi_patch_pod_condition(fx->http, &t, "PodScheduled",
-	                                                           "False", "Unschedulable", msg,
-	                                                           time(NULL), on_done, fx)),
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_condition(fx->t.http, &t, "PodScheduled",
+	                                                      "False", "Unschedulable", msg,
+	                                                      time(NULL), itest_done, &fx->t)),
 	                 200);
 	assert_string_equal(
 	    kubectl(fx, "get pod c1 -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")]"
@@ -229,9 +170,9 @@ static void test_podgroup_status_in_both_dialects(void **state)
 	        "\"PodGroup\",\"metadata\":{\"name\":\"pg\"},\"spec\":{\"minMember\":2}}"),
 	    201);
 	assert_int_equal(
-	    wait_done(fx, kubeapi_patch_podgroup_status(fx->http, KUBEAPI_PG_SCHEDULER_PLUGINS, &t,
-	                                                "{\"phase\":\"Scheduling\",\"running\":1}",
-	                                                on_done, fx)),
+	    WAIT(fx, kubeapi_patch_podgroup_status(fx->t.http, KUBEAPI_PG_SCHEDULER_PLUGINS, &t,
+	                                           "{\"phase\":\"Scheduling\",\"running\":1}",
+	                                           itest_done, &fx->t)),
 	    200);
 	assert_string_equal(
 	    kubectl(fx, "get podgroups.scheduling.x-k8s.io pg -o jsonpath={.status.phase}/"
@@ -244,9 +185,9 @@ static void test_podgroup_status_in_both_dialects(void **state)
 	        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
 	        "\"PodGroup\",\"metadata\":{\"name\":\"pg\"},\"spec\":{\"minMember\":2}}"),
 	    201);
-	assert_int_equal(wait_done(fx, kubeapi_patch_podgroup_status(
-	                                   fx->http, KUBEAPI_PG_VOLCANO, &t,
-	                                   "{\"phase\":\"Inqueue\",\"running\":0}", on_done, fx)),
+	assert_int_equal(WAIT(fx, kubeapi_patch_podgroup_status(
+	                              fx->t.http, KUBEAPI_PG_VOLCANO, &t,
+	                              "{\"phase\":\"Inqueue\",\"running\":0}", itest_done, &fx->t)),
 	                 200);
 	assert_string_equal(kubectl(fx, "get podgroups.scheduling.volcano.sh pg -o "
 	                                "jsonpath={.status.phase}"),
@@ -272,8 +213,8 @@ static void test_event_is_listed_with_its_reason_and_note(void **state)
 	pod_uid(fx, "e1", uid, sizeof(uid));
 	snprintf(want, sizeof(want), "FailedScheduling/e1/%s", uid);
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (wait_done(fx, kubeapi_event_create(fx->http, &ev, now, on_done, fx)) != 201)
-		fail_msg("event: %ld %s", fx->status, fx->body);
+	if (WAIT(fx, kubeapi_event_create(fx->t.http, &ev, now, itest_done, &fx->t)) != 201)
+		fail_msg("event: %ld %s", fx->t.status, fx->t.body);
 	assert_string_equal(kubectl(fx, "get events.events.k8s.io -o "
 	                                "jsonpath={.items[0].reason}/{.items[0].regarding.name}/"
 	                                "{.items[0].regarding.uid}"),
@@ -290,22 +231,22 @@ static void test_lease_create_renew_and_conflict(void **state)
 
 	clock_gettime(CLOCK_REALTIME, &l.acquired);
 	l.renewed = l.acquired;
-	assert_int_equal(wait_done(fx, kubeapi_lease_put(fx->http, &l, on_done, fx)), 201);
-	assert_int_equal(wait_done(fx, kubeapi_lease_get(fx->http, fx->ns, "muster", on_done, fx)),
-	                 200);
-	p = strstr(fx->body, "\"resourceVersion\":\"");
+	assert_int_equal(WAIT(fx, kubeapi_lease_put(fx->t.http, &l, itest_done, &fx->t)), 201);
+	assert_int_equal(
+	    WAIT(fx, kubeapi_lease_get(fx->t.http, fx->ns, "muster", itest_done, &fx->t)), 200);
+	p = strstr(fx->t.body, "\"resourceVersion\":\"");
 	assert_non_null(p);
 	snprintf(rv, sizeof(rv), "%s", p + 19);
 	rv[strcspn(rv, "\"")] = '\0';
 	l.resource_version = rv;
 	l.holder = "b";
 	l.transitions = 1;
-	assert_int_equal(wait_done(fx, kubeapi_lease_put(fx->http, &l, on_done, fx)), 200);
+	assert_int_equal(WAIT(fx, kubeapi_lease_put(fx->t.http, &l, itest_done, &fx->t)), 200);
 	assert_string_equal(kubectl(fx, "get lease muster -o jsonpath={.spec.holderIdentity}"),
 	                    "b");
 	/* The same resourceVersion again is stale now. */
 	l.holder = "c";
-	assert_int_equal(wait_done(fx, kubeapi_lease_put(fx->http, &l, on_done, fx)), 409);
+	assert_int_equal(WAIT(fx, kubeapi_lease_put(fx->t.http, &l, itest_done, &fx->t)), 409);
 	assert_string_equal(kubectl(fx, "get lease muster -o jsonpath={.spec.holderIdentity}"),
 	                    "b");
 }
@@ -330,14 +271,16 @@ static void test_eviction_blocked_by_a_pdb_then_allowed_without(void **state)
 			break;
 		usleep(200000);
 	}
-	assert_int_equal(wait_done(fx, kubeapi_evict(fx->http, &guarded, -1, on_done, fx)), 429);
-	assert_true(
-	    kubeapi_eviction_blocked(&(struct kubeapi_response){.status = 429, .body = fx->body}));
-	assert_int_equal(fx->attempts, 1); /* not retried blindly */
+	assert_int_equal(WAIT(fx, kubeapi_evict(fx->t.http, &guarded, -1, itest_done, &fx->t)),
+	                 429);
+	assert_true(kubeapi_eviction_blocked(
+	    &(struct kubeapi_response){.status = 429, .body = fx->t.body}));
+	assert_int_equal(fx->t.attempts, 1); /* not retried blindly */
 	assert_string_equal(kubectl(fx, "get pod g1 -o jsonpath={.metadata.name}"), "g1");
-	assert_int_equal(wait_done(fx, kubeapi_evict(fx->http, &free_pod, 0, on_done, fx)), 201);
-	assert_false(
-	    kubeapi_eviction_blocked(&(struct kubeapi_response){.status = 201, .body = fx->body}));
+	assert_int_equal(WAIT(fx, kubeapi_evict(fx->t.http, &free_pod, 0, itest_done, &fx->t)),
+	                 201);
+	assert_false(kubeapi_eviction_blocked(
+	    &(struct kubeapi_response){.status = 201, .body = fx->t.body}));
 	for (i = 0; i < 100; i++) {
 		if (!strstr(kubectl(fx, "get pods -o name"), "pod/f1"))
 			break;
