@@ -1,0 +1,331 @@
+/*
+ * The quota tree (see quota.h for the rule and the fair-share formula).
+ *
+ * Nodes live in one array in the order they were added, so a parent always
+ * comes before its children: finalize() computes the cohorts' pools in one
+ * backward pass. A request's effect climbs the path to the root as a delta
+ * of draws: at each node only the part above its reserve reaches the
+ * parent. Memory: 5 x nslots x 8 bytes per node.
+ */
+#include "queue/quota.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct node {
+	char *name;
+	int parent;
+	bool cohort;
+	double weight;
+	int64_t *nominal, *borrow, *lend; /* as configured (queues) */
+	int64_t *quota;                   /* Q: nominal, or the cohort's pool */
+	int64_t *demand;
+};
+
+struct queue_tree {
+	unsigned nslots;
+	struct node *nodes;
+	int n, cap;
+};
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* a + b, saturating at QUEUE_UNLIMITED (amounts are never negative here). */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? QUEUE_UNLIMITED : r;
+}
+
+static void node_free(struct node *n)
+{
+	free(n->name);
+	free(n->nominal); /* one block holds all five vectors */
+}
+
+static int node_init(struct node *n, unsigned nslots, int parent, bool cohort, const char *name,
+                     double weight)
+{
+	int64_t *v = calloc(5 * (size_t)nslots, sizeof(*v));
+	unsigned s;
+
+	n->name = strdup(name ? name : "");
+	if (!v || !n->name) {
+		free(v);
+		free(n->name);
+		return -ENOMEM;
+	}
+	n->parent = parent;
+	n->cohort = cohort;
+	n->weight = weight;
+	n->nominal = v;
+	n->borrow = v + nslots;
+	n->lend = v + 2 * nslots;
+	n->quota = v + 3 * nslots;
+	n->demand = v + 4 * nslots;
+	for (s = 0; s < nslots; s++) {
+		n->borrow[s] = parent == QUEUE_NONE ? 0 : QUEUE_UNLIMITED;
+		n->lend[s] = QUEUE_UNLIMITED;
+	}
+	return 0;
+}
+
+static int add_node(struct queue_tree *t, int parent, bool cohort, const char *name, double weight)
+{
+	if (parent != QUEUE_NONE &&
+	    (parent < 0 || parent >= t->n || !t->nodes[parent].cohort || !(weight > 0)))
+		return -EINVAL;
+	if (t->n == t->cap) {
+		int cap = t->cap ? t->cap * 2 : 16;
+		struct node *v = realloc(t->nodes, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->nodes = v;
+		t->cap = cap;
+	}
+	if (node_init(&t->nodes[t->n], t->nslots, parent, cohort, name, weight) < 0)
+		return -ENOMEM;
+	return t->n++;
+}
+
+int queue_tree_new(unsigned nslots, struct queue_tree **out)
+{
+	struct queue_tree *t;
+
+	if (nslots == 0 || nslots > QUEUE_MAX_SLOTS)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->nslots = nslots;
+	if (add_node(t, QUEUE_NONE, true, "root", 1.0) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+void queue_tree_free(struct queue_tree **tp)
+{
+	struct queue_tree *t = tp ? *tp : NULL;
+	int i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->n; i++)
+		node_free(&t->nodes[i]);
+	free(t->nodes);
+	free(t);
+	*tp = NULL;
+}
+
+int queue_tree_add_cohort(struct queue_tree *t, int parent, const char *name, double weight)
+{
+	return add_node(t, parent, true, name, weight);
+}
+
+int queue_tree_add_queue(struct queue_tree *t, int parent, const char *name, double weight)
+{
+	return add_node(t, parent, false, name, weight);
+}
+
+int queue_tree_set_quota(struct queue_tree *t, int queue, unsigned slot, int64_t nominal,
+                         int64_t borrowing_limit, int64_t lending_limit)
+{
+	struct node *n;
+
+	if (queue <= 0 || queue >= t->n || t->nodes[queue].cohort || slot >= t->nslots ||
+	    nominal < 0 || borrowing_limit < 0 || lending_limit < 0 ||
+	    (lending_limit != QUEUE_UNLIMITED && lending_limit > nominal))
+		return -EINVAL;
+	n = &t->nodes[queue];
+	n->nominal[slot] = nominal;
+	n->borrow[slot] = borrowing_limit;
+	n->lend[slot] = lending_limit;
+	return 0;
+}
+
+static int64_t lend_of(const struct node *n, unsigned s)
+{
+	return min64(n->quota[s], n->lend[s]);
+}
+
+static int64_t reserve_of(const struct node *n, unsigned s)
+{
+	return n->quota[s] - lend_of(n, s);
+}
+
+/* Children come after parents: one backward pass sums the pools. */
+void queue_tree_finalize(struct queue_tree *t)
+{
+	unsigned s;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		for (s = 0; s < t->nslots; s++)
+			t->nodes[i].quota[s] = t->nodes[i].cohort ? 0 : t->nodes[i].nominal[s];
+	for (i = t->n - 1; i > 0; i--) {
+		struct node *c = &t->nodes[i], *p = &t->nodes[c->parent];
+
+		for (s = 0; s < t->nslots; s++)
+			p->quota[s] = add_sat(p->quota[s], lend_of(c, s));
+	}
+}
+
+/* The draw of n on its parent when its demand is d. */
+static int64_t draw_at(const struct node *n, unsigned s, int64_t d)
+{
+	return max64(0, d - reserve_of(n, s));
+}
+
+/* Walk from q up to (and including) `stop` (QUEUE_NONE: the root) with the
+ * request req * sign added: at each node and slot, visit(node, slot, the
+ * demand it would have) may end the walk by returning nonzero (that value
+ * is returned). With `mut` (the same tree), the new demands are stored:
+ * the read-only checks and the update share one walk. */
+typedef int (*visit_fn)(const struct queue_tree *t, int node, unsigned s, int64_t demand,
+                        void *arg);
+
+static int climb(const struct queue_tree *t, struct queue_tree *mut, int q, const int64_t *req,
+                 int sign, int stop, visit_fn visit, void *arg)
+{
+	int64_t delta[QUEUE_MAX_SLOTS];
+	unsigned s;
+	int n, rc;
+
+	for (s = 0; s < t->nslots; s++)
+		delta[s] = req ? sign * req[s] : 0;
+	for (n = q; n != QUEUE_NONE; n = t->nodes[n].parent) {
+		const struct node *nd = &t->nodes[n];
+
+		for (s = 0; s < t->nslots; s++) {
+			int64_t before = nd->demand[s], after = before + delta[s];
+
+			if (visit && (rc = visit(t, n, s, after, arg)))
+				return rc;
+			delta[s] = draw_at(nd, s, after) - draw_at(nd, s, before);
+			if (mut)
+				mut->nodes[n].demand[s] = after;
+		}
+		if (n == stop)
+			break;
+	}
+	return 0;
+}
+
+static int check_limit(const struct queue_tree *t, int node, unsigned s, int64_t demand, void *arg)
+{
+	const struct node *n = &t->nodes[node];
+	struct queue_verdict *v = arg;
+	int64_t limit = add_sat(n->quota[s], n->borrow[s]);
+
+	if (demand <= limit)
+		return 0;
+	*v = (struct queue_verdict){
+	    .fits = 0, .node = node, .slot = s, .demand = demand, .limit = limit};
+	return 1;
+}
+
+struct queue_verdict queue_tree_fits(const struct queue_tree *t, int q, const int64_t *req)
+{
+	struct queue_verdict v = {.fits = 1, .node = q};
+
+	if (q <= 0 || q >= t->n || t->nodes[q].cohort) {
+		v.fits = 0;
+		return v;
+	}
+	climb(t, NULL, q, req, +1, QUEUE_NONE, check_limit, &v);
+	return v;
+}
+
+int queue_tree_charge(struct queue_tree *t, int q, const int64_t *req, int sign)
+{
+	if (q <= 0 || q >= t->n || t->nodes[q].cohort || (sign != 1 && sign != -1) || !req)
+		return -EINVAL;
+	climb(t, t, q, req, sign, QUEUE_NONE, NULL, NULL);
+	return 0;
+}
+
+struct share_walk {
+	int target;
+	int64_t demand[QUEUE_MAX_SLOTS];
+};
+
+static int record(const struct queue_tree *t, int node, unsigned s, int64_t demand, void *arg)
+{
+	struct share_walk *w = arg;
+
+	(void)t;
+	if (node == w->target)
+		w->demand[s] = demand;
+	return 0;
+}
+
+/* Is c an ancestor-or-self of q? */
+static bool contains(const struct queue_tree *t, int c, int q)
+{
+	for (; q != QUEUE_NONE; q = t->nodes[q].parent)
+		if (q == c)
+			return true;
+	return false;
+}
+
+double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t *req)
+{
+	const struct node *n = &t->nodes[c], *p;
+	struct share_walk w = {.target = c};
+	double share = 0;
+	unsigned s;
+
+	if (c <= 0 || c >= t->n)
+		return 0;
+	p = &t->nodes[n->parent];
+	memcpy(w.demand, n->demand, t->nslots * sizeof(w.demand[0]));
+	if (req && q > 0 && q < t->n && contains(t, c, q))
+		climb(t, NULL, q, req, +1, c, record, &w);
+	for (s = 0; s < t->nslots; s++) {
+		double over = (double)max64(0, w.demand[s] - n->quota[s]);
+
+		if (p->quota[s] > 0 && over / (double)p->quota[s] > share)
+			share = over / (double)p->quota[s];
+	}
+	return share / n->weight;
+}
+
+const char *queue_tree_name(const struct queue_tree *t, int node)
+{
+	return node >= 0 && node < t->n ? t->nodes[node].name : NULL;
+}
+
+int queue_tree_parent(const struct queue_tree *t, int node)
+{
+	return node >= 0 && node < t->n ? t->nodes[node].parent : QUEUE_NONE;
+}
+
+int64_t queue_tree_quota(const struct queue_tree *t, int node, unsigned slot)
+{
+	return t->nodes[node].quota[slot];
+}
+
+int64_t queue_tree_demand(const struct queue_tree *t, int node, unsigned slot)
+{
+	return t->nodes[node].demand[slot];
+}
+
+int queue_tree_size(const struct queue_tree *t)
+{
+	return t->n;
+}
