@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "scheduler/version.h"
 
 struct command {
@@ -17,9 +18,11 @@ struct command {
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
+static int cmd_check_config(int argc, char **argv);
 
 static const struct command commands[] = {
     {"version", "print the version and exit", cmd_version},
+    {"check-config", "check a queue configuration FILE and exit", cmd_check_config},
     {"help", "show this help", cmd_help},
 };
 
@@ -29,6 +32,16 @@ static int cmd_version(int argc, char **argv)
 	(void)argv;
 	printf("muster %s\n", MUSTER_VERSION);
 	return 0;
+}
+
+/* The work is config_check()'s, so the unit tests can run it. */
+static int cmd_check_config(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: muster check-config FILE\n");
+		return 2;
+	}
+	return config_check(argv[1], stdout, stderr);
 }
 
 static void usage(FILE *out)

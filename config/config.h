@@ -1,0 +1,204 @@
+/*
+ * Muster's configuration: queues, cohorts and quotas read from one YAML
+ * document (the format is described in config/README.md, with an example
+ * in config/example.yaml).
+ *
+ * The model is a tree: cohorts hold child cohorts and queues, to any depth
+ * (at most CONFIG_MAX_DEPTH), and queues may also stand outside any cohort.
+ * A queue carries its quotas as a list of (resource, flavor, nominal,
+ * borrowing limit, lending limit); resource and flavor are indexes into
+ * config.resources and config.flavors, so comparing them is cheap.
+ *
+ * Loading never stops at the first problem: every error found is recorded
+ * as a "FILE:LINE:COLUMN: message" string, in document order, so one run of
+ * `muster check-config` shows them all.
+ *
+ * A loaded config is read-only and owned by the caller until config_free().
+ */
+#ifndef MUSTER_CONFIG_CONFIG_H
+#define MUSTER_CONFIG_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/** Largest configuration file read, in bytes; larger ones are an error. */
+#define CONFIG_MAX_FILE (1024 * 1024)
+/** Longest string accepted anywhere in the file (names, label keys and
+ *  values, resource names), in bytes. */
+#define CONFIG_MAX_STRING 512
+/** Deepest nesting of cohorts accepted (a top-level cohort is depth 1). */
+#define CONFIG_MAX_DEPTH 16
+/** Errors kept in a config_errors; the rest are only counted. */
+#define CONFIG_MAX_ERRORS 100
+
+/** A borrowing or lending limit that was not given: no limit. */
+#define CONFIG_UNLIMITED INT64_MAX
+/** The flavor index of a quota that applies to every flavor. */
+#define CONFIG_NO_FLAVOR SIZE_MAX
+
+/** The order in which a queue hands out its workloads. */
+enum config_ordering {
+	/** Oldest first, but a workload that does not fit lets later ones
+	 *  try (the default). */
+	CONFIG_ORDERING_BEST_EFFORT_FIFO,
+	/** Oldest first; the head blocks everything behind it. */
+	CONFIG_ORDERING_STRICT_FIFO,
+};
+
+/** Which running workloads of its own queue a pending one may preempt. */
+enum config_within_queue {
+	CONFIG_WITHIN_QUEUE_NEVER, /**< none (the default) */
+	CONFIG_WITHIN_QUEUE_LOWER_PRIORITY,
+	CONFIG_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY,
+};
+
+/** Which workloads of other queues in the cohort a queue may preempt to
+ *  win back quota that they borrowed from it. */
+enum config_reclaim {
+	CONFIG_RECLAIM_NEVER, /**< none (the default) */
+	CONFIG_RECLAIM_LOWER_PRIORITY,
+	CONFIG_RECLAIM_ANY,
+};
+
+/** A list of strings, each NUL-terminated and owned by the config. */
+struct config_strings {
+	char **v;
+	size_t n;
+};
+
+/** One node label a flavor's nodes carry. */
+struct config_label {
+	char *key;
+	char *value;
+};
+
+/** A flavor: a kind of node (a GPU model, say) with its own quota, known
+ *  by the labels its nodes carry. */
+struct config_flavor {
+	char *name;
+	struct config_label *labels;
+	size_t n_labels;
+};
+
+/** One quota of a queue. Amounts are in milli-cores for "cpu" and in
+ *  whole units (bytes, devices) for every other resource. */
+struct config_quota {
+	size_t resource;         /**< index into config.resources */
+	size_t flavor;           /**< index into config.flavors, or CONFIG_NO_FLAVOR */
+	int64_t nominal;         /**< >= 0 */
+	int64_t borrowing_limit; /**< >= 0, or CONFIG_UNLIMITED */
+	int64_t lending_limit;   /**< 0..nominal, or CONFIG_UNLIMITED */
+};
+
+struct config_preemption {
+	enum config_within_queue within_queue;
+	enum config_reclaim reclaim_within_cohort;
+};
+
+struct config_cohort;
+
+/** A queue: the namespaces whose workloads it takes, and its quota. */
+struct config_queue {
+	char *name;
+	struct config_strings namespaces;
+	int64_t weight; /**< >= 1, default 1 */
+	enum config_ordering ordering;
+	struct config_quota *quotas;
+	size_t n_quotas;
+	struct config_preemption preemption;
+	int64_t gang_timeout_ms;            /**< default CONFIG_DEFAULT_GANG_TIMEOUT_MS */
+	int64_t default_runtime_ms;         /**< 0 when not given: no estimate */
+	const struct config_cohort *parent; /**< NULL for a top-level queue */
+};
+
+/** How long a gang may wait for all its members when gangTimeout is not
+ *  given: 5 minutes, as Kueue's waitForPodsReady. */
+#define CONFIG_DEFAULT_GANG_TIMEOUT_MS (5 * 60 * 1000)
+
+/** A cohort: queues (and cohorts) that lend each other unused quota. */
+struct config_cohort {
+	char *name;
+	int64_t weight; /**< >= 1, default 1 */
+	struct config_cohort *cohorts;
+	size_t n_cohorts;
+	struct config_queue *queues;
+	size_t n_queues;
+	const struct config_cohort *parent; /**< NULL at the top */
+};
+
+struct config_topology {
+	struct config_strings levels; /**< node label keys, coarse to fine */
+};
+
+/** A whole configuration. */
+struct config {
+	char *scheduler_name; /**< default "muster" */
+	struct config_strings resources;
+	struct config_flavor *flavors;
+	size_t n_flavors;
+	struct config_topology topology;
+	char *default_queue; /**< NULL when not given */
+	struct config_cohort *cohorts;
+	size_t n_cohorts;
+	struct config_queue *queues; /**< the queues outside any cohort */
+	size_t n_queues;
+	/* Every queue and the number of cohorts at any depth. */
+	struct config_queue **all_queues;
+	size_t n_all_queues;
+	size_t n_all_cohorts;
+};
+
+/** The errors of one load: the first CONFIG_MAX_ERRORS messages, each
+ *  "FILE:LINE:COLUMN: message" (or "FILE: message"), sorted by position,
+ *  and how many more were found. Initialise with config_errors_init(). */
+struct config_error {
+	char *msg;
+	size_t line, column; /**< 1-based; 0 for an error about the whole file */
+};
+
+struct config_errors {
+	struct config_error v[CONFIG_MAX_ERRORS];
+	size_t n;
+	size_t dropped;
+};
+
+/** Make errs empty. It holds no memory until a load records an error. */
+void config_errors_init(struct config_errors *errs);
+
+/** Free the messages in errs and make it empty again. */
+void config_errors_clear(struct config_errors *errs);
+
+/** Write every message in errs to out, one per line, then "N more errors"
+ *  if some were dropped. */
+void config_errors_print(const struct config_errors *errs, FILE *out);
+
+/** Read and check the file at path. Returns 0 and a config in *out that the
+ *  caller frees with config_free(), or -EINVAL when the file is not a valid
+ *  configuration, -ENOENT (or another negative errno) when it cannot be
+ *  read, -EFBIG when it is larger than CONFIG_MAX_FILE, -ENOMEM. On every
+ *  error but -ENOMEM each problem is appended to errs (which may be NULL)
+ *  and *out is NULL. */
+int config_load(const char *path, struct config **out, struct config_errors *errs);
+
+/** As config_load() for text[0..len) already in memory; name stands for
+ *  the file in messages. */
+int config_parse(const char *name, const char *text, size_t len, struct config **out,
+                 struct config_errors *errs);
+
+/** Free *c and everything in it and set *c to NULL. NULL *c is fine. */
+void config_free(struct config **c);
+
+/** The queue that takes workloads from namespace ns: the queue that lists
+ *  it, else the defaultQueue, else NULL. O(namespaces of all queues). */
+const struct config_queue *config_queue_for_namespace(const struct config *c, const char *ns);
+
+/** The queue called name at any depth, or NULL. O(queues). */
+const struct config_queue *config_find_queue(const struct config *c, const char *name);
+
+/** The whole of `muster check-config PATH`: loads path and writes either
+ *  every error, one per line, to err and returns 1, or
+ *  "PATH: ok (N cohorts, M queues)" to out and returns 0. */
+int config_check(const char *path, FILE *out, FILE *err);
+
+#endif /* MUSTER_CONFIG_CONFIG_H */

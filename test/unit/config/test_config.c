@@ -1,0 +1,307 @@
+/*
+ * config: the example file field by field, nested cohorts, defaults,
+ * durations and lookups. Bad input is test_errors.c.
+ *
+ * Expected numbers are worked out by hand: 2Ti = 2 * 2^40 = 2199023255552
+ * bytes, 512Gi = 512 * 2^30 = 549755813888, 256 cpu = 256000 milli-cores,
+ * 1h30m = 5400000 ms. Positions are 1-based, as editors show them.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/config.h"
+
+#define EXAMPLE "config/example.yaml"
+
+static int parse(const char *text, struct config **c, struct config_errors *errs)
+{
+	return config_parse("t.yaml", text, strlen(text), c, errs);
+}
+
+/* ---- the example ------------------------------------------------------- */
+
+static void expect_quota(const struct config_quota *q, size_t resource, size_t flavor,
+                         int64_t nominal, int64_t borrowing, int64_t lending)
+{
+	assert_int_equal(q->resource, resource);
+	assert_int_equal(q->flavor, flavor);
+	assert_int_equal(q->nominal, nominal);
+	assert_int_equal(q->borrowing_limit, borrowing);
+	assert_int_equal(q->lending_limit, lending);
+}
+
+static void check_top(const struct config *c)
+{
+	assert_string_equal(c->scheduler_name, "muster");
+	assert_int_equal(c->resources.n, 3);
+	assert_string_equal(c->resources.v[0], "cpu");
+	assert_string_equal(c->resources.v[1], "memory");
+	assert_string_equal(c->resources.v[2], "nvidia.com/gpu");
+	assert_int_equal(c->n_flavors, 2);
+	assert_string_equal(c->flavors[0].name, "h100");
+	assert_int_equal(c->flavors[0].n_labels, 1);
+	assert_string_equal(c->flavors[0].labels[0].key, "nvidia.com/gpu.product");
+	assert_string_equal(c->flavors[0].labels[0].value, "NVIDIA-H100-80GB-HBM3");
+	assert_string_equal(c->flavors[1].name, "a100");
+	assert_string_equal(c->flavors[1].labels[0].value, "NVIDIA-A100-SXM4-80GB");
+	assert_int_equal(c->topology.levels.n, 4);
+	assert_string_equal(c->topology.levels.v[0], "topology.kubernetes.io/zone");
+	assert_string_equal(c->topology.levels.v[3], "kubernetes.io/hostname");
+	assert_string_equal(c->default_queue, "best-effort");
+	assert_int_equal(c->n_cohorts, 2);
+	assert_int_equal(c->n_queues, 1);
+	assert_int_equal(c->n_all_cohorts, 3);
+	assert_int_equal(c->n_all_queues, 4);
+}
+
+static void check_team_a(const struct config_cohort *research)
+{
+	const struct config_queue *q = &research->queues[0];
+
+	assert_string_equal(q->name, "team-a");
+	assert_ptr_equal(q->parent, research);
+	assert_int_equal(q->namespaces.n, 2);
+	assert_string_equal(q->namespaces.v[0], "team-a");
+	assert_string_equal(q->namespaces.v[1], "team-a-dev");
+	assert_int_equal(q->weight, 1);
+	assert_int_equal(q->ordering, CONFIG_ORDERING_BEST_EFFORT_FIFO);
+	assert_int_equal(q->n_quotas, 4);
+	expect_quota(&q->quotas[0], 2, CONFIG_NO_FLAVOR, 16, 8, 8);
+	expect_quota(&q->quotas[1], 2, 0, 8, CONFIG_UNLIMITED, CONFIG_UNLIMITED);
+	expect_quota(&q->quotas[2], 0, CONFIG_NO_FLAVOR, 256000, CONFIG_UNLIMITED,
+	             CONFIG_UNLIMITED);
+	expect_quota(&q->quotas[3], 1, CONFIG_NO_FLAVOR, INT64_C(2199023255552), CONFIG_UNLIMITED,
+	             CONFIG_UNLIMITED);
+	assert_int_equal(q->preemption.within_queue, CONFIG_WITHIN_QUEUE_LOWER_PRIORITY);
+	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_ANY);
+	assert_int_equal(q->gang_timeout_ms, 600000);
+	assert_int_equal(q->default_runtime_ms, 14400000);
+}
+
+static void check_team_b(const struct config_cohort *research)
+{
+	const struct config_queue *q = &research->queues[1];
+
+	assert_string_equal(q->name, "team-b");
+	assert_int_equal(q->weight, 3);
+	assert_int_equal(q->ordering, CONFIG_ORDERING_STRICT_FIFO);
+	assert_int_equal(q->n_quotas, 3);
+	expect_quota(&q->quotas[0], 2, 1, 32, CONFIG_UNLIMITED, 0);
+	expect_quota(&q->quotas[1], 0, CONFIG_NO_FLAVOR, 500, CONFIG_UNLIMITED, CONFIG_UNLIMITED);
+	expect_quota(&q->quotas[2], 1, CONFIG_NO_FLAVOR, INT64_C(549755813888), CONFIG_UNLIMITED,
+	             CONFIG_UNLIMITED);
+	assert_int_equal(q->preemption.within_queue, CONFIG_WITHIN_QUEUE_NEVER);
+	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_NEVER);
+	assert_int_equal(q->gang_timeout_ms, 5400000);
+	assert_int_equal(q->default_runtime_ms, 0);
+}
+
+static void check_production(const struct config_cohort *prod)
+{
+	const struct config_cohort *inf = &prod->cohorts[0];
+	const struct config_queue *q = &inf->queues[0];
+
+	assert_string_equal(prod->name, "production");
+	assert_int_equal(prod->weight, 1);
+	assert_int_equal(prod->n_queues, 0);
+	assert_int_equal(prod->n_cohorts, 1);
+	assert_string_equal(inf->name, "inference");
+	assert_int_equal(inf->weight, 4);
+	assert_ptr_equal(inf->parent, prod);
+	assert_string_equal(q->name, "serving");
+	assert_ptr_equal(q->parent, inf);
+	assert_int_equal(q->n_quotas, 1);
+	expect_quota(&q->quotas[0], 2, CONFIG_NO_FLAVOR, 64, 0, CONFIG_UNLIMITED);
+	assert_int_equal(q->preemption.within_queue,
+	                 CONFIG_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY);
+	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_LOWER_PRIORITY);
+	assert_int_equal(q->gang_timeout_ms, 90000);
+}
+
+static void test_example(void **state)
+{
+	struct config_errors errs;
+	struct config *c;
+
+	(void)state;
+	config_errors_init(&errs);
+	assert_int_equal(config_load(EXAMPLE, &c, &errs), 0);
+	assert_int_equal(errs.n, 0);
+	check_top(c);
+	assert_string_equal(c->cohorts[0].name, "research");
+	assert_int_equal(c->cohorts[0].weight, 2);
+	assert_null(c->cohorts[0].parent);
+	assert_int_equal(c->cohorts[0].n_cohorts, 0);
+	assert_int_equal(c->cohorts[0].n_queues, 2);
+	check_team_a(&c->cohorts[0]);
+	check_team_b(&c->cohorts[0]);
+	check_production(&c->cohorts[1]);
+	assert_string_equal(c->queues[0].name, "best-effort");
+	assert_null(c->queues[0].parent);
+	assert_int_equal(c->queues[0].default_runtime_ms, 500);
+	assert_int_equal(c->queues[0].gang_timeout_ms, CONFIG_DEFAULT_GANG_TIMEOUT_MS);
+	config_free(&c);
+	assert_null(c);
+}
+
+/* ---- nesting and defaults ---------------------------------------------- */
+
+static const char nested[] = "cohorts:\n"
+                             "  - name: a\n"
+                             "    cohorts:\n"
+                             "      - name: b\n"
+                             "        weight: 5\n"
+                             "        cohorts:\n"
+                             "          - name: c\n"
+                             "            queues: [{name: deep, namespaces: [d]}]\n"
+                             "        queues: [{name: mid}]\n";
+
+static void test_nested_cohorts(void **state)
+{
+	const struct config_cohort *a, *b, *cc;
+	const struct config_queue *deep;
+	struct config *c;
+
+	(void)state;
+	assert_int_equal(parse(nested, &c, NULL), 0);
+	a = &c->cohorts[0];
+	b = &a->cohorts[0];
+	cc = &b->cohorts[0];
+	assert_string_equal(cc->name, "c");
+	assert_int_equal(b->weight, 5);
+	assert_ptr_equal(cc->parent, b);
+	assert_ptr_equal(b->parent, a);
+	assert_null(a->parent);
+	deep = config_find_queue(c, "deep");
+	assert_non_null(deep);
+	assert_ptr_equal(deep->parent, cc);
+	assert_ptr_equal(config_find_queue(c, "mid")->parent, b);
+	assert_ptr_equal(config_queue_for_namespace(c, "d"), deep);
+	assert_int_equal(c->n_all_cohorts, 3);
+	assert_int_equal(c->n_all_queues, 2);
+	config_free(&c);
+}
+
+static void test_defaults(void **state)
+{
+	const struct config_queue *q;
+	struct config *c;
+
+	(void)state;
+	assert_int_equal(parse("resources: [cpu]\n"
+	                       "queues:\n"
+	                       "  - name: q\n"
+	                       "    quota: {cpu: {nominal: 2}}\n",
+	                       &c, NULL),
+	                 0);
+	assert_string_equal(c->scheduler_name, "muster");
+	assert_null(c->default_queue);
+	assert_int_equal(c->n_flavors, 0);
+	assert_int_equal(c->topology.levels.n, 0);
+	q = &c->queues[0];
+	assert_int_equal(q->weight, 1);
+	assert_int_equal(q->ordering, CONFIG_ORDERING_BEST_EFFORT_FIFO);
+	assert_int_equal(q->preemption.within_queue, CONFIG_WITHIN_QUEUE_NEVER);
+	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_NEVER);
+	assert_int_equal(q->gang_timeout_ms, 300000);
+	assert_int_equal(q->default_runtime_ms, 0);
+	assert_int_equal(q->namespaces.n, 0);
+	expect_quota(&q->quotas[0], 0, CONFIG_NO_FLAVOR, 2000, CONFIG_UNLIMITED, CONFIG_UNLIMITED);
+	config_free(&c);
+}
+
+/* ---- durations --------------------------------------------------------- */
+
+static const struct {
+	const char *in;
+	int64_t ms; /* -1: rejected */
+} durations[] = {
+    {"90s", 90000},
+    {"10m", 600000},
+    {"4h", 14400000},
+    {"1h30m", 5400000},
+    {"500ms", 500},
+    {"0", 0},
+    {"1h1m1s1ms", 3661001},
+    {"2m500ms", 120500},
+    {"10", -1},
+    {"1.5h", -1},
+    {"-1s", -1},
+    {"1d", -1},
+    {"1us", -1},
+    {"h", -1},
+    {"10 m", -1},
+    {"\"\"", -1},
+    {"9999999999999999h", -1},
+};
+
+static void test_durations(void **state)
+{
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
+		struct config *c;
+		int rc;
+
+		snprintf(text, sizeof(text), "queues: [{name: q, gangTimeout: %s}]\n",
+		         durations[i].in);
+		rc = parse(text, &c, NULL);
+		if (durations[i].ms < 0) {
+			if (rc != -EINVAL)
+				fail_msg("'%s' gave %d, want -EINVAL", durations[i].in, rc);
+			continue;
+		}
+		if (rc != 0)
+			fail_msg("'%s' gave %d, want 0", durations[i].in, rc);
+		if (c->queues[0].gang_timeout_ms != durations[i].ms)
+			fail_msg("'%s' is %lld ms, want %lld", durations[i].in,
+			         (long long)c->queues[0].gang_timeout_ms,
+			         (long long)durations[i].ms);
+		config_free(&c);
+	}
+}
+
+/* ---- lookups ----------------------------------------------------------- */
+
+static void test_queue_for_namespace(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	assert_int_equal(config_load(EXAMPLE, &c, NULL), 0);
+	assert_string_equal(config_queue_for_namespace(c, "team-a-dev")->name, "team-a");
+	assert_string_equal(config_queue_for_namespace(c, "team-b")->name, "team-b");
+	assert_string_equal(config_queue_for_namespace(c, "serving")->name, "serving");
+	assert_string_equal(config_queue_for_namespace(c, "default")->name, "best-effort");
+	/* Not listed anywhere: the defaultQueue takes it. */
+	assert_string_equal(config_queue_for_namespace(c, "kube-system")->name, "best-effort");
+	assert_null(config_find_queue(c, "research")); /* a cohort, not a queue */
+	assert_null(config_find_queue(c, "nope"));
+	config_free(&c);
+
+	assert_int_equal(parse("queues: [{name: q, namespaces: [a]}]\n", &c, NULL), 0);
+	assert_ptr_equal(config_queue_for_namespace(c, "a"), &c->queues[0]);
+	assert_null(config_queue_for_namespace(c, "b"));
+	config_free(&c);
+}
+
+#define TEST(fn) cmocka_unit_test(fn)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    TEST(test_example),   TEST(test_nested_cohorts),      TEST(test_defaults),
+	    TEST(test_durations), TEST(test_queue_for_namespace),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
