@@ -90,6 +90,10 @@ int kubeapi__bool(struct kubeapi__dec *d, const cJSON *o, const char *key, const
 int kubeapi__string_id(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path,
                        size_t max, uint32_t *id);
 
+/* The index of s[0..len) in names[0..n), or -1: how enum-valued fields
+ * (operators, effects, phases) are read. */
+int kubeapi__lookup(const char *const *names, size_t n, const char *s, size_t len);
+
 /* RFC 3339 time ("2026-11-21T16:35:22Z", fractions and offsets allowed) to
  * unix seconds. 0 or -EINVAL. */
 int kubeapi__parse_time(const char *s, size_t len, int64_t *out);

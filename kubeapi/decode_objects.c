@@ -369,7 +369,7 @@ static int selector_expr(struct kubeapi__dec *d, const cJSON *e, const char *pat
 	const char *key, *op;
 	size_t klen, oplen;
 	char p[80];
-	unsigned i;
+	int i;
 
 	if (!cJSON_IsObject(e))
 		return kubeapi__fail(d, "%s: expected an object", path);
@@ -384,9 +384,8 @@ static int selector_expr(struct kubeapi__dec *d, const cJSON *e, const char *pat
 		return kubeapi__fail(d, "%s.key: missing", path);
 	if (!op)
 		return kubeapi__fail(d, "%s.operator: missing", path);
-	for (i = 0; i < 4 && !str_is(op, oplen, ops[i]); i++)
-		;
-	if (i == 4)
+	i = kubeapi__lookup(ops, sizeof(ops) / sizeof(ops[0]), op, oplen);
+	if (i < 0)
 		return kubeapi__fail(d, "%s.operator: unknown \"%.16s\"", path, op);
 	r->op = (uint8_t)i;
 	r->first_value = (uint32_t)b->nvalues;

@@ -181,14 +181,12 @@ static int pod_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeap
 static int parse_effect(const char *s, size_t len, uint8_t *out)
 {
 	static const char *const names[] = {"", "NoSchedule", "PreferNoSchedule", "NoExecute"};
-	unsigned i;
+	int i = kubeapi__lookup(names, sizeof(names) / sizeof(names[0]), s, len);
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) {
-			*out = (uint8_t)i;
-			return 0;
-		}
-	return -EINVAL;
+	if (i < 0)
+		return -EINVAL;
+	*out = (uint8_t)i;
+	return 0;
 }
 
 static int toleration(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *t,
@@ -290,14 +288,12 @@ static int node_selector(struct kubeapi__dec *d, struct spec_builder *b, const c
 static int parse_selector_op(const char *s, size_t len, uint8_t *out)
 {
 	static const char *const names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
-	unsigned i;
+	int i = kubeapi__lookup(names, sizeof(names) / sizeof(names[0]), s, len);
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) {
-			*out = (uint8_t)i;
-			return 0;
-		}
-	return -EINVAL;
+	if (i < 0)
+		return -EINVAL;
+	*out = (uint8_t)i;
+	return 0;
 }
 
 /* One requirement {key, operator, values}, appended to b->reqs. */
@@ -632,15 +628,12 @@ static int pod_phase(struct kubeapi__dec *d, const cJSON *status, struct kubeapi
 	                                     "Unknown"};
 	const char *s;
 	size_t len;
-	unsigned i;
-	int rc = kubeapi__string(d, status, "phase", "status.phase", 32, &s, &len);
+	int i, rc = kubeapi__string(d, status, "phase", "status.phase", 32, &s, &len);
 
 	if (rc < 0)
 		return rc;
-	p->phase = KUBEAPI_POD_PENDING;
-	for (i = 0; rc == 0 && i < sizeof(phases) / sizeof(phases[0]); i++)
-		if (strlen(phases[i]) == len && memcmp(phases[i], s, len) == 0)
-			p->phase = (uint8_t)i;
+	i = rc == 0 ? kubeapi__lookup(phases, sizeof(phases) / sizeof(phases[0]), s, len) : -1;
+	p->phase = i < 0 ? KUBEAPI_POD_PENDING : (uint8_t)i;
 	return 0;
 }
 

@@ -270,6 +270,16 @@ int kubeapi__bool(struct kubeapi__dec *d, const cJSON *o, const char *key, const
 	return 0;
 }
 
+int kubeapi__lookup(const char *const *names, size_t n, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s && i < n; i++)
+		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
+			return (int)i;
+	return -1;
+}
+
 /* ---- times and uids ------------------------------------------------------ */
 
 static int digits(const char *s, size_t n, int *out)
