@@ -32,6 +32,11 @@
 /** Errors kept in a config_errors; the rest are only counted. */
 #define CONFIG_MAX_ERRORS 100
 
+/** Quota slots a configuration may need: one per resource, plus one per
+ *  (resource, flavor) pair that some queue gives a quota. The quota tree
+ *  keeps a fixed vector of them per cohort and queue. */
+#define CONFIG_MAX_SLOTS 64
+
 /** A borrowing or lending limit that was not given: no limit. */
 #define CONFIG_UNLIMITED INT64_MAX
 /** The flavor index of a quota that applies to every flavor. */
@@ -200,5 +205,52 @@ const struct config_queue *config_find_queue(const struct config *c, const char 
  *  every error, one per line, to err and returns 1, or
  *  "PATH: ok (N cohorts, M queues)" to out and returns 0. */
 int config_check(const char *path, FILE *out, FILE *err);
+
+/* ---- reloading ---------------------------------------------------------- */
+
+struct uv_loop_s;
+struct config_watch;
+
+/** What a reload found. */
+enum config_reload {
+	CONFIG_RELOAD_UNCHANGED, /**< same bytes as the configuration in force */
+	CONFIG_RELOAD_READY,     /**< a valid new configuration waits in config_watch_take() */
+	CONFIG_RELOAD_REJECTED,  /**< invalid or unreadable: the old one stays in force */
+};
+
+/** Told after each reload that found a change (not for UNCHANGED): errs
+ *  holds the messages of a REJECTED one and is valid only during the call. */
+typedef void (*config_watch_cb)(void *ud, enum config_reload what,
+                                const struct config_errors *errs);
+
+/**
+ * Watch the file at path: reload it when it changes (a stat of the path
+ * every poll_ms, so an editor's rename and a ConfigMap's symlink swap are
+ * both seen) and on SIGHUP. A valid new file waits until the owner takes
+ * it with config_watch_take(), at the start of its next cycle; an invalid
+ * one is reported through cb and changes nothing.
+ *
+ * Loads the file once, synchronously, before returning: on success *first
+ * is the configuration in force (the caller owns it) and 0 is returned;
+ * otherwise the errors are in errs and -EINVAL (or the read's negative
+ * errno, or -ENOMEM) is returned with nothing started.
+ *
+ * A reload reads and parses the file on the loop thread: at most 1 MiB,
+ * about a millisecond for a thousand queues.
+ */
+int config_watch_start(struct uv_loop_s *loop, const char *path, unsigned poll_ms,
+                       config_watch_cb cb, void *ud, struct config **first,
+                       struct config_errors *errs, struct config_watch **out);
+
+/** Reload now, as SIGHUP does; `force` parses even unchanged bytes. */
+enum config_reload config_watch_reload(struct config_watch *w, int force);
+
+/** Hand over the newest valid configuration not yet taken: returns 1 and
+ *  the caller owns *out, or 0 when there is none. */
+int config_watch_take(struct config_watch *w, struct config **out);
+
+/** Stop watching; the handles close on the loop, which must run once more
+ *  to free them. A configuration not yet taken is freed. */
+void config_watch_stop(struct config_watch **w);
 
 #endif /* MUSTER_CONFIG_CONFIG_H */

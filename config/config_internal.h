@@ -45,6 +45,12 @@ struct config__loader {
 	struct config *cfg;
 	struct config__seen_list names;      /* cohorts and queues */
 	struct config__seen_list namespaces; /* with the queue as owner */
+	/* The (resource, flavor) pairs quotas name, to bound the slots. */
+	struct {
+		size_t resource, flavor;
+	} pairs[CONFIG_MAX_SLOTS];
+	size_t n_pairs;
+	bool slots_reported;
 };
 
 /* The kinds of value a key may hold. */
@@ -99,6 +105,15 @@ bool config__expect(struct config__loader *l, const yaml_node_t *n, yaml_node_ty
  * nonempty) emptiness; NULL after recording an error or on no memory. */
 char *config__string(struct config__loader *l, const yaml_node_t *n, const char *what);
 /* calloc that records a failure in l->nomem. */
+/* Reads at most CONFIG_MAX_FILE bytes of path into a new buffer (*text,
+ * freed by the caller). 0, -EFBIG, -ENOMEM or the negative errno of the
+ * failed open or read. */
+int config__read_file(const char *path, char **text, size_t *len);
+
+/* Reads a sequence of strings into dst (empty on entry); false after
+ * recording that n is not a sequence. */
+bool config__strings(struct config__loader *l, const yaml_node_t *n, const char *what,
+                     struct config_strings *dst);
 void *config__calloc(struct config__loader *l, size_t n, size_t size);
 
 /* Walks mapping n by table t into obj: each key of the table is applied,

@@ -108,23 +108,28 @@ static void set_string(struct config__loader *l, const yaml_node_t *n,
 	*dst = s;
 }
 
-static void set_strings(struct config__loader *l, const yaml_node_t *n,
-                        const struct config__field *f, void *obj)
+bool config__strings(struct config__loader *l, const yaml_node_t *n, const char *what,
+                     struct config_strings *dst)
 {
-	struct config_strings *dst = at(obj, f->offset);
 	size_t count;
 
-	if (!config__expect(l, n, YAML_SEQUENCE_NODE, f->key))
-		return;
+	if (!config__expect(l, n, YAML_SEQUENCE_NODE, what))
+		return false;
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	dst->v = config__calloc(l, count, sizeof(char *));
 	for (size_t i = 0; dst->v && i < count; i++) {
-		char *s =
-		    config__string(l, config__node(l, n->data.sequence.items.start[i]), f->key);
+		char *s = config__string(l, config__node(l, n->data.sequence.items.start[i]), what);
 
 		if (s)
 			dst->v[dst->n++] = s;
 	}
+	return true;
+}
+
+static void set_strings(struct config__loader *l, const yaml_node_t *n,
+                        const struct config__field *f, void *obj)
+{
+	config__strings(l, n, f->key, at(obj, f->offset));
 }
 
 /* Plain decimal digits with an optional '-', no more than fits int64. */

@@ -162,6 +162,21 @@ out:
 }
 
 /* Walks the document into l->cfg; returns how it went. */
+/* What a GPU cluster puts under quota when the file does not say. */
+static int set_default_resources(struct config_strings *r)
+{
+	static const char *const names[] = {"cpu", "memory", "nvidia.com/gpu"};
+	size_t n = sizeof(names) / sizeof(names[0]);
+
+	r->v = calloc(n, sizeof(*r->v));
+	if (!r->v)
+		return -ENOMEM;
+	for (r->n = 0; r->n < n; r->n++)
+		if (!(r->v[r->n] = strdup(names[r->n])))
+			return -ENOMEM;
+	return 0;
+}
+
 static int walk(struct config__loader *l)
 {
 	yaml_node_t *root = yaml_document_get_root_node(&l->doc);
@@ -174,7 +189,7 @@ static int walk(struct config__loader *l)
 	if (!l->cfg)
 		return -ENOMEM;
 	l->cfg->scheduler_name = strdup("muster");
-	if (!l->cfg->scheduler_name)
+	if (!l->cfg->scheduler_name || set_default_resources(&l->cfg->resources) < 0)
 		return -ENOMEM;
 	config__walk(l, root, &config__root_table, l->cfg);
 	if (root->type == YAML_MAPPING_NODE && !l->nomem)
@@ -215,7 +230,7 @@ out:
 
 /* Reads at most CONFIG_MAX_FILE bytes of path into a new buffer; one byte
  * more tells that the file is too large. */
-static int read_file(const char *path, char **text, size_t *len)
+int config__read_file(const char *path, char **text, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	int rc = 0;
@@ -249,7 +264,7 @@ int config_load(const char *path, struct config **out, struct config_errors *err
 	int rc;
 
 	*out = NULL;
-	rc = read_file(path, &text, &len);
+	rc = config__read_file(path, &text, &len);
 	if (rc == -EFBIG)
 		config__error(&l, NULL, "larger than %d bytes", CONFIG_MAX_FILE);
 	else if (rc)

@@ -250,6 +250,33 @@ static void set_flavors(struct config__loader *l, const yaml_node_t *n, void *ob
 
 /* ---- the root ---------------------------------------------------------- */
 
+/* Replaces the default list: at least one resource, each once, and no more
+ * than the quota slots allow. */
+static void set_resources(struct config__loader *l, const yaml_node_t *n, void *obj)
+{
+	struct config_strings *r = &((struct config *)obj)->resources;
+	size_t count, i, j;
+
+	config__free_strings(r);
+	*r = (struct config_strings){NULL, 0};
+	if (!config__strings(l, n, "resources", r))
+		return;
+	count = seq_len(n);
+	if (count == 0)
+		config__error(l, n, "'resources' is empty; expected at least one resource name");
+	if (count > CONFIG_MAX_SLOTS) {
+		config__error(l, n, "%zu resources; at most %d", count, CONFIG_MAX_SLOTS);
+		return;
+	}
+	for (i = 1; i < r->n; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(r->v[i], r->v[j]) == 0) {
+				config__error(l, config__node(l, n->data.sequence.items.start[i]),
+				              "resource '%s' is listed twice", r->v[i]);
+				break;
+			}
+}
+
 static void set_root_cohorts(struct config__loader *l, const yaml_node_t *n, void *obj)
 {
 	struct config *c = obj;
@@ -275,7 +302,7 @@ static const struct config__field root_fields[] = {
     {.key = "schedulerName",
      .kind = CONFIG__STRING,
      .offset = offsetof(struct config, scheduler_name)},
-    {.key = "resources", .kind = CONFIG__STRINGS, .offset = offsetof(struct config, resources)},
+    {.key = "resources", .kind = CONFIG__CUSTOM, .fn = set_resources},
     {.key = "flavors", .kind = CONFIG__CUSTOM, .fn = set_flavors},
     {.key = "topology", .kind = CONFIG__MAP, .sub = &topology_table},
     {.key = "defaultQueue",

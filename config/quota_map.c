@@ -142,6 +142,32 @@ static bool quota_seen(const struct config_queue *q, const struct config_quota *
 	return false;
 }
 
+/* Counts the slot (resource, flavor) needs; reports, once, the key that
+ * takes the total past CONFIG_MAX_SLOTS. */
+static void count_slot(struct config__loader *l, const yaml_node_t *k,
+                       const struct config_quota *nq)
+{
+	size_t i, total;
+
+	if (nq->flavor == CONFIG_NO_FLAVOR)
+		return;
+	for (i = 0; i < l->n_pairs; i++)
+		if (l->pairs[i].resource == nq->resource && l->pairs[i].flavor == nq->flavor)
+			return;
+	total = l->cfg->resources.n + l->n_pairs + 1;
+	if (total <= CONFIG_MAX_SLOTS) {
+		l->pairs[l->n_pairs].resource = nq->resource;
+		l->pairs[l->n_pairs++].flavor = nq->flavor;
+		return;
+	}
+	if (!l->slots_reported)
+		config__error(l, k,
+		              "quota on '%s' needs quota slot %zu; at most %d (one per resource, "
+		              "plus one per resource@flavor that some queue uses)",
+		              k->data.scalar.value, total, CONFIG_MAX_SLOTS);
+	l->slots_reported = true;
+}
+
 static void quota_entry(struct config__loader *l, const yaml_node_pair_t *p, struct config_queue *q)
 {
 	const yaml_node_t *k = config__node(l, p->key);
@@ -159,6 +185,7 @@ static void quota_entry(struct config__loader *l, const yaml_node_pair_t *p, str
 	config__walk(l, config__node(l, p->value), &quota_table, &nq);
 	if (nq.nominal < 0)
 		return; /* already reported */
+	count_slot(l, k, &nq);
 	q->quotas[q->n_quotas++] = nq;
 }
 

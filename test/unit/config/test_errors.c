@@ -152,6 +152,10 @@ static const struct bad bad_files[] = {
     {"two documents", "queues: []\n---\nqueues: []\n",
      {"t.yaml:2:1: a second YAML document; expected exactly one"}},
     {"empty file", "", {"t.yaml: the file is empty; expected a mapping"}},
+    {"no resources", "resources: []\n",
+     {"t.yaml:1:12: 'resources' is empty; expected at least one resource name"}},
+    {"resource listed twice", "resources: [cpu, memory, cpu]\n",
+     {"t.yaml:1:26: resource 'cpu' is listed twice"}},
 };
 /* clang-format on */
 
@@ -283,6 +287,40 @@ static void test_too_deep(void **state)
 		fail_msg("%zu errors, first %s", errs.n, errs.v[0].msg);
 	assert_non_null(strstr(errs.v[0].msg, ": cohorts are nested more than 16 deep"));
 	assert_int_equal(errs.v[0].column, used + 1);
+	config_errors_clear(&errs);
+}
+
+/* 62 resources and the pairs r0@f0, r0@f1 make 64 slots, the most; a
+ * third pair, in a second queue, is refused at its key. */
+static void test_too_many_slots(void **state)
+{
+	char text[4096];
+	struct config_errors errs;
+	struct config *c;
+	size_t used = 0;
+
+	(void)state;
+	used += (size_t)snprintf(text, sizeof(text), "resources: [r0");
+	for (int i = 1; i < CONFIG_MAX_SLOTS - 2; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, ", r%d", i);
+	used += (size_t)snprintf(text + used, sizeof(text) - used,
+	                         "]\nflavors: [{name: f0}, {name: f1}, {name: f2}]\n"
+	                         "queues:\n"
+	                         "  - name: a\n"
+	                         "    quota: {r0@f0: {nominal: 1}, r0@f1: {nominal: 1}}\n");
+	assert_int_equal(parse(text, &c, NULL), 0);
+	config_free(&c);
+
+	snprintf(text + used, sizeof(text) - used,
+	         "  - name: b\n"
+	         "    quota: {r0@f0: {nominal: 1}, r0@f2: {nominal: 1}, r1@f2: {nominal: 1}}\n");
+	config_errors_init(&errs);
+	assert_int_equal(parse(text, &c, &errs), -EINVAL);
+	if (errs.n != 1)
+		fail_msg("%zu errors, first %s", errs.n, errs.n ? errs.v[0].msg : "");
+	assert_string_equal(
+	    errs.v[0].msg, "t.yaml:7:34: quota on 'r0@f2' needs quota slot 65; at most 64 (one per "
+	                   "resource, plus one per resource@flavor that some queue uses)");
 	config_errors_clear(&errs);
 }
 
@@ -419,10 +457,11 @@ static void test_check_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_bad_files),   cmocka_unit_test(test_many_errors_in_one_file),
-	    cmocka_unit_test(test_error_cap),   cmocka_unit_test(test_too_deep),
-	    cmocka_unit_test(test_long_string), cmocka_unit_test(test_file_errors),
-	    cmocka_unit_test(test_check_ok),    cmocka_unit_test(test_check_errors),
+	    cmocka_unit_test(test_bad_files),      cmocka_unit_test(test_many_errors_in_one_file),
+	    cmocka_unit_test(test_error_cap),      cmocka_unit_test(test_too_deep),
+	    cmocka_unit_test(test_too_many_slots), cmocka_unit_test(test_long_string),
+	    cmocka_unit_test(test_file_errors),    cmocka_unit_test(test_check_ok),
+	    cmocka_unit_test(test_check_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,263 @@
+/*
+ * One cycle's order over the pending gangs (queue.h).
+ *
+ * Each queue's items are sorted once, at the start. Choosing is a descent
+ * from the root: every cohort picks the child whose next item would leave
+ * it with the lowest share, recursively. A cohort's pick is cached and
+ * recomputed only when something under it changed (an item was served or
+ * usage moved), which is always along one path: a choice costs
+ * O(depth x siblings x slots) instead of O(tree x slots).
+ *
+ * Memory: one block of about 4 words per tree node plus one int per item.
+ */
+#include "queue/queue.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct qnode {
+	int first_child, n_children; /* into cycle.children (cohorts) */
+	int begin, end, cursor;      /* into cycle.order (queues) */
+	int pick;                    /* cached: the queue to serve under here, or QUEUE_NONE */
+	bool dirty, blocked, is_queue;
+	bool strict;
+};
+
+struct queue_cycle {
+	const struct queue_set *qs;
+	const struct queue_item *items;
+	size_t n_items;
+	int n_nodes;
+	struct qnode *nodes;
+	int *children; /* child node indexes, grouped by parent */
+	int *order;    /* item indexes grouped by queue, each group sorted */
+};
+
+/* Priority high first, then submitted early, then tiebreak, then index:
+ * a total order, so the same input always gives the same cycle. */
+static int item_cmp(const struct queue_item *items, int a, int b)
+{
+	const struct queue_item *x = &items[a], *y = &items[b];
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->submitted != y->submitted)
+		return x->submitted < y->submitted ? -1 : 1;
+	if (x->tiebreak != y->tiebreak)
+		return x->tiebreak < y->tiebreak ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+/* qsort has no context argument in C11: a merge sort of ints with one. */
+static void sort_items(const struct queue_item *items, int *v, int *tmp, int n)
+{
+	int mid = n / 2, i = 0, j = mid, k = 0;
+
+	if (n < 2)
+		return;
+	sort_items(items, v, tmp, mid);
+	sort_items(items, v + mid, tmp, n - mid);
+	while (i < mid && j < n)
+		tmp[k++] = item_cmp(items, v[i], v[j]) <= 0 ? v[i++] : v[j++];
+	while (i < mid)
+		tmp[k++] = v[i++];
+	while (j < n)
+		tmp[k++] = v[j++];
+	memcpy(v, tmp, (size_t)n * sizeof(*v));
+}
+
+static bool valid_queue(const struct queue_cycle *c, int node)
+{
+	return node > 0 && node < c->n_nodes && c->nodes[node].is_queue;
+}
+
+/* Children grouped by parent: count, prefix-sum, fill (counting sort). */
+static void link_children(struct queue_cycle *c)
+{
+	const struct queue_tree *t = queue_set_tree_c(c->qs);
+	int i, at = 0;
+
+	for (i = 1; i < c->n_nodes; i++)
+		c->nodes[queue_tree_parent(t, i)].n_children++;
+	for (i = 0; i < c->n_nodes; i++) {
+		c->nodes[i].first_child = at;
+		at += c->nodes[i].n_children;
+		c->nodes[i].n_children = 0;
+	}
+	for (i = 1; i < c->n_nodes; i++) {
+		struct qnode *p = &c->nodes[queue_tree_parent(t, i)];
+
+		c->children[p->first_child + p->n_children++] = i;
+	}
+}
+
+/* Items grouped by queue the same way, then each group sorted. */
+static void group_items(struct queue_cycle *c, int *tmp)
+{
+	size_t i;
+	int at = 0, q;
+
+	for (i = 0; i < c->n_items; i++)
+		if (valid_queue(c, c->items[i].node))
+			c->nodes[c->items[i].node].end++;
+	for (q = 0; q < c->n_nodes; q++) {
+		int n = c->nodes[q].end;
+
+		c->nodes[q].begin = c->nodes[q].cursor = at;
+		c->nodes[q].end = at;
+		at += n;
+	}
+	for (i = 0; i < c->n_items; i++)
+		if (valid_queue(c, c->items[i].node))
+			c->order[c->nodes[c->items[i].node].end++] = (int)i;
+	for (q = 0; q < c->n_nodes; q++)
+		sort_items(c->items, c->order + c->nodes[q].begin, tmp,
+		           c->nodes[q].end - c->nodes[q].begin);
+}
+
+int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, size_t n,
+                    struct queue_cycle **out)
+{
+	int nn = queue_tree_size(queue_set_tree_c(qs)), i;
+	struct queue_cycle *c;
+	int *tmp;
+
+	*out = NULL;
+	if (n > INT32_MAX)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	tmp = malloc((n + 1) * sizeof(*tmp));
+	if (!c || !tmp || !(c->nodes = calloc((size_t)nn, sizeof(*c->nodes))) ||
+	    !(c->children = malloc((size_t)nn * sizeof(*c->children))) ||
+	    !(c->order = malloc((n + 1) * sizeof(*c->order)))) {
+		free(tmp);
+		queue_cycle_free(&c);
+		return -ENOMEM;
+	}
+	c->qs = qs;
+	c->items = items;
+	c->n_items = n;
+	c->n_nodes = nn;
+	for (i = 0; i < nn; i++) {
+		const struct config_queue *q = queue_set_queue(qs, i);
+
+		c->nodes[i].is_queue = q != NULL;
+		c->nodes[i].strict = q && q->ordering == CONFIG_ORDERING_STRICT_FIFO;
+		c->nodes[i].dirty = true;
+		c->nodes[i].pick = QUEUE_NONE;
+	}
+	link_children(c);
+	group_items(c, tmp);
+	free(tmp);
+	*out = c;
+	return 0;
+}
+
+void queue_cycle_free(struct queue_cycle **cp)
+{
+	struct queue_cycle *c = cp ? *cp : NULL;
+
+	if (!c)
+		return;
+	free(c->nodes);
+	free(c->children);
+	free(c->order);
+	free(c);
+	*cp = NULL;
+}
+
+static const struct queue_item *head(const struct queue_cycle *c, int q)
+{
+	return &c->items[c->order[c->nodes[q].cursor]];
+}
+
+/* How full node n is against its own quota: max over slots of
+ * demand / Q. Only breaks ties between equal shares. */
+static double own_fraction(const struct queue_tree *t, int n, unsigned nslots)
+{
+	double f = 0;
+	unsigned s;
+
+	for (s = 0; s < nslots; s++) {
+		int64_t q = queue_tree_quota(t, n, s);
+		double x = q > 0 ? (double)queue_tree_demand(t, n, s) / (double)q : 0;
+
+		if (x > f)
+			f = x;
+	}
+	return f;
+}
+
+/* Shares closer than this are equal: 9/20/3 and 3/20 must tie, whatever
+ * the rounding of each division. */
+#define SHARE_EPSILON 1e-12
+
+static int pick(struct queue_cycle *c, int n)
+{
+	const struct queue_tree *t = queue_set_tree_c(c->qs);
+	unsigned nslots = queue_set_nslots(c->qs);
+	struct qnode *nd = &c->nodes[n];
+	double best_share = 0, best_frac = 0;
+	int i;
+
+	if (nd->is_queue)
+		return !nd->blocked && nd->cursor < nd->end ? n : QUEUE_NONE;
+	if (!nd->dirty)
+		return nd->pick;
+	nd->pick = QUEUE_NONE;
+	for (i = 0; i < nd->n_children; i++) {
+		int ch = c->children[nd->first_child + i], q = pick(c, ch);
+		double share, frac;
+
+		if (q == QUEUE_NONE)
+			continue;
+		share = queue_tree_share(t, ch, q, head(c, q)->req);
+		frac = own_fraction(t, ch, nslots);
+		if (nd->pick == QUEUE_NONE || share < best_share - SHARE_EPSILON ||
+		    (share <= best_share + SHARE_EPSILON && frac < best_frac)) {
+			nd->pick = q;
+			best_share = share;
+			best_frac = frac;
+		}
+	}
+	nd->dirty = false;
+	return nd->pick;
+}
+
+int queue_cycle_next(struct queue_cycle *c)
+{
+	int q = pick(c, 0);
+
+	return q == QUEUE_NONE ? -ENOENT : c->order[c->nodes[q].cursor];
+}
+
+void queue_cycle_touch(struct queue_cycle *c, int node)
+{
+	const struct queue_tree *t = queue_set_tree_c(c->qs);
+
+	for (; node >= 0 && node < c->n_nodes; node = queue_tree_parent(t, node))
+		c->nodes[node].dirty = true;
+}
+
+void queue_cycle_done(struct queue_cycle *c, int item, bool admitted)
+{
+	struct qnode *q;
+	int node;
+
+	if (item < 0 || (size_t)item >= c->n_items || !valid_queue(c, c->items[item].node))
+		return;
+	node = c->items[item].node;
+	q = &c->nodes[node];
+	if (q->cursor >= q->end || c->order[q->cursor] != item)
+		return; /* not the head: nothing to move */
+	q->cursor++;
+	if (!admitted && q->strict)
+		q->blocked = true;
+	queue_cycle_touch(c, node);
+}
+
+bool queue_cycle_blocked(const struct queue_cycle *c, int node)
+{
+	return valid_queue(c, node) && c->nodes[node].blocked;
+}
