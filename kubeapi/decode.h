@@ -44,6 +44,9 @@ struct kubeapi_intern *kubeapi_model_intern(struct kubeapi_model *m);
  *  KUBEAPI_MAX_RESOURCES, -EINVAL for an empty or oversized name. */
 int kubeapi_model_resource(struct kubeapi_model *m, const char *name, size_t len);
 
+/** How many resources are registered: indexes run 0 .. n-1. */
+unsigned kubeapi_model_nresources(const struct kubeapi_model *m);
+
 /** Name of resource index `res`, or NULL. */
 const char *kubeapi_model_resource_name(const struct kubeapi_model *m, unsigned res);
 

@@ -74,6 +74,11 @@ int kubeapi_model_resource(struct kubeapi_model *m, const char *name, size_t len
 	return (int)m->nres++;
 }
 
+unsigned kubeapi_model_nresources(const struct kubeapi_model *m)
+{
+	return m->nres;
+}
+
 const char *kubeapi_model_resource_name(const struct kubeapi_model *m, unsigned res)
 {
 	return res < m->nres ? m->resources[res] : NULL;

@@ -305,6 +305,17 @@ double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t 
 	return share / n->weight;
 }
 
+void queue_tree_reset_usage(struct queue_tree *t)
+{
+	for (int i = 0; i < t->n; i++)
+		memset(t->nodes[i].demand, 0, t->nslots * sizeof(int64_t));
+}
+
+int queue_tree_is_cohort(const struct queue_tree *t, int node)
+{
+	return node >= 0 && node < t->n && t->nodes[node].cohort;
+}
+
 const char *queue_tree_name(const struct queue_tree *t, int node)
 {
 	return node >= 0 && node < t->n ? t->nodes[node].name : NULL;

@@ -94,6 +94,12 @@ int queue_tree_charge(struct queue_tree *t, int q, const int64_t *req, int sign)
  *  (c itself or a queue under it) added along the path; c is not the root. */
 double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t *req);
 
+/** Forget all usage (demand 0 everywhere), to count it again. */
+void queue_tree_reset_usage(struct queue_tree *t);
+
+/** Whether node is a cohort (the root is one). */
+int queue_tree_is_cohort(const struct queue_tree *t, int node);
+
 /** Node facts, for status and the debug page. */
 const char *queue_tree_name(const struct queue_tree *t, int node);
 int queue_tree_parent(const struct queue_tree *t, int node);

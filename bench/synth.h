@@ -1,0 +1,192 @@
+/*
+ * A synthetic cluster for planner tests and benchmarks: Nodes, Pods and
+ * PodGroups written as the JSON the API server sends and decoded by
+ * kubeapi's own decoders, so the planner sees exactly what it would see
+ * from a cache. Header-only (static functions), included by test and bench
+ * programs; not part of libmuster.
+ */
+#ifndef MUSTER_BENCH_SYNTH_H
+#define MUSTER_BENCH_SYNTH_H
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/decode.h"
+#include "kubeapi/idmap.h"
+#include "kubeapi/intern.h"
+#include "kubeapi/model.h"
+
+struct synth {
+	struct kubeapi_model *model;
+	struct kubeapi_idmap nodes, pods, groups, vcgroups;
+	unsigned long seq; /* uid counter */
+};
+
+static inline int synth_init(struct synth *s)
+{
+	memset(s, 0, sizeof(*s));
+	return kubeapi_model_new(&s->model);
+}
+
+static inline uint32_t synth_id(struct synth *s, const char *str)
+{
+	return kubeapi_str_intern(kubeapi_model_intern(s->model), str, strlen(str));
+}
+
+static inline uint64_t synth_key(struct synth *s, const char *ns, const char *name)
+{
+	uint32_t n = ns ? synth_id(s, ns) : 0;
+
+	return (uint64_t)n << 32 | synth_id(s, name);
+}
+
+static inline cJSON *synth_parse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline cJSON *synth_parse(const char *fmt, ...)
+{
+	static char buf[16384]; /* test and bench programs are single-threaded */
+	va_list ap;
+	cJSON *o;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	o = cJSON_Parse(buf);
+	if (!o) {
+		fprintf(stderr, "synth: bad JSON: %s\n", buf);
+		abort();
+	}
+	return o;
+}
+
+/* A Ready node with `gpus` GPUs (tainted nvidia.com/gpu=present when > 0),
+ * 96 CPUs, 1 TiB, 110 pods, and the topology labels given (NULL: none). */
+static inline const struct kubeapi_node *synth_node(struct synth *s, const char *name,
+                                                    const char *zone, const char *rack, int gpus,
+                                                    const char *extra_labels)
+{
+	struct kubeapi_node *n = calloc(1, sizeof(*n));
+	struct kubeapi_decode_error err;
+	char gpu[64] = "", labels[512] = "";
+	const char *taint = gpus > 0 ? "\"taints\":[{\"key\":\"nvidia.com/gpu\",\"value\":"
+	                               "\"present\",\"effect\":\"NoSchedule\"}]"
+	                             : "";
+	cJSON *o;
+
+	if (gpus > 0)
+		snprintf(gpu, sizeof(gpu), ",\"nvidia.com/gpu\":\"%d\"", gpus);
+	snprintf(labels, sizeof(labels), "\"kubernetes.io/hostname\":\"%s\"%s%s%s%s%s%s%s%s", name,
+	         zone ? ",\"topology.kubernetes.io/zone\":\"" : "", zone ? zone : "",
+	         zone ? "\"" : "", rack ? ",\"muster.dev/rack\":\"" : "", rack ? rack : "",
+	         rack ? "\"" : "", extra_labels ? "," : "", extra_labels ? extra_labels : "");
+	o = synth_parse("{\"metadata\":{\"name\":\"%s\","
+	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	                "\"labels\":{%s}},\"spec\":{%s},"
+	                "\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"1Ti\","
+	                "\"pods\":\"110\"%s},"
+	                "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	                name, ++s->seq, labels, taint, gpu);
+	if (!n || kubeapi_node_decode(s->model, o, n, &err) != 0) {
+		char b[512];
+		fprintf(stderr, "synth: node: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
+		abort();
+	}
+	cJSON_Delete(o);
+	kubeapi_idmap_put(&s->nodes, synth_key(s, NULL, name), n);
+	return n;
+}
+
+/* A pod of scheduler `sched` asking for cpu (millicores) and gpus,
+ * tolerating the GPU taint, in PodGroup `group` (scheduler-plugins label;
+ * NULL: alone), bound to `node` (NULL: pending). `extra_spec` is more JSON
+ * for spec (e.g. "\"nodeSelector\":{...}"), or NULL. */
+static inline struct kubeapi_pod *synth_pod(struct synth *s, const char *ns, const char *name,
+                                            const char *group, const char *sched, long cpu_m,
+                                            int gpus, const char *node, long created,
+                                            const char *extra_spec)
+{
+	struct kubeapi_pod *p = calloc(1, sizeof(*p));
+	struct kubeapi_decode_error err;
+	char gpu[64] = "";
+	cJSON *o;
+
+	if (gpus > 0)
+		snprintf(gpu, sizeof(gpu), ",\"nvidia.com/gpu\":\"%d\"", gpus);
+	o = synth_parse(
+	    "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+	    "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	    "\"creationTimestamp\":\"2026-01-01T%02ld:%02ld:%02ldZ\""
+	    "%s%s%s},"
+	    "\"spec\":{\"schedulerName\":\"%s\"%s%s%s%s%s,"
+	    "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
+	    "\"effect\":\"NoSchedule\"}],"
+	    "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"%ldm\","
+	    "\"memory\":\"1Gi\"%s}}}]},"
+	    "\"status\":{\"phase\":\"%s\"}}",
+	    name, ns, ++s->seq, (created / 3600) % 24, (created / 60) % 60, created % 60,
+	    group ? ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"" : "", group ? group : "",
+	    group ? "\"}" : "", sched, node ? ",\"nodeName\":\"" : "", node ? node : "",
+	    node ? "\"" : "", extra_spec ? "," : "", extra_spec ? extra_spec : "", cpu_m, gpu,
+	    node ? "Running" : "Pending");
+	if (!p || kubeapi_pod_decode(s->model, o, p, &err) != 0) {
+		char b[512];
+		fprintf(stderr, "synth: pod: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
+		abort();
+	}
+	cJSON_Delete(o);
+	kubeapi_idmap_put(&s->pods, synth_key(s, ns, name), p);
+	return p;
+}
+
+/* A scheduler-plugins PodGroup (labels: extra metadata.labels JSON or NULL). */
+static inline const struct kubeapi_podgroup *synth_group(struct synth *s, const char *ns,
+                                                         const char *name, int min_member,
+                                                         long created, const char *labels)
+{
+	struct kubeapi_podgroup *g = calloc(1, sizeof(*g));
+	struct kubeapi_decode_error err;
+	cJSON *o = synth_parse(
+	    "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+	    "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	    "\"creationTimestamp\":\"2026-01-01T%02ld:%02ld:%02ldZ\"%s%s%s},"
+	    "\"spec\":{\"minMember\":%d}}",
+	    name, ns, ++s->seq, (created / 3600) % 24, (created / 60) % 60, created % 60,
+	    labels ? ",\"labels\":{" : "", labels ? labels : "", labels ? "}" : "", min_member);
+
+	if (!g ||
+	    kubeapi_podgroup_decode(s->model, KUBEAPI_PG_SCHEDULER_PLUGINS, o, g, &err) != 0) {
+		char b[512];
+		fprintf(stderr, "synth: group: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
+		abort();
+	}
+	cJSON_Delete(o);
+	kubeapi_idmap_put(&s->groups, synth_key(s, ns, name), g);
+	return g;
+}
+
+static inline void synth_free(struct synth *s)
+{
+	struct kubeapi_idmap *maps[] = {&s->nodes, &s->pods, &s->groups, &s->vcgroups};
+
+	for (size_t m = 0; m < 4; m++) {
+		for (size_t i = 0; i < maps[m]->nslots; i++) {
+			void *v = maps[m]->slots[i].value;
+
+			if (!maps[m]->slots[i].key)
+				continue;
+			if (m == 0)
+				kubeapi_node_release(s->model, v);
+			else if (m == 1)
+				kubeapi_pod_release(s->model, v);
+			else
+				kubeapi_podgroup_release(s->model, v);
+			free(v);
+		}
+		kubeapi_idmap_free(maps[m]);
+	}
+	kubeapi_model_free(&s->model);
+}
+
+#endif /* MUSTER_BENCH_SYNTH_H */

@@ -1,0 +1,420 @@
+/*
+ * The cycle's node table (policy.h): free resources, flavors, topology
+ * domains; and the static fit of a pod spec on a node.
+ *
+ * Memory per node: nres x 8 bytes of free resources (nres is the number
+ * of resources the cluster uses, typically 5 to 10), 4 bytes per level,
+ * a few bytes more; 5,000 nodes with 8 resources and 4 levels take about
+ * 450 KB of arena.
+ */
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/intern.h"
+
+static uint32_t str_id(struct kubeapi_model *m, const char *s)
+{
+	return s ? kubeapi_str_find(kubeapi_model_intern(m), s, strlen(s)) : 0;
+}
+
+/* The value id of label `key` on labels, or 0. Labels are sorted by key. */
+static uint32_t label_value(const struct kubeapi_labels *l, uint32_t key)
+{
+	size_t lo = 0, hi = l ? l->n : 0;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (l->e[mid].key == key)
+			return l->e[mid].value;
+		if (l->e[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+static bool has_label(const struct kubeapi_labels *l, uint32_t key)
+{
+	size_t lo = 0, hi = l ? l->n : 0;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (l->e[mid].key == key)
+			return true;
+		if (l->e[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* The first flavor whose labels the node carries, or POLICY_NO_FLAVOR. */
+static uint16_t flavor_of(struct kubeapi_model *m, const struct config *cfg,
+                          const struct kubeapi_node *n)
+{
+	for (size_t f = 0; cfg && f < cfg->n_flavors && f < POLICY_NO_FLAVOR; f++) {
+		const struct config_flavor *fl = &cfg->flavors[f];
+		size_t k;
+
+		for (k = 0; k < fl->n_labels; k++) {
+			uint32_t key = str_id(m, fl->labels[k].key);
+			uint32_t want = str_id(m, fl->labels[k].value);
+
+			if (!key || !want || label_value(n->labels, key) != want)
+				break;
+		}
+		if (k == fl->n_labels)
+			return (uint16_t)f;
+	}
+	return POLICY_NO_FLAVOR;
+}
+
+/* Dense domain indexes for one level: value id -> index through a map
+ * (arena-free: the map is freed before returning), then CSR of members. */
+static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
+{
+	struct policy_level *lv = &t->level[l];
+	struct kubeapi_idmap ids = {0};
+	uint32_t *fill;
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		uint32_t v = label_value(t->node[i]->labels, lv->key);
+		uintptr_t d;
+
+		t->domain[i * t->nlevels + l] = POLICY_NO_DOMAIN;
+		if (!v)
+			continue;
+		d = (uintptr_t)kubeapi_idmap_get(&ids, v);
+		if (!d) {
+			d = ++lv->ndomains;
+			if (kubeapi_idmap_put(&ids, v, (void *)d) < 0) {
+				kubeapi_idmap_free(&ids);
+				return -ENOMEM;
+			}
+		}
+		t->domain[i * t->nlevels + l] = (uint32_t)(d - 1);
+	}
+	kubeapi_idmap_free(&ids);
+	lv->start = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->start));
+	lv->members = arena_alloc(a, (t->n + 1) * sizeof(*lv->members));
+	lv->free_gpu = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->free_gpu));
+	fill = arena_calloc(a, lv->ndomains + 1, sizeof(*fill));
+	if (!lv->start || !lv->members || !lv->free_gpu || !fill)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (d != POLICY_NO_DOMAIN)
+			lv->start[d + 1]++;
+	}
+	for (uint32_t d = 0; d < lv->ndomains; d++)
+		lv->start[d + 1] += lv->start[d];
+	for (i = 0; i < t->n; i++) {
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (d == POLICY_NO_DOMAIN)
+			continue;
+		lv->members[lv->start[d] + fill[d]++] = (uint32_t)i;
+		lv->free_gpu[d] += t->free[i * t->nres + KUBEAPI_RES_GPU];
+	}
+	return 0;
+}
+
+static void set_allocatable(struct policy_nodes *t, size_t i)
+{
+	const struct kubeapi_reslist *al = t->node[i]->allocatable;
+	int64_t *f = &t->free[i * t->nres];
+
+	for (uint32_t k = 0; al && k < al->n; k++)
+		if (al->e[k].res < t->nres)
+			f[al->e[k].res] = al->e[k].amount;
+	t->gpu_node[i] = f[KUBEAPI_RES_GPU] > 0;
+}
+
+int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_model *m,
+                       const struct config *cfg, const struct kubeapi_node *const *nodes, size_t n)
+{
+	const struct config_strings *levels = cfg ? &cfg->topology.levels : NULL;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->n = n;
+	t->model = m;
+	t->nres = kubeapi_model_nresources(m);
+	if (t->nres < KUBEAPI_RES_WELL_KNOWN)
+		t->nres = KUBEAPI_RES_WELL_KNOWN;
+	t->unsched_key = str_id(m, "node.kubernetes.io/unschedulable");
+	for (size_t l = 0; levels && l < levels->n && t->nlevels < POLICY_MAX_LEVELS; l++) {
+		uint32_t key = str_id(m, levels->v[l]);
+
+		if (key) /* a key no node carries is no level */
+			t->level[t->nlevels++].key = key;
+	}
+	t->node = arena_alloc(a, (n + 1) * sizeof(*t->node));
+	t->free = arena_calloc(a, n * t->nres + 1, sizeof(*t->free));
+	t->domain = arena_alloc(a, (n * t->nlevels + 1) * sizeof(*t->domain));
+	t->flavor = arena_alloc(a, (n + 1) * sizeof(*t->flavor));
+	t->gpu_node = arena_alloc(a, n + 1);
+	if (!t->node || !t->free || !t->domain || !t->flavor || !t->gpu_node)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		t->node[i] = nodes[i];
+		set_allocatable(t, i);
+		t->flavor[i] = flavor_of(m, cfg, nodes[i]);
+		if (kubeapi_idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
+			return -ENOMEM;
+	}
+	for (unsigned l = 0; l < t->nlevels; l++)
+		if ((rc = build_level(t, a, l)) < 0)
+			return rc;
+	return 0;
+}
+
+void policy_nodes_release(struct policy_nodes *t)
+{
+	kubeapi_idmap_free(&t->by_name);
+}
+
+long policy_nodes_find(const struct policy_nodes *t, uint32_t name)
+{
+	uintptr_t v = name ? (uintptr_t)kubeapi_idmap_get(&t->by_name, name) : 0;
+
+	return v ? (long)v - 1 : -1;
+}
+
+int64_t policy_spec_gpus(const struct kubeapi_podspec *spec)
+{
+	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
+
+	for (unsigned k = 0; k < spec->nrequests; k++)
+		if (r[k].res == KUBEAPI_RES_GPU)
+			return r[k].amount;
+	return 0;
+}
+
+void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                      int sign)
+{
+	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
+	int64_t *f = &t->free[i * t->nres];
+	int64_t gpus = 0;
+
+	for (unsigned k = 0; k < spec->nrequests; k++) {
+		if (r[k].res >= t->nres)
+			continue;
+		f[r[k].res] += sign * r[k].amount;
+		if (r[k].res == KUBEAPI_RES_GPU)
+			gpus = r[k].amount;
+	}
+	f[KUBEAPI_RES_PODS] += sign;
+	for (unsigned l = 0; gpus && l < t->nlevels; l++) {
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (d != POLICY_NO_DOMAIN)
+			t->level[l].free_gpu[d] += sign * gpus;
+	}
+}
+
+bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec)
+{
+	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
+	const int64_t *f = &t->free[i * t->nres];
+
+	if (f[KUBEAPI_RES_PODS] < 1)
+		return false;
+	for (unsigned k = 0; k < spec->nrequests; k++)
+		/* A resource the model registered after the table was built
+		 * is one no node in the table has. */
+		if (r[k].amount > 0 && (r[k].res >= t->nres || f[r[k].res] < r[k].amount))
+			return false;
+	return true;
+}
+
+/* ---- static fit ------------------------------------------------------ */
+
+static bool tolerates(const struct kubeapi_podspec *s, const struct kubeapi_taint *taint)
+{
+	const struct kubeapi_toleration *tol = kubeapi_podspec_tolerations(s);
+
+	for (unsigned k = 0; k < s->ntolerations; k++) {
+		if (tol[k].effect != KUBEAPI_EFFECT_ANY && tol[k].effect != taint->effect)
+			continue;
+		if (tol[k].op == KUBEAPI_TOL_EXISTS &&
+		    (tol[k].key == 0 || tol[k].key == taint->key))
+			return true;
+		if (tol[k].op == KUBEAPI_TOL_EQUAL && tol[k].key == taint->key &&
+		    tol[k].value == taint->value)
+			return true;
+	}
+	return false;
+}
+
+static bool taints_ok(const struct kubeapi_podspec *s, const struct kubeapi_taints *taints)
+{
+	for (uint32_t k = 0; taints && k < taints->n; k++) {
+		const struct kubeapi_taint *t = &taints->e[k];
+
+		if (t->effect == KUBEAPI_EFFECT_PREFER_NO_SCHEDULE)
+			continue;
+		if (!tolerates(s, t))
+			return false;
+	}
+	return true;
+}
+
+static bool value_in(const uint32_t *values, unsigned n, uint32_t v)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (values[k] == v)
+			return true;
+	return false;
+}
+
+/* Gt/Lt compare the label value and the one operand as integers; a value
+ * that is not an integer fails the requirement, as upstream. */
+static bool int_compare(const struct kubeapi_model *m, uint32_t have, uint32_t want, int op)
+{
+	const struct kubeapi_intern *in = kubeapi_model_intern((struct kubeapi_model *)m);
+	const char *a = kubeapi_str(in, have), *b = kubeapi_str(in, want);
+	char *ea, *eb;
+	long long x, y;
+
+	if (!a || !b || !*a || !*b)
+		return false;
+	x = strtoll(a, &ea, 10);
+	y = strtoll(b, &eb, 10);
+	if (*ea || *eb)
+		return false;
+	return op == KUBEAPI_SEL_GT ? x > y : x < y;
+}
+
+static bool requirement_ok(const struct policy_nodes *t, const struct kubeapi_node *n,
+                           const struct kubeapi_podspec *s, const struct kubeapi_requirement *r)
+{
+	const uint32_t *values = kubeapi_podspec_values(s) + r->first_value;
+	uint32_t have = r->is_field ? n->name : label_value(n->labels, r->key);
+	bool present = r->is_field || has_label(n->labels, r->key);
+
+	switch (r->op) {
+	case KUBEAPI_SEL_IN:
+		return present && value_in(values, r->nvalues, have);
+	case KUBEAPI_SEL_NOT_IN:
+		return !present || !value_in(values, r->nvalues, have);
+	case KUBEAPI_SEL_EXISTS:
+		return present;
+	case KUBEAPI_SEL_DOES_NOT_EXIST:
+		return !present;
+	case KUBEAPI_SEL_GT:
+	case KUBEAPI_SEL_LT:
+		return present && r->nvalues == 1 && int_compare(t->model, have, values[0], r->op);
+	}
+	return false;
+}
+
+static bool term_ok(const struct policy_nodes *t, const struct kubeapi_node *n,
+                    const struct kubeapi_podspec *s, const struct kubeapi_term *term)
+{
+	const struct kubeapi_requirement *req = kubeapi_podspec_requirements(s);
+
+	/* An empty term matches nothing, as upstream. */
+	if (term->n == 0)
+		return false;
+	for (uint32_t k = 0; k < term->n; k++)
+		if (!requirement_ok(t, n, s, &req[term->first + k]))
+			return false;
+	return true;
+}
+
+static bool selector_ok(const struct policy_nodes *t, const struct kubeapi_node *n,
+                        const struct kubeapi_podspec *s)
+{
+	const struct kubeapi_kv *sel = kubeapi_podspec_selector(s);
+	const struct kubeapi_term *terms = kubeapi_podspec_terms(s);
+	unsigned k;
+
+	for (k = 0; k < s->nselector; k++)
+		if (label_value(n->labels, sel[k].key) != sel[k].value)
+			return false;
+	if (s->nrequired == 0)
+		return true;
+	for (k = 0; k < s->nrequired; k++) /* terms are ORed */
+		if (term_ok(t, n, s, &terms[k]))
+			return true;
+	return false;
+}
+
+enum policy_reject policy_node_admits(const struct policy_nodes *t, size_t i,
+                                      const struct kubeapi_podspec *spec)
+{
+	const struct kubeapi_node *n = t->node[i];
+
+	if (!n->ready)
+		return POLICY_NOT_READY;
+	if (n->unschedulable) {
+		struct kubeapi_taint u = {.key = t->unsched_key,
+		                          .effect = KUBEAPI_EFFECT_NO_SCHEDULE};
+
+		if (!t->unsched_key || !tolerates(spec, &u))
+			return POLICY_UNSCHEDULABLE;
+	}
+	if (!taints_ok(spec, n->taints))
+		return POLICY_TAINT;
+	if (!selector_ok(t, n, spec))
+		return POLICY_SELECTOR;
+	return POLICY_OK;
+}
+
+int32_t policy_preferred_score(const struct policy_nodes *t, size_t i,
+                               const struct kubeapi_podspec *spec)
+{
+	const struct kubeapi_term *terms = kubeapi_podspec_terms(spec) + spec->nrequired;
+	int32_t score = 0;
+
+	for (unsigned k = 0; k < spec->npreferred; k++)
+		if (term_ok(t, t->node[i], spec, &terms[k]))
+			score += terms[k].weight;
+	return score;
+}
+
+const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
+                                        const struct policy_nodes *t,
+                                        const struct kubeapi_podspec *spec)
+{
+	struct policy_fit *f = kubeapi_idmap_get(&fc->map, (uintptr_t)spec);
+
+	if (f)
+		return f;
+	f = arena_calloc(a, 1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->spec = spec;
+	f->bits = arena_calloc(a, t->n / 64 + 1, sizeof(*f->bits));
+	f->nodes = arena_alloc(a, (t->n + 1) * sizeof(*f->nodes));
+	if (!f->bits || !f->nodes)
+		return NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		enum policy_reject why = policy_node_admits(t, i, spec);
+
+		f->rejected[why]++;
+		if (why != POLICY_OK)
+			continue;
+		f->bits[i / 64] |= 1ull << (i % 64);
+		f->nodes[f->count++] = (uint32_t)i;
+	}
+	if (kubeapi_idmap_put(&fc->map, (uintptr_t)spec, f) < 0)
+		return NULL;
+	return f;
+}
+
+void policy_fitcache_free(struct policy_fitcache *fc)
+{
+	kubeapi_idmap_free(&fc->map);
+}

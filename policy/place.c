@@ -1,0 +1,246 @@
+/*
+ * Gang placement (policy.h has the rule and the node score).
+ *
+ * A trial places the members one by one into the table itself and keeps
+ * an undo list, so trying a domain costs no copy of the table: a failed or
+ * exploratory trial is rolled back, the winning domain is placed again
+ * for real. The greedy choice is deterministic, so the second run lands
+ * exactly where the first did.
+ */
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct trial {
+	struct policy_nodes *t;
+	const struct kubeapi_podspec *const *specs;
+	const struct policy_fit **fits;
+	const uint32_t *order; /* members, largest GPU request first */
+	size_t n;
+	uint32_t *out;
+	size_t placed; /* members placed so far, in order */
+};
+
+/* The node score of policy.h, as a tuple compared left to right. */
+struct score {
+	int cpu_on_gpu;
+	int64_t gpu_left, cpu_left;
+	int32_t pref;
+};
+
+static int score_cmp(const struct score *a, const struct score *b)
+{
+	if (a->cpu_on_gpu != b->cpu_on_gpu)
+		return a->cpu_on_gpu < b->cpu_on_gpu ? -1 : 1;
+	if (a->gpu_left != b->gpu_left)
+		return a->gpu_left < b->gpu_left ? -1 : 1;
+	if (a->cpu_left != b->cpu_left)
+		return a->cpu_left < b->cpu_left ? -1 : 1;
+	if (a->pref != b->pref)
+		return a->pref > b->pref ? -1 : 1;
+	return 0;
+}
+
+static int64_t request_of(const struct kubeapi_podspec *s, unsigned res)
+{
+	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
+
+	for (unsigned k = 0; k < s->nrequests; k++)
+		if (r[k].res == res)
+			return r[k].amount;
+	return 0;
+}
+
+static struct score score_of(const struct policy_nodes *t, size_t i,
+                             const struct kubeapi_podspec *s, int64_t gpus)
+{
+	const int64_t *f = &t->free[i * t->nres];
+	struct score sc = {
+	    .cpu_on_gpu = gpus == 0 && t->gpu_node[i],
+	    .gpu_left = f[KUBEAPI_RES_GPU] - gpus,
+	    .cpu_left = f[KUBEAPI_RES_CPU] - request_of(s, KUBEAPI_RES_CPU),
+	    .pref = s->npreferred ? policy_preferred_score(t, i, s) : 0,
+	};
+	return sc;
+}
+
+static bool feasible(const struct policy_fit *f, size_t i)
+{
+	return f->bits[i / 64] >> (i % 64) & 1;
+}
+
+/* The best node for member m among cand[0..ncand), or -1. */
+static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, size_t ncand)
+{
+	const struct kubeapi_podspec *s = tr->specs[m];
+	const struct policy_fit *f = tr->fits[m];
+	int64_t gpus = policy_spec_gpus(s);
+	struct score best = {0}, sc;
+	long pick = -1;
+
+	for (size_t k = 0; k < ncand; k++) {
+		size_t i = cand[k];
+
+		if (!feasible(f, i) || !policy_fits_free(tr->t, i, s))
+			continue;
+		sc = score_of(tr->t, i, s, gpus);
+		if (pick < 0 || score_cmp(&sc, &best) < 0) {
+			best = sc;
+			pick = (long)i;
+		}
+	}
+	return pick;
+}
+
+static void undo(struct trial *tr)
+{
+	while (tr->placed > 0) {
+		size_t m = tr->order[--tr->placed];
+
+		policy_nodes_use(tr->t, tr->out[m], tr->specs[m], +1);
+	}
+}
+
+/* Place every member onto candidates (NULL: each member's own feasible
+ * list). True with all placed; false with tr->placed telling how far. */
+static bool run(struct trial *tr, const uint32_t *cand, size_t ncand)
+{
+	tr->placed = 0;
+	while (tr->placed < tr->n) {
+		size_t m = tr->order[tr->placed];
+		long i = cand ? best_node(tr, m, cand, ncand)
+		              : best_node(tr, m, tr->fits[m]->nodes, tr->fits[m]->count);
+
+		if (i < 0)
+			return false;
+		policy_nodes_use(tr->t, (size_t)i, tr->specs[m], -1);
+		tr->out[m] = (uint32_t)i;
+		tr->placed++;
+	}
+	return true;
+}
+
+/* Sort members by GPU request, largest first; insertion sort keeps equal
+ * ones in member order (gangs are small next to the node count). */
+static void order_members(uint32_t *order, const struct kubeapi_podspec *const *specs, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		int64_t g = policy_spec_gpus(specs[k]);
+		size_t j = k;
+
+		while (j > 0 && policy_spec_gpus(specs[order[j - 1]]) < g) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = (uint32_t)k;
+	}
+}
+
+/* Why the first unplaced member failed, for the message. */
+static void explain(struct trial *tr, struct policy_why *why)
+{
+	size_t m = tr->order[tr->placed < tr->n ? tr->placed : 0];
+	const struct kubeapi_podspec *s = tr->specs[m];
+	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
+	const struct policy_fit *f = tr->fits[m];
+	uint32_t worst = 0;
+
+	why->placed = tr->placed;
+	why->fit = f;
+	why->short_nodes = 0;
+	why->short_res = KUBEAPI_RES_PODS;
+	for (size_t k = 0; k < f->count; k++)
+		why->short_nodes += !policy_fits_free(tr->t, f->nodes[k], s);
+	for (unsigned q = 0; q < s->nrequests; q++) {
+		uint32_t lacking = 0;
+
+		for (size_t k = 0; k < f->count; k++) {
+			const int64_t *fr = &tr->t->free[f->nodes[k] * tr->t->nres];
+
+			lacking += r[q].res < tr->t->nres && fr[r[q].res] < r[q].amount;
+		}
+		if (lacking > worst) {
+			worst = lacking;
+			why->short_res = r[q].res;
+		}
+	}
+}
+
+/* The tightest domain of level l that holds the gang, or -1. */
+static long tightest(struct trial *tr, unsigned l, int64_t gpus)
+{
+	const struct policy_level *lv = &tr->t->level[l];
+	int64_t best_left = 0;
+	long best = -1;
+
+	for (uint32_t d = 0; d < lv->ndomains; d++) {
+		int64_t left = lv->free_gpu[d] - gpus;
+		bool ok;
+
+		if (left < 0 || (best >= 0 && left >= best_left))
+			continue;
+		ok = run(tr, lv->members + lv->start[d], lv->start[d + 1] - lv->start[d]);
+		undo(tr);
+		if (ok) {
+			best = d;
+			best_left = left;
+			if (left == 0)
+				break; /* nothing is tighter than exact */
+		}
+	}
+	return best;
+}
+
+static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
+                 struct policy_why *why, int64_t *gpus)
+{
+	uint32_t *order = arena_alloc(a, tr->n * sizeof(*order));
+
+	tr->fits = arena_alloc(a, tr->n * sizeof(*tr->fits));
+	if (!order || !tr->fits)
+		return -ENOMEM;
+	*gpus = 0;
+	for (size_t k = 0; k < tr->n; k++) {
+		if (!(tr->fits[k] = policy_fit_get(fc, a, tr->t, tr->specs[k])))
+			return -ENOMEM;
+		*gpus += policy_spec_gpus(tr->specs[k]);
+		if (tr->fits[k]->count == 0) {
+			*why = (struct policy_why){.placed = 0, .fit = tr->fits[k]};
+			return -ENOSPC; /* no node could ever take it */
+		}
+	}
+	order_members(order, tr->specs, tr->n);
+	tr->order = order;
+	return 0;
+}
+
+int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
+                 const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
+                 struct policy_why *why)
+{
+	struct trial tr = {.t = t, .specs = specs, .n = n, .out = out};
+	int64_t gpus;
+	int rc;
+
+	memset(why, 0, sizeof(*why));
+	if (n == 0)
+		return 0;
+	if ((rc = setup(&tr, fc, a, why, &gpus)) < 0)
+		return rc;
+	for (unsigned l = t->nlevels; l-- > 0;) {
+		long d = tightest(&tr, l, gpus);
+
+		if (d >= 0) {
+			const struct policy_level *lv = &t->level[l];
+
+			run(&tr, lv->members + lv->start[d], lv->start[d + 1] - lv->start[d]);
+			return 0;
+		}
+	}
+	if (run(&tr, NULL, 0))
+		return 0;
+	explain(&tr, why);
+	undo(&tr);
+	return -ENOSPC;
+}

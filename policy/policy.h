@@ -1,0 +1,168 @@
+/*
+ * Placement policy: which nodes a pod may use, and where a whole gang goes.
+ *
+ *   policy_nodes   one cycle's table of nodes: free resources, flavor,
+ *                  topology domains, and per-domain free GPUs
+ *   policy_fit     which nodes a pod spec may use at all (readiness,
+ *                  taints, nodeSelector, required affinity), memoized per
+ *                  spec blob for the cycle, with the reasons for the rest
+ *   policy_place   a gang's members onto nodes, all or none
+ *
+ * No I/O and no clock; memory comes from the cycle's arena. Amounts are
+ * the model's (kubeapi/model.h): CPU millicores, other resources in units.
+ */
+#ifndef MUSTER_POLICY_POLICY_H
+#define MUSTER_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "kubeapi/decode.h"
+#include "kubeapi/idmap.h"
+#include "kubeapi/model.h"
+#include "scheduler/arena.h"
+
+/** Topology levels read from the configuration, coarse to fine. */
+#define POLICY_MAX_LEVELS 8
+#define POLICY_NO_DOMAIN  UINT32_MAX
+#define POLICY_NO_FLAVOR  UINT16_MAX
+
+struct policy_level {
+	uint32_t key;      /* label key id */
+	uint32_t ndomains; /* dense domain indexes 0 .. ndomains-1 */
+	uint32_t *start;   /* CSR: nodes of domain d are members[start[d] .. start[d+1]) */
+	uint32_t *members; /* node indexes */
+	int64_t *free_gpu; /* per domain, kept current as pods are placed */
+};
+
+struct policy_nodes {
+	size_t n;
+	unsigned nres; /* resources registered in the model */
+	unsigned nlevels;
+	const struct kubeapi_node **node;
+	int64_t *free;     /* n x nres: allocatable minus what pods use */
+	uint32_t *domain;  /* n x nlevels */
+	uint16_t *flavor;  /* config flavor index or POLICY_NO_FLAVOR */
+	uint8_t *gpu_node; /* allocatable nvidia.com/gpu > 0 */
+	struct policy_level level[POLICY_MAX_LEVELS];
+	struct kubeapi_model *model;
+	uint32_t unsched_key;         /* id of node.kubernetes.io/unschedulable */
+	struct kubeapi_idmap by_name; /* name id -> index + 1 */
+};
+
+/**
+ * Build the table for nodes[0..n) with the flavors and topology levels of
+ * cfg, free = allocatable. Returns 0 or -ENOMEM. O(n x (levels + flavors)).
+ */
+int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_model *m,
+                       const struct config *cfg, const struct kubeapi_node *const *nodes, size_t n);
+
+/** The node index of name id `name`, or -1. O(1). */
+long policy_nodes_find(const struct policy_nodes *t, uint32_t name);
+
+/** Free what the table holds outside the arena (its name index). */
+void policy_nodes_release(struct policy_nodes *t);
+
+/**
+ * Count a pod's requests (spec) in (sign -1) or out (+1) of node i's free
+ * resources, domain GPU totals included. One pod slot ("pods") is always
+ * part of the request. Free may go negative (pods bound by others over
+ * what we think is allocatable): such a node fits nothing until it frees.
+ */
+void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                      int sign);
+
+/** Whether spec's requests fit node i's free resources now. */
+bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec);
+
+/** GPUs a spec requests. */
+int64_t policy_spec_gpus(const struct kubeapi_podspec *spec);
+
+/* ---- static fit ------------------------------------------------------ */
+
+/** Why a node is not usable for a spec, for messages like kube-scheduler's
+ *  "0/20 nodes are available: 16 node(s) had untolerated taint". */
+enum policy_reject {
+	POLICY_OK,
+	POLICY_NOT_READY,
+	POLICY_UNSCHEDULABLE,
+	POLICY_TAINT,
+	POLICY_SELECTOR, /* nodeSelector or required node affinity */
+	POLICY_REJECT_COUNT,
+};
+
+/** Node i's verdict for spec, ignoring resources. */
+enum policy_reject policy_node_admits(const struct policy_nodes *t, size_t i,
+                                      const struct kubeapi_podspec *spec);
+
+/** The weight of spec's preferred node-affinity terms that node i meets. */
+int32_t policy_preferred_score(const struct policy_nodes *t, size_t i,
+                               const struct kubeapi_podspec *spec);
+
+/** The statically feasible nodes of one spec (a bitmap and a list), and
+ *  how many nodes each reason ruled out. */
+struct policy_fit {
+	const struct kubeapi_podspec *spec;
+	uint64_t *bits;  /* n bits */
+	uint32_t *nodes; /* feasible node indexes, ascending */
+	size_t count;
+	uint32_t rejected[POLICY_REJECT_COUNT];
+};
+
+/** Per-cycle memo of policy_fit by spec blob (blobs are hash-consed, so
+ *  the pods of one Job share one entry). */
+struct policy_fitcache {
+	struct kubeapi_idmap map; /* (uintptr_t)spec -> struct policy_fit * */
+};
+
+/** The fit of spec, computed on first use: O(nodes) then O(1). NULL only
+ *  when out of memory. */
+const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
+                                        const struct policy_nodes *t,
+                                        const struct kubeapi_podspec *spec);
+
+void policy_fitcache_free(struct policy_fitcache *fc);
+
+/* ---- placement ------------------------------------------------------- */
+
+/** Why a gang could not be placed. */
+struct policy_why {
+	size_t placed;                /* members that fit in the best attempt */
+	unsigned short_res;           /* a resource the first unplaced member lacked */
+	const struct policy_fit *fit; /* that member's static fit */
+	uint32_t short_nodes;         /* feasible nodes without room for it */
+};
+
+/**
+ * Place specs[0..n) (one per member) all together, or none.
+ *
+ * The gang goes into the smallest topology domain that can hold it: the
+ * configured levels are tried from the finest (a host) to the coarsest
+ * (a zone), then the whole cluster. At a level, every domain whose free
+ * GPUs cover the gang's is tried, and the one left with the fewest free
+ * GPUs afterwards wins (the tightest fit; ties go to the lower index).
+ *
+ * Inside the domain, members go largest GPU request first, each onto the
+ * node that scores lowest on, in order:
+ *   1. a CPU-only member on a GPU node: GPU nodes are a last resort for
+ *      pods that need no GPU;
+ *   2. free GPUs left on the node after it (best fit: partly used nodes
+ *      fill up first and whole nodes stay whole for whole-node requests);
+ *   3. free CPU left after it, in millicores (best fit again);
+ *   4. minus the preferred node-affinity weight it meets;
+ *   5. the node index (deterministic).
+ * Each choice costs O(nodes in the domain); a gang costs at most
+ * O(levels x members x feasible nodes).
+ *
+ * On success the members are counted into t (policy_nodes_use), out[k] is
+ * member k's node index, and 0 is returned. Otherwise t is unchanged, why
+ * says how far it got, and -ENOSPC is returned (-ENOMEM when out of
+ * memory).
+ */
+int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
+                 const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
+                 struct policy_why *why);
+
+#endif /* MUSTER_POLICY_POLICY_H */

@@ -1,0 +1,31 @@
+/*
+ * An arena: the scratch memory of one scheduling cycle. Allocation is a
+ * pointer bump inside 1 MiB blocks (bigger requests get a block of their
+ * own); nothing is freed alone; arena_reset() keeps the first block for
+ * the next cycle and frees the rest, so a steady cycle costs no malloc.
+ */
+#ifndef MUSTER_SCHEDULER_ARENA_H
+#define MUSTER_SCHEDULER_ARENA_H
+
+#include <stddef.h>
+
+struct arena_block;
+
+struct arena {
+	struct arena_block *head; /* newest block first */
+	size_t used_total;        /* bytes handed out since the last reset */
+};
+
+/** n bytes aligned for any type, or NULL when out of memory. */
+void *arena_alloc(struct arena *a, size_t n);
+
+/** As arena_alloc(), zeroed; n x size checked for overflow. */
+void *arena_calloc(struct arena *a, size_t n, size_t size);
+
+/** Forget everything allocated; keep one block. */
+void arena_reset(struct arena *a);
+
+/** Free every block. */
+void arena_free(struct arena *a);
+
+#endif /* MUSTER_SCHEDULER_ARENA_H */

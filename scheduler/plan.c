@@ -1,0 +1,683 @@
+/*
+ * The cycle planner (plan.h).
+ *
+ * Cost of a cycle, for N nodes, P pods and G gangs with members to place:
+ * O(N log N) to sort the nodes, O(P x depth x slots) to count pods and
+ * usage, O(G log G) to order, and per gang tried O(members x feasible
+ * nodes x levels) to place. Two things keep the last term small when the
+ * cluster is full: a domain is only tried when its free GPUs cover the
+ * gang's, and within a cycle a gang of one pod spec that failed to place
+ * makes every later gang of that spec at least as large fail at once
+ * (capacity only shrinks during a cycle).
+ */
+#include "scheduler/plan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/intern.h"
+
+/* The cycle's working state, beside the result in struct plan. */
+struct run {
+	struct plan *p;
+	const struct plan_input *in;
+	struct kubeapi_intern *strs;
+	const struct config *cfg;
+	struct queue_tree *tree;
+	unsigned nslots;
+	size_t nres_cfg;
+	int res_map[CONFIG_MAX_SLOTS]; /* config resource -> model resource */
+	uint32_t queue_label;          /* id of "muster.dev/queue" */
+	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
+	struct policy_fitcache fits;
+	struct kubeapi_idmap memo; /* spec -> struct memo */
+	size_t cap_binds;
+};
+
+/* A placement that failed for n members of one spec. */
+struct memo {
+	uint32_t n;
+	const char *message;
+};
+
+uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
+{
+	return ((uint64_t)ns << 32 | name) | (single ? 1ull << 63 : 0);
+}
+
+static const char *str(const struct run *r, uint32_t id)
+{
+	const char *s = id ? kubeapi_str(r->strs, id) : NULL;
+
+	return s ? s : "";
+}
+
+static __attribute__((format(printf, 2, 3))) const char *aprintf(struct run *r, const char *fmt,
+                                                                 ...)
+{
+	char buf[1024], *out;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return "";
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	out = arena_alloc(&r->p->arena, (size_t)n + 1);
+	if (!out)
+		return "";
+	memcpy(out, buf, (size_t)n + 1);
+	return out;
+}
+
+/* ---- amounts --------------------------------------------------------- */
+
+static int64_t spec_request(const struct kubeapi_podspec *s, int res)
+{
+	const struct kubeapi_res *q = kubeapi_podspec_requests(s);
+
+	for (unsigned k = 0; res >= 0 && k < s->nrequests; k++)
+		if (q[k].res == (unsigned)res)
+			return q[k].amount;
+	return 0;
+}
+
+/* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
+static void add_pod(const struct run *r, int64_t *req, const struct kubeapi_podspec *s, uint16_t f)
+{
+	int64_t amount[CONFIG_MAX_SLOTS];
+
+	for (size_t k = 0; k < r->nres_cfg; k++)
+		amount[k] = spec_request(s, r->res_map[k]);
+	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
+}
+
+/* "16", "500m", "2Ti": how a person writes the amount of a resource. */
+static void fmt_amount(char *buf, size_t len, const char *res, int64_t v)
+{
+	static const char *const bin[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
+
+	if (v == QUEUE_UNLIMITED) {
+		snprintf(buf, len, "unlimited");
+	} else if (strcmp(res, "cpu") == 0) {
+		if (v % 1000 == 0)
+			snprintf(buf, len, "%lld", (long long)(v / 1000));
+		else
+			snprintf(buf, len, "%lldm", (long long)v);
+	} else if (strcmp(res, "memory") == 0 || strcmp(res, "ephemeral-storage") == 0) {
+		int u = -1;
+
+		while (u < 4 && v != 0 && v % (1ll << (10 * (u + 2))) == 0)
+			u++;
+		if (u < 0)
+			snprintf(buf, len, "%lld", (long long)v);
+		else
+			snprintf(buf, len, "%lld%s", (long long)(v >> (10 * (u + 1))), bin[u]);
+	} else {
+		snprintf(buf, len, "%lld", (long long)v);
+	}
+}
+
+static void slot_name(const struct run *r, unsigned slot, char *buf, size_t len)
+{
+	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
+
+	if (s->flavor == CONFIG_NO_FLAVOR)
+		snprintf(buf, len, "%s", r->cfg->resources.v[s->resource]);
+	else
+		snprintf(buf, len, "%s@%s", r->cfg->resources.v[s->resource],
+		         r->cfg->flavors[s->flavor].name);
+}
+
+/* ---- nodes ----------------------------------------------------------- */
+
+static int by_name(const void *a, const void *b, void *strs)
+{
+	const struct kubeapi_node *x = *(const struct kubeapi_node *const *)a;
+	const struct kubeapi_node *y = *(const struct kubeapi_node *const *)b;
+
+	return strcmp(kubeapi_str(strs, x->name), kubeapi_str(strs, y->name));
+}
+
+/* Nodes in name order, so that equal clusters place equally whatever the
+ * order the watch delivered them in. */
+static int build_nodes(struct run *r)
+{
+	const struct kubeapi_idmap *m = r->in->nodes;
+	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nslots; i++)
+		if (m->slots[i].key)
+			v[n++] = m->slots[i].value;
+	qsort_r(v, n, sizeof(*v), by_name, r->strs);
+	r->p->stats.nodes = n;
+	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, v, n);
+}
+
+/* ---- gangs ----------------------------------------------------------- */
+
+static const struct kubeapi_podgroup *find_group(const struct run *r, const struct kubeapi_pod *pod)
+{
+	uint64_t key = (uint64_t)pod->ns << 32 | pod->group;
+	const struct kubeapi_idmap *first = r->in->groups, *second = r->in->vcgroups;
+	const struct kubeapi_podgroup *g;
+
+	if (pod->group_source == KUBEAPI_GROUP_ANNOTATION) {
+		first = r->in->vcgroups;
+		second = r->in->groups;
+	}
+	g = first ? kubeapi_idmap_get(first, key) : NULL;
+	return g ? g : second ? kubeapi_idmap_get(second, key) : NULL;
+}
+
+static int32_t pod_priority(const struct kubeapi_pod *pod)
+{
+	return pod->spec && pod->spec->has_priority ? pod->spec->priority : 0;
+}
+
+static void resolve_queue(struct run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
+{
+	const struct kubeapi_podgroup *pg = g->group;
+	uint32_t label = 0, volcano = 0;
+	struct queue_resolution res;
+
+	if (pg)
+		label = kubeapi_labels_get(pg->muster, r->queue_label);
+	if (!label)
+		label = kubeapi_labels_get(pod->muster, r->queue_label);
+	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)
+		volcano = pg->queue;
+	if (queue_resolve(r->in->qs, label ? str(r, label) : NULL, volcano ? str(r, volcano) : NULL,
+	                  str(r, g->ns), &res) == 0) {
+		g->queue = res.node;
+		return;
+	}
+	g->queue = QUEUE_NONE;
+	g->state = PLAN_NO_QUEUE;
+	g->message = aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), res.reason);
+}
+
+static int32_t group_priority(const struct run *r, const struct kubeapi_podgroup *pg)
+{
+	const struct kubeapi_priorityclass *pc;
+
+	if (!pg || !pg->priority_class || !r->in->priorityclasses)
+		return INT32_MIN;
+	pc = kubeapi_idmap_get(r->in->priorityclasses, pg->priority_class);
+	return pc ? pc->value : INT32_MIN;
+}
+
+/* The gang pod belongs to, created on first sight. NULL: out of memory. */
+static struct plan_gang *gang_of(struct run *r, const struct kubeapi_pod *pod, size_t *cap)
+{
+	struct plan *p = r->p;
+	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
+	                          : plan_gang_key(pod->ns, pod->name, 1);
+	uintptr_t at = (uintptr_t)kubeapi_idmap_get(&r->by_group, key);
+	struct plan_gang *g;
+
+	if (at)
+		return &p->gangs[at - 1];
+	if (p->ngangs == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 1024;
+		struct plan_gang *v = arena_alloc(&p->arena, ncap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		if (p->ngangs)
+			memcpy(v, p->gangs, p->ngangs * sizeof(*v));
+		p->gangs = v;
+		*cap = ncap;
+	}
+	g = &p->gangs[p->ngangs++];
+	memset(g, 0, sizeof(*g));
+	g->key = key;
+	g->ns = pod->ns;
+	g->name = pod->group ? pod->group : pod->name;
+	g->priority = INT32_MIN;
+	g->queue = QUEUE_NONE;
+	g->state = PLAN_RUNNING;
+	g->min_member = 1;
+	g->submitted_s = pod->created_s;
+	if (pod->group) {
+		g->group = find_group(r, pod);
+		if (g->group) {
+			g->min_member =
+			    g->group->min_member > 0 ? (uint32_t)g->group->min_member : 1;
+			g->submitted_s = g->group->created_s;
+			g->priority = group_priority(r, g->group);
+			g->fixed_priority = g->priority != INT32_MIN;
+		} else {
+			g->state = PLAN_INCOMPLETE;
+			g->message =
+			    aprintf(r, "gang %s/%s: PodGroup %s/%s not found", str(r, g->ns),
+			            str(r, g->name), str(r, g->ns), str(r, g->name));
+		}
+	}
+	if (kubeapi_idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
+		return NULL;
+	resolve_queue(r, g, pod);
+	return g;
+}
+
+static bool is_ours(const struct run *r, const struct kubeapi_pod *pod)
+{
+	return pod->spec && pod->spec->scheduler == r->in->scheduler;
+}
+
+/* The node a pod is on or assumed on: its name id, or 0. */
+static uint32_t node_of(const struct run *r, const struct kubeapi_pod *pod)
+{
+	if (pod->node)
+		return pod->node;
+	if (r->in->assumed)
+		return (uint32_t)(uintptr_t)kubeapi_idmap_get(r->in->assumed,
+		                                              (uint64_t)pod->ns << 32 | pod->name);
+	return 0;
+}
+
+/* A bound (or assumed) pod: out of its node's free resources, and, when
+ * Muster's, into its gang's count and its queue's usage. A bound pod on
+ * its own needs no gang record: the one made to resolve its queue is
+ * dropped again. */
+static int count_bound(struct run *r, const struct kubeapi_pod *pod, uint32_t node, size_t *cap)
+{
+	long i = policy_nodes_find(&r->p->nodes, node);
+	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
+	int64_t req[QUEUE_MAX_SLOTS] = {0};
+	size_t keep = r->p->ngangs;
+	struct plan_gang *g;
+	int queue;
+
+	if (i >= 0)
+		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, -1);
+	r->p->stats.bound_pods++;
+	if (!is_ours(r, pod))
+		return 0;
+	if (!(g = gang_of(r, pod, cap)))
+		return -ENOMEM;
+	g->bound++;
+	queue = g->queue;
+	if (!pod->group && r->p->ngangs > keep) {
+		kubeapi_idmap_del(&r->by_group, g->key);
+		r->p->ngangs = keep;
+	}
+	if (queue == QUEUE_NONE)
+		return 0;
+	add_pod(r, req, pod->spec, flavor);
+	return queue_tree_charge(r->tree, queue, req, +1);
+}
+
+static int count_pods(struct run *r)
+{
+	const struct kubeapi_idmap *m = r->in->pods;
+	size_t cap = 0;
+	int rc;
+
+	for (size_t s = 0; s < m->nslots; s++) {
+		const struct kubeapi_pod *pod = m->slots[s].value;
+		uint32_t node;
+		struct plan_gang *g;
+
+		if (!m->slots[s].key || !pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
+		    pod->phase == KUBEAPI_POD_FAILED)
+			continue;
+		r->p->stats.pods++;
+		node = node_of(r, pod);
+		if (node) {
+			if ((rc = count_bound(r, pod, node, &cap)) < 0)
+				return rc;
+			continue;
+		}
+		if (!is_ours(r, pod) || pod->deleting)
+			continue;
+		if (!(g = gang_of(r, pod, &cap)))
+			return -ENOMEM;
+		g->npending++;
+		if (!g->fixed_priority && pod_priority(pod) > g->priority)
+			g->priority = pod_priority(pod);
+	}
+	return 0;
+}
+
+static int by_age(const void *a, const void *b, void *strs)
+{
+	const struct kubeapi_pod *x = *(const struct kubeapi_pod *const *)a;
+	const struct kubeapi_pod *y = *(const struct kubeapi_pod *const *)b;
+
+	if (x->created_s != y->created_s)
+		return x->created_s < y->created_s ? -1 : 1;
+	return strcmp(kubeapi_str(strs, x->name), kubeapi_str(strs, y->name));
+}
+
+/* Second pass: each gang's pending pods, oldest first. */
+static int collect_pending(struct run *r)
+{
+	const struct kubeapi_idmap *m = r->in->pods;
+	struct plan *p = r->p;
+	size_t cap = p->ngangs;
+
+	for (size_t k = 0; k < p->ngangs; k++) {
+		struct plan_gang *g = &p->gangs[k];
+
+		g->pending =
+		    g->npending ? arena_alloc(&p->arena, g->npending * sizeof(*g->pending)) : NULL;
+		if (g->npending && !g->pending)
+			return -ENOMEM;
+		g->npending = 0;
+	}
+	for (size_t s = 0; s < m->nslots; s++) {
+		const struct kubeapi_pod *pod = m->slots[s].value;
+		struct plan_gang *g;
+
+		if (!m->slots[s].key || !pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
+		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !is_ours(r, pod) ||
+		    pod->deleting)
+			continue;
+		if (!(g = gang_of(r, pod, &cap)))
+			return -ENOMEM;
+		g->pending[g->npending++] = pod;
+	}
+	for (size_t k = 0; k < p->ngangs; k++)
+		if (p->gangs[k].npending > 1)
+			qsort_r(p->gangs[k].pending, p->gangs[k].npending,
+			        sizeof(*p->gangs[k].pending), by_age, r->strs);
+	return 0;
+}
+
+/* ---- admission ------------------------------------------------------- */
+
+static void quota_message(struct run *r, struct plan_gang *g, const struct queue_verdict *v,
+                          const int64_t *req)
+{
+	char res[160], used[48], limit[48], need[48];
+	const struct queue_slot *s = queue_set_slot(r->in->qs, v->slot);
+	const char *rname = r->cfg->resources.v[s->resource];
+
+	slot_name(r, v->slot, res, sizeof(res));
+	fmt_amount(used, sizeof(used), rname, queue_tree_demand(r->tree, v->node, v->slot));
+	fmt_amount(limit, sizeof(limit), rname, v->limit);
+	fmt_amount(need, sizeof(need), rname, req[v->slot]);
+	g->state = PLAN_WAITING;
+	g->message =
+	    aprintf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more", str(r, g->ns),
+	            str(r, g->name), queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
+	            queue_tree_name(r->tree, v->node), used, limit, res, need);
+}
+
+static void place_message(struct run *r, struct plan_gang *g, const struct policy_why *why,
+                          size_t n)
+{
+	const struct policy_fit *f = why->fit;
+	char detail[512] = "";
+	size_t len = 0;
+	static const char *const what[POLICY_REJECT_COUNT] = {
+	    [POLICY_NOT_READY] = "node(s) were not ready",
+	    [POLICY_UNSCHEDULABLE] = "node(s) were unschedulable",
+	    [POLICY_TAINT] = "node(s) had untolerated taints",
+	    [POLICY_SELECTOR] = "node(s) didn't match the node selector or affinity",
+	};
+
+	for (int k = POLICY_NOT_READY; f && k < POLICY_REJECT_COUNT; k++)
+		if (f->rejected[k] && len < sizeof(detail))
+			len += (size_t)snprintf(detail + len, sizeof(detail) - len, "%s%u %s",
+			                        len ? ", " : "", f->rejected[k], what[k]);
+	if (why->short_nodes && len < sizeof(detail))
+		len +=
+		    (size_t)snprintf(detail + len, sizeof(detail) - len, "%s%u Insufficient %s",
+		                     len ? ", " : "", why->short_nodes,
+		                     kubeapi_model_resource_name(r->in->model, why->short_res)
+		                         ? kubeapi_model_resource_name(r->in->model, why->short_res)
+		                         : "resources");
+	g->state = PLAN_WAITING;
+	g->message = aprintf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
+	                     str(r, g->ns), str(r, g->name), why->placed, n, r->p->nodes.n,
+	                     len ? ": " : "", detail);
+}
+
+static int add_bind(struct run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node)
+{
+	struct plan *p = r->p;
+
+	if (p->nbinds == r->cap_binds) {
+		size_t ncap = r->cap_binds ? 2 * r->cap_binds : 1024;
+		struct plan_bind *v = arena_alloc(&p->arena, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		if (p->nbinds)
+			memcpy(v, p->binds, p->nbinds * sizeof(*v));
+		p->binds = v;
+		r->cap_binds = ncap;
+	}
+	p->binds[p->nbinds++] = (struct plan_bind){pod, node, gang};
+	return 0;
+}
+
+/* Are pods[0..n) all of one spec? */
+static const struct kubeapi_podspec *one_spec(const struct kubeapi_pod *const *pods, size_t n)
+{
+	for (size_t k = 1; k < n; k++)
+		if (pods[k]->spec != pods[0]->spec)
+			return NULL;
+	return n ? pods[0]->spec : NULL;
+}
+
+/* Place pods[0..n) of gang g whole, within quota: 1 admitted, 0 not (the
+ * gang's message says why), or -ENOMEM. */
+static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                 size_t n)
+{
+	struct policy_nodes *t = &r->p->nodes;
+	const struct kubeapi_podspec **specs;
+	const struct kubeapi_podspec *same = one_spec(pods, n);
+	int64_t req[QUEUE_MAX_SLOTS] = {0};
+	struct queue_verdict v;
+	struct policy_why why;
+	struct memo *memo;
+	uint32_t *out;
+	int rc;
+
+	for (size_t k = 0; k < n; k++)
+		add_pod(r, req, pods[k]->spec, POLICY_NO_FLAVOR);
+	v = queue_tree_fits(r->tree, g->queue, req);
+	if (!v.fits) {
+		quota_message(r, g, &v, req);
+		return 0;
+	}
+	memo = same ? kubeapi_idmap_get(&r->memo, (uintptr_t)same) : NULL;
+	if (memo && n >= memo->n) {
+		r->p->stats.memo_hits++;
+		g->state = PLAN_WAITING;
+		g->message =
+		    aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), memo->message);
+		return 0;
+	}
+	specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
+	out = arena_alloc(&r->p->arena, n * sizeof(*out));
+	if (!specs || !out)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		specs[k] = pods[k]->spec;
+	r->p->stats.placement_tries++;
+	rc = policy_place(t, &r->fits, &r->p->arena, specs, n, out, &why);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		place_message(r, g, &why, n);
+		if (same && (memo = arena_alloc(&r->p->arena, sizeof(*memo)))) {
+			/* Keep what follows "gang ns/name: " for the gangs
+			 * that hit the memo. */
+			const char *tail = strstr(g->message, ": ");
+
+			memo->n = (uint32_t)n;
+			memo->message = tail ? tail + 2 : g->message;
+			kubeapi_idmap_put(&r->memo, (uintptr_t)same, memo);
+		}
+		return 0;
+	}
+	/* With flavors, the quota is checked again where the pods landed. */
+	if (r->nslots > r->nres_cfg) {
+		memset(req, 0, sizeof(req));
+		for (size_t k = 0; k < n; k++)
+			add_pod(r, req, specs[k], t->flavor[out[k]]);
+		v = queue_tree_fits(r->tree, g->queue, req);
+		if (!v.fits) {
+			for (size_t k = 0; k < n; k++)
+				policy_nodes_use(t, out[k], specs[k], +1);
+			quota_message(r, g, &v, req);
+			return 0;
+		}
+	}
+	queue_tree_charge(r->tree, g->queue, req, +1);
+	for (size_t k = 0; k < n; k++)
+		if ((rc = add_bind(r, (uint32_t)(g - r->p->gangs), pods[k],
+		                   t->node[out[k]]->name)) < 0)
+			return rc;
+	return 1;
+}
+
+/* A gang's turn: the members that make up minMember together, then the
+ * rest one by one while they fit. */
+static int try_gang(struct run *r, struct plan_gang *g)
+{
+	uint32_t need = g->bound < g->min_member ? g->min_member - g->bound : 0;
+	uint32_t first = r->p->nbinds;
+	int rc = 1;
+
+	if (need > g->npending)
+		need = g->npending; /* cannot happen: such gangs are INCOMPLETE */
+	if (need && (rc = admit(r, g, g->pending, need)) <= 0)
+		return rc;
+	for (uint32_t k = need; k < g->npending; k++) {
+		const char *msg = g->message;
+		enum plan_state st = g->state;
+
+		if ((rc = admit(r, g, &g->pending[k], 1)) < 0)
+			return rc;
+		if (rc == 0) {
+			if (need || k > 0) {
+				/* The gang is admitted; extras wait quietly. */
+				g->message = msg;
+				g->state = st;
+			}
+			break;
+		}
+	}
+	g->first_bind = first;
+	g->nbind = r->p->nbinds - first;
+	if (g->nbind == 0)
+		return 0;
+	g->state = PLAN_ADMITTED;
+	g->message = NULL;
+	return 1;
+}
+
+static int schedule(struct run *r)
+{
+	struct plan *p = r->p;
+	struct queue_item *items = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*items));
+	uint32_t *gang_of_item = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*gang_of_item));
+	struct queue_cycle *c;
+	size_t n = 0;
+	int i, rc = 0;
+
+	if (!items || !gang_of_item)
+		return -ENOMEM;
+	for (size_t k = 0; k < p->ngangs; k++) {
+		struct plan_gang *g = &p->gangs[k];
+		int64_t *req;
+
+		if (g->npending == 0 || g->state != PLAN_RUNNING)
+			continue;
+		if (g->bound + g->npending < g->min_member) {
+			g->state = PLAN_INCOMPLETE;
+			g->message = aprintf(r, "gang %s/%s: %u of %u members exist (minMember %u)",
+			                     str(r, g->ns), str(r, g->name), g->bound + g->npending,
+			                     g->min_member, g->min_member);
+			continue;
+		}
+		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {
+			g->state = PLAN_BACKOFF;
+			continue;
+		}
+		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))
+			return -ENOMEM;
+		for (uint32_t m = 0; m < g->npending; m++)
+			add_pod(r, req, g->pending[m]->spec, POLICY_NO_FLAVOR);
+		g->state = PLAN_WAITING; /* until admitted */
+		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
+		                               g->key * 0x9e3779b97f4a7c15ull, req};
+		gang_of_item[n++] = (uint32_t)k;
+	}
+	p->stats.pending_gangs = n;
+	if ((rc = queue_cycle_new(r->in->qs, items, n, &c)) < 0)
+		return rc;
+	while ((i = queue_cycle_next(c)) >= 0) {
+		struct plan_gang *g = &p->gangs[gang_of_item[i]];
+
+		if ((rc = try_gang(r, g)) < 0)
+			break;
+		p->stats.admitted_gangs += rc;
+		queue_cycle_done(c, i, rc > 0);
+		rc = 0;
+	}
+	queue_cycle_free(&c);
+	return rc;
+}
+
+static int setup(struct run *r, struct plan *p, const struct plan_input *in)
+{
+	r->p = p;
+	r->in = in;
+	r->strs = kubeapi_model_intern(in->model);
+	r->cfg = queue_set_config(in->qs);
+	r->tree = queue_set_tree(in->qs);
+	r->nslots = queue_set_nslots(in->qs);
+	r->nres_cfg = r->cfg->resources.n;
+	for (size_t k = 0; k < r->nres_cfg; k++)
+		r->res_map[k] = kubeapi_model_resource(in->model, r->cfg->resources.v[k],
+		                                       strlen(r->cfg->resources.v[k]));
+	r->queue_label = kubeapi_str_find(r->strs, "muster.dev/queue", strlen("muster.dev/queue"));
+	queue_tree_reset_usage(r->tree);
+	policy_nodes_release(&p->nodes);
+	arena_reset(&p->arena);
+	memset(&p->stats, 0, sizeof(p->stats));
+	p->gangs = NULL;
+	p->ngangs = 0;
+	p->binds = NULL;
+	p->nbinds = 0;
+	return build_nodes(r);
+}
+
+int plan_cycle(struct plan *p, const struct plan_input *in)
+{
+	struct run r = {0};
+	int rc;
+
+	if ((rc = setup(&r, p, in)) == 0 && (rc = count_pods(&r)) == 0 &&
+	    (rc = collect_pending(&r)) == 0)
+		rc = schedule(&r);
+	p->stats.gangs = p->ngangs;
+	p->stats.arena_bytes = p->arena.used_total;
+	kubeapi_idmap_free(&r.by_group);
+	kubeapi_idmap_free(&r.memo);
+	policy_fitcache_free(&r.fits);
+	return rc;
+}
+
+void plan_free(struct plan *p)
+{
+	policy_nodes_release(&p->nodes);
+	arena_free(&p->arena);
+	memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,109 @@
+/*
+ * The cycle planner: from a view of the cluster (the cache's stores plus
+ * the placements Muster assumed and has not yet seen bound) to decisions:
+ * which gangs are admitted and where each member goes, and why every
+ * other gang waits.
+ *
+ * A cycle:
+ *   1. the node table with every bound or assumed pod counted out of its
+ *      node (pods of other schedulers included);
+ *   2. gangs: Muster's pods grouped by PodGroup (either dialect), or
+ *      alone; their queue (queue_resolve), priority, submission time;
+ *   3. queue usage counted again from the bound and assumed members of
+ *      every gang, so usage is always what runs (a reload of the
+ *      configuration loses nothing);
+ *   4. the gangs with members to place, in the queue module's order: each
+ *      must fit its quota along the cohort tree and be placed whole
+ *      (policy_place); admitted ones are charged at once, so the rest of
+ *      the cycle sees them.
+ *
+ * No I/O: the scheduler turns the result into bindings and status. All
+ * memory of a cycle is in the plan's arena, valid until the next cycle.
+ */
+#ifndef MUSTER_SCHEDULER_PLAN_H
+#define MUSTER_SCHEDULER_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kubeapi/decode.h"
+#include "kubeapi/idmap.h"
+#include "kubeapi/model.h"
+#include "policy/policy.h"
+#include "queue/queue.h"
+#include "scheduler/arena.h"
+
+struct plan_input {
+	struct kubeapi_model *model;
+	const struct kubeapi_idmap *nodes, *pods;      /* the cache's stores */
+	const struct kubeapi_idmap *groups, *vcgroups; /* PodGroups of both dialects */
+	const struct kubeapi_idmap *priorityclasses;   /* may be NULL */
+	struct queue_set *qs;                          /* its usage is recounted */
+	uint32_t scheduler;                            /* id of our schedulerName */
+	/* Pods Muster bound and has not yet seen bound: pod key -> node
+	 * name id (as uintptr_t). May be NULL. */
+	const struct kubeapi_idmap *assumed;
+	/* Gangs backing off after a timeout: gang key -> anything. The
+	 * planner leaves them alone. May be NULL. */
+	const struct kubeapi_idmap *backoff;
+};
+
+enum plan_state {
+	PLAN_RUNNING,    /* nothing left to place */
+	PLAN_ADMITTED,   /* members placed this cycle (in binds) */
+	PLAN_WAITING,    /* does not fit (quota or nodes): message says why */
+	PLAN_INCOMPLETE, /* fewer members than minMember exist, or no PodGroup */
+	PLAN_NO_QUEUE,   /* no queue takes it */
+	PLAN_BACKOFF,    /* timed out; left alone until its backoff ends */
+};
+
+struct plan_gang {
+	uint64_t key;                         /* plan_gang_key() */
+	uint32_t ns, name;                    /* the PodGroup's, or the single pod's */
+	const struct kubeapi_podgroup *group; /* NULL for a single pod */
+	enum plan_state state;
+	int queue; /* tree node, or QUEUE_NONE */
+	int32_t priority;
+	uint8_t fixed_priority; /* from the PodGroup's priority class */
+	int64_t submitted_s;
+	uint32_t min_member;
+	uint32_t bound; /* members bound or assumed */
+	uint32_t npending;
+	const struct kubeapi_pod **pending; /* not yet bound, by creation then name */
+	uint32_t first_bind, nbind;         /* into plan.binds */
+	const char *message;                /* for WAITING, INCOMPLETE, NO_QUEUE; else NULL */
+};
+
+struct plan_bind {
+	const struct kubeapi_pod *pod;
+	uint32_t node; /* name id */
+	uint32_t gang; /* index into plan.gangs */
+};
+
+struct plan_stats {
+	size_t nodes, pods, gangs, pending_gangs, admitted_gangs, bound_pods;
+	size_t placement_tries, memo_hits;
+	size_t arena_bytes;
+};
+
+struct plan {
+	struct arena arena;
+	struct policy_nodes nodes;
+	struct plan_gang *gangs;
+	size_t ngangs;
+	struct plan_bind *binds;
+	size_t nbinds;
+	struct plan_stats stats;
+};
+
+/** The key of a gang: its PodGroup (ns, name) with bit 63 clear, or a
+ *  single pod's (ns, name) with bit 63 set, so the two never collide. */
+uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single);
+
+/** Run one cycle into p (whose previous result it replaces). 0, -ENOMEM. */
+int plan_cycle(struct plan *p, const struct plan_input *in);
+
+/** Free everything p holds. */
+void plan_free(struct plan *p);
+
+#endif /* MUSTER_SCHEDULER_PLAN_H */

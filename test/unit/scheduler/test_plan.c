@@ -1,0 +1,378 @@
+/*
+ * scheduler/plan: one cycle over a synthetic cluster decoded from API
+ * server JSON. Gangs admitted whole or not at all, with the reason; the
+ * smallest topology domain; quotas; pods of other schedulers; assumed
+ * placements; minMember; CPU-only pods kept off GPU nodes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench/synth.h"
+#include "config/config.h"
+#include "queue/queue.h"
+#include "scheduler/plan.h"
+
+static const char yaml[] =
+    "resources: [cpu, memory, nvidia.com/gpu]\n"
+    "topology:\n"
+    "  levels: [topology.kubernetes.io/zone, muster.dev/rack, kubernetes.io/hostname]\n"
+    "queues:\n"
+    "  - name: big\n"
+    "    namespaces: [a]\n"
+    "    quota: {nvidia.com/gpu: {nominal: 1000}, cpu: {nominal: 10000}, memory: {nominal: 1Pi}}\n"
+    "  - name: small\n"
+    "    namespaces: [s]\n"
+    "    quota:\n"
+    "      nvidia.com/gpu: {nominal: 8, borrowingLimit: 0}\n"
+    "      cpu: {nominal: 100}\n"
+    "      memory: {nominal: 1Ti}\n";
+
+struct world {
+	struct synth s;
+	struct config *cfg;
+	struct queue_set *qs;
+	struct plan plan;
+	struct kubeapi_idmap assumed;
+};
+
+static void world_init(struct world *w)
+{
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(synth_init(&w->s), 0);
+	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &w->cfg, NULL), 0);
+	assert_int_equal(queue_set_build(w->cfg, &w->qs), 0);
+}
+
+static void world_free(struct world *w)
+{
+	plan_free(&w->plan);
+	kubeapi_idmap_free(&w->assumed);
+	queue_set_free(&w->qs);
+	config_free(&w->cfg);
+	synth_free(&w->s);
+}
+
+/* racks x per_rack GPU nodes named n-<rack>-<i>, 8 GPUs each, zone z. */
+static void gpu_nodes(struct world *w, int racks, int per_rack)
+{
+	char name[32], rack[16];
+
+	for (int r = 0; r < racks; r++)
+		for (int i = 0; i < per_rack; i++) {
+			snprintf(name, sizeof(name), "n-%d-%d", r, i);
+			snprintf(rack, sizeof(rack), "r%d", r);
+			synth_node(&w->s, name, "z", rack, 8, NULL);
+		}
+}
+
+/* A gang: PodGroup g in ns with minMember n and n pods of `gpus` GPUs,
+ * each gang submitted a second after the one before. */
+static void gang(struct world *w, const char *ns, const char *g, int n, int gpus)
+{
+	static long submitted;
+	char name[64];
+
+	synth_group(&w->s, ns, g, n, ++submitted, NULL);
+	for (int k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "%s-%d", g, k);
+		synth_pod(&w->s, ns, name, g, "muster", 1000, gpus, NULL, k, NULL);
+	}
+}
+
+static void cycle(struct world *w)
+{
+	struct plan_input in = {
+	    .model = w->s.model,
+	    .nodes = &w->s.nodes,
+	    .pods = &w->s.pods,
+	    .groups = &w->s.groups,
+	    .vcgroups = &w->s.vcgroups,
+	    .qs = w->qs,
+	    .scheduler = synth_id(&w->s, "muster"),
+	    .assumed = &w->assumed,
+	};
+
+	assert_int_equal(plan_cycle(&w->plan, &in), 0);
+}
+
+static const struct plan_gang *find_gang(struct world *w, const char *ns, const char *name)
+{
+	uint32_t n = synth_id(&w->s, ns), g = synth_id(&w->s, name);
+
+	for (size_t k = 0; k < w->plan.ngangs; k++)
+		if (w->plan.gangs[k].ns == n && w->plan.gangs[k].name == g)
+			return &w->plan.gangs[k];
+	fail_msg("no gang %s/%s", ns, name);
+	return NULL;
+}
+
+static const char *s_(struct world *w, uint32_t id)
+{
+	return kubeapi_str(kubeapi_model_intern(w->s.model), id);
+}
+
+/* The label value of node name id `node` for key. */
+static const char *node_label(struct world *w, uint32_t node, const char *key)
+{
+	const struct kubeapi_node *n = kubeapi_idmap_get(&w->s.nodes, (uint64_t)node);
+
+	assert_non_null(n);
+	return s_(w, kubeapi_labels_get(n->labels, synth_id(&w->s, key)));
+}
+
+static void test_gang_fits_whole(void **state)
+{
+	struct world w;
+	const struct plan_gang *g;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	gang(&w, "a", "train", 4, 2);
+	cycle(&w);
+	g = find_gang(&w, "a", "train");
+	assert_int_equal(g->state, PLAN_ADMITTED);
+	assert_int_equal(g->nbind, 4);
+	assert_int_equal(w.plan.nbinds, 4);
+	/* 8 GPUs fit one node: the hostname level takes it, one node. */
+	for (size_t k = 1; k < 4; k++)
+		assert_int_equal(w.plan.binds[k].node, w.plan.binds[0].node);
+	world_free(&w);
+}
+
+/* Two nodes of 8; three pods of 6 GPUs: two fit, the third does not, so
+ * nothing is bound, and the message says how far it got and why. */
+static void test_gang_short_binds_nothing(void **state)
+{
+	struct world w;
+	const struct plan_gang *g;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	gang(&w, "a", "big", 3, 6);
+	cycle(&w);
+	g = find_gang(&w, "a", "big");
+	assert_int_equal(g->state, PLAN_WAITING);
+	assert_int_equal(w.plan.nbinds, 0);
+	assert_string_equal(g->message, "gang a/big: 2 of 3 members fit; 0/2 nodes are available: "
+	                                "2 Insufficient nvidia.com/gpu");
+	/* One more node and it fits. */
+	synth_node(&w.s, "n-9-9", "z", "r9", 8, NULL);
+	cycle(&w);
+	g = find_gang(&w, "a", "big");
+	assert_int_equal(g->state, PLAN_ADMITTED);
+	assert_int_equal(w.plan.nbinds, 3);
+	world_free(&w);
+}
+
+/* Two racks of four 8-GPU nodes; rack r0 has one GPU in use. Four 8-GPU
+ * pods need a whole rack: r1. */
+static void test_rack_packing(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 2, 4);
+	synth_pod(&w.s, "other", "x", NULL, "default-scheduler", 100, 1, "n-0-2", 0, NULL);
+	gang(&w, "a", "llm", 4, 8);
+	cycle(&w);
+	assert_int_equal(find_gang(&w, "a", "llm")->state, PLAN_ADMITTED);
+	assert_int_equal(w.plan.nbinds, 4);
+	for (size_t k = 0; k < 4; k++)
+		assert_string_equal(node_label(&w, w.plan.binds[k].node, "muster.dev/rack"), "r1");
+	world_free(&w);
+}
+
+/* Best fit: a 2-GPU pod goes to the node with 2 free, not to an empty
+ * one, so whole nodes stay whole. */
+static void test_best_fit_keeps_nodes_whole(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 3);
+	synth_pod(&w.s, "other", "x", NULL, "default-scheduler", 100, 6, "n-0-1", 0, NULL);
+	synth_pod(&w.s, "a", "solo", NULL, "muster", 100, 2, NULL, 0, NULL);
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_string_equal(s_(&w, w.plan.binds[0].node), "n-0-1");
+	world_free(&w);
+}
+
+/* A CPU-only pod goes to a CPU node while one can take it. */
+static void test_cpu_pod_avoids_gpu_nodes(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	synth_node(&w.s, "cpu-0", "z", "r0", 0, NULL);
+	synth_pod(&w.s, "a", "web", NULL, "muster", 2000, 0, NULL, 0, NULL);
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_string_equal(s_(&w, w.plan.binds[0].node), "cpu-0");
+	world_free(&w);
+}
+
+/* Queue small has 8 GPUs and may not borrow: of two 8-GPU gangs one is
+ * admitted, the other waits on the quota, with numbers. */
+static void test_quota(void **state)
+{
+	struct world w;
+	const struct plan_gang *first, *second;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 4);
+	gang(&w, "s", "g1", 1, 8);
+	gang(&w, "s", "g2", 1, 8);
+	cycle(&w);
+	first = find_gang(&w, "s", "g1");
+	second = find_gang(&w, "s", "g2");
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_int_equal(first->state, PLAN_ADMITTED);
+	assert_int_equal(second->state, PLAN_WAITING);
+	assert_string_equal(second->message,
+	                    "gang s/g2: queue small at 8/8 nvidia.com/gpu; the gang needs 8 more");
+	world_free(&w);
+}
+
+/* Pods of other schedulers are never placed, but their bound pods use
+ * capacity; Muster's bound pods count in their queue's usage. */
+static void test_other_schedulers(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 1);
+	synth_pod(&w.s, "a", "theirs", NULL, "default-scheduler", 100, 1, NULL, 0, NULL);
+	synth_pod(&w.s, "a", "theirs-bound", NULL, "default-scheduler", 100, 4, "n-0-0", 0, NULL);
+	synth_pod(&w.s, "s", "ours-bound", NULL, "muster", 100, 4, "n-0-0", 0, NULL);
+	synth_pod(&w.s, "s", "ours", NULL, "muster", 100, 1, NULL, 0, NULL);
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 0); /* node full: 4 + 4 */
+	assert_int_equal(w.plan.ngangs, 1); /* only ours, pending */
+	assert_int_equal(
+	    queue_tree_demand(queue_set_tree_c(w.qs), queue_set_find(w.qs, "small"), 2), 4);
+	world_free(&w);
+}
+
+/* A pod assumed bound uses its node and is not placed again. */
+static void test_assumed(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 1);
+	synth_pod(&w.s, "a", "p1", NULL, "muster", 100, 8, NULL, 0, NULL);
+	synth_pod(&w.s, "a", "p2", NULL, "muster", 100, 8, NULL, 1, NULL);
+	kubeapi_idmap_put(&w.assumed, synth_key(&w.s, "a", "p1"),
+	                  (void *)(uintptr_t)synth_id(&w.s, "n-0-0"));
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 0);
+	assert_int_equal(find_gang(&w, "a", "p2")->state, PLAN_WAITING);
+	world_free(&w);
+}
+
+/* minMember 4 with 3 pods: incomplete, nothing bound. */
+static void test_incomplete(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	synth_group(&w.s, "a", "half", 4, 0, NULL);
+	for (int k = 0; k < 3; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "half-%d", k);
+		synth_pod(&w.s, "a", name, "half", "muster", 100, 1, NULL, k, NULL);
+	}
+	synth_pod(&w.s, "a", "orphan", "nogroup", "muster", 100, 1, NULL, 0, NULL);
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 0);
+	assert_string_equal(find_gang(&w, "a", "half")->message,
+	                    "gang a/half: 3 of 4 members exist (minMember 4)");
+	assert_string_equal(find_gang(&w, "a", "nogroup")->message,
+	                    "gang a/nogroup: PodGroup a/nogroup not found");
+	world_free(&w);
+}
+
+/* nodeSelector: the pod only goes where the label is. */
+static void test_selector(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	synth_node(&w.s, "special", "z", "r0", 8, "\"pool\":\"x\"");
+	synth_pod(&w.s, "a", "picky", NULL, "muster", 100, 1, NULL, 0,
+	          "\"nodeSelector\":{\"pool\":\"x\"}");
+	synth_pod(&w.s, "a", "nowhere", NULL, "muster", 100, 1, NULL, 0,
+	          "\"nodeSelector\":{\"pool\":\"y\"}");
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_string_equal(s_(&w, w.plan.binds[0].node), "special");
+	assert_string_equal(
+	    find_gang(&w, "a", "nowhere")->message,
+	    "gang a/nowhere: 0 of 1 members fit; 0/3 nodes are available: 3 node(s) "
+	    "didn't match the node selector or affinity");
+	world_free(&w);
+}
+
+/* Many gangs of one spec that cannot fit: after the first failure the
+ * rest are answered from the memo. */
+static void test_memo(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 1);
+	for (int k = 0; k < 20; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "g%d", k);
+		gang(&w, "a", name, 2, 8);
+	}
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 0);
+	assert_int_equal(w.plan.stats.placement_tries, 1);
+	assert_int_equal(w.plan.stats.memo_hits, 19);
+	world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_gang_fits_whole),
+	    cmocka_unit_test(test_gang_short_binds_nothing),
+	    cmocka_unit_test(test_rack_packing),
+	    cmocka_unit_test(test_best_fit_keeps_nodes_whole),
+	    cmocka_unit_test(test_cpu_pod_avoids_gpu_nodes),
+	    cmocka_unit_test(test_quota),
+	    cmocka_unit_test(test_other_schedulers),
+	    cmocka_unit_test(test_assumed),
+	    cmocka_unit_test(test_incomplete),
+	    cmocka_unit_test(test_selector),
+	    cmocka_unit_test(test_memo),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
