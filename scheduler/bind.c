@@ -1,0 +1,212 @@
+/*
+ * Bindings (sched.h).
+ *
+ * Every member of an admitted gang is bound at once, each by its own
+ * POST to pods/binding; the placement is "assumed" from the moment the
+ * request goes out until the watch shows the pod bound, so the next cycle
+ * never hands the same room out twice, and never binds a pod twice.
+ *
+ * What can go wrong, and what happens:
+ *   - the API server cannot be reached, or answers 5xx or 429 after the
+ *     engine's own retries: the placement stays assumed and the bind is
+ *     sent again at the next cycle, for as long as the pod exists and is
+ *     unbound. The gang keeps its room; when the server is back, it is
+ *     bound whole. This is what makes killing the API server mid-cycle
+ *     safe.
+ *   - 409: the pod is bound already (our earlier attempt succeeded but
+ *     its answer was lost) or was replaced (uid precondition). Treated as
+ *     sent; the watch tells which, and an assumption the cache does not
+ *     confirm within 30 s is dropped.
+ *   - 404 or another 4xx: this member can never be bound here. The rest
+ *     of the gang's binds still in flight are cancelled and their room
+ *     released; members already bound stay bound (Kubernetes has no
+ *     unbind), which the PodGroup's status and a Warning Event show, and
+ *     the gang goes back to its queue: the next cycle places the members
+ *     it still needs to reach minMember.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/writes.h"
+#include "scheduler/sched.h"
+
+#define SCHED_UNCONFIRMED_MS 30000
+
+static void drop(struct sched *s, uint64_t key)
+{
+	struct sched_assumed *e = kubeapi_idmap_del(&s->assumed, key);
+
+	free(e);
+}
+
+static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
+{
+	return kubeapi_idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
+}
+
+/* A member of gang `gang` cannot be bound: let go of the rest. */
+static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_pod *pod,
+                         const char *why)
+{
+	const struct kubeapi_idmap *m = &s->assumed;
+	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
+	size_t n = 0, bound = 0;
+
+	s->n.gangs_released++;
+	for (size_t i = 0; keys && i < m->nslots; i++) {
+		struct sched_assumed *e = m->slots[i].value;
+
+		if (!m->slots[i].key || e->gang != gang)
+			continue;
+		if (e->state == SCHED_BIND_DONE)
+			bound++;
+		else
+			keys[n++] = m->slots[i].key;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct sched_assumed *e = kubeapi_idmap_get(m, keys[k]);
+
+		if (e->state == SCHED_BIND_INFLIGHT && e->call)
+			kubeapi_http_cancel(e->call); /* its callback drops it */
+		else
+			drop(s, keys[k]);
+	}
+	free(keys);
+	sched_log(s,
+	          "gang %s/%s: pod %s could not be bound (%s); released %zu pending binds, %zu "
+	          "members already bound stay bound; the gang is requeued",
+	          pod ? sched_str(s, pod->ns) : "?", pod ? sched_str(s, pod->group) : "?",
+	          pod ? sched_str(s, pod->name) : "?", why, n, bound);
+	if (pod)
+		sched_event(s, pod, "Warning", "FailedBinding", "Binding", why);
+	sched_kick(s);
+}
+
+static void on_bound(void *data, const struct kubeapi_response *r)
+{
+	struct sched_assumed *e = data;
+	struct sched *s = e->s;
+	const struct kubeapi_pod *pod;
+	char why[160];
+
+	e->call = NULL;
+	if (s->stopping)
+		return; /* sched_assumed_free() frees it */
+	pod = cached_pod(s, e->key);
+	if (r->err == -ECANCELED) {
+		drop(s, e->key);
+		return;
+	}
+	if (r->err || r->status >= 500 || r->status == 429) {
+		e->state = SCHED_BIND_RETRY;
+		s->n.binds_retried++;
+		return;
+	}
+	if (r->status == 201 || r->status == 200 || r->status == 409) {
+		e->state = SCHED_BIND_DONE;
+		s->n.binds_ok += r->status != 409;
+		if (r->status != 409 && pod) {
+			snprintf(why, sizeof(why), "Successfully assigned %s/%s to %s",
+			         sched_str(s, pod->ns), sched_str(s, pod->name),
+			         sched_str(s, e->node));
+			sched_event(s, pod, "Normal", "Scheduled", "Binding", why);
+		}
+		return;
+	}
+	s->n.binds_failed++;
+	snprintf(why, sizeof(why), "binding to %s failed: HTTP %ld", sched_str(s, e->node),
+	         r->status);
+	{
+		uint64_t gang = e->gang;
+
+		drop(s, e->key);
+		release_gang(s, gang, pod, why);
+	}
+}
+
+static int send_bind(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod)
+{
+	struct kubeapi_target t;
+	char uid[40];
+	int rc;
+
+	sched_target(s, pod, &t, uid);
+	e->state = SCHED_BIND_INFLIGHT;
+	rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e);
+	if (rc < 0) {
+		e->state = SCHED_BIND_RETRY;
+		return rc;
+	}
+	s->n.binds_sent++;
+	return 0;
+}
+
+/* Send the cycle's bindings, and again the ones the server missed. */
+void sched_bind_all(struct sched *s)
+{
+	const struct kubeapi_idmap *m = &s->assumed;
+
+	for (size_t i = 0; i < m->nslots; i++) {
+		struct sched_assumed *e = m->slots[i].value;
+		const struct kubeapi_pod *pod;
+
+		if (!m->slots[i].key || e->state != SCHED_BIND_RETRY)
+			continue;
+		pod = cached_pod(s, m->slots[i].key);
+		if (pod && !pod->node && !pod->deleting)
+			send_bind(s, e, pod);
+	}
+	for (size_t k = 0; k < s->plan.nbinds; k++) {
+		const struct plan_bind *b = &s->plan.binds[k];
+		uint64_t key = (uint64_t)b->pod->ns << 32 | b->pod->name;
+		struct sched_assumed *e;
+
+		if (kubeapi_idmap_get(m, key))
+			continue; /* never bind a pod twice */
+		e = calloc(1, sizeof(*e));
+		if (!e || kubeapi_idmap_put(&s->assumed, key, e) < 0) {
+			free(e);
+			continue; /* not assumed: the next cycle places it again */
+		}
+		*e = (struct sched_assumed){.s = s,
+		                            .key = key,
+		                            .node = b->node,
+		                            .gang = s->plan.gangs[b->gang].key,
+		                            .since_ms = sched_now_ms(s)};
+		send_bind(s, e, b->pod);
+	}
+}
+
+/* Forget assumptions the cache has caught up with (or contradicts). */
+void sched_assumed_sweep(struct sched *s)
+{
+	const struct kubeapi_idmap *m = &s->assumed;
+	uint64_t now = sched_now_ms(s), *keys = calloc(m->n + 1, sizeof(*keys));
+	size_t n = 0;
+
+	if (!keys)
+		return;
+	for (size_t i = 0; i < m->nslots; i++) {
+		struct sched_assumed *e = m->slots[i].value;
+		const struct kubeapi_pod *pod;
+
+		if (!m->slots[i].key || e->state == SCHED_BIND_INFLIGHT)
+			continue;
+		pod = cached_pod(s, m->slots[i].key);
+		if (!pod || pod->node || pod->deleting ||
+		    (e->state == SCHED_BIND_DONE && now - e->since_ms > SCHED_UNCONFIRMED_MS))
+			keys[n++] = m->slots[i].key;
+	}
+	for (size_t k = 0; k < n; k++)
+		drop(s, keys[k]);
+	free(keys);
+}
+
+void sched_assumed_free(struct sched *s)
+{
+	for (size_t i = 0; i < s->assumed.nslots; i++)
+		if (s->assumed.slots[i].key)
+			free(s->assumed.slots[i].value);
+	kubeapi_idmap_free(&s->assumed);
+}

@@ -1,0 +1,334 @@
+/*
+ * `muster run` (sched.h): the loop and one cycle.
+ *
+ * A cycle runs `debounce_ms` after the cache reports a change (changes
+ * within that window share one cycle) and at least every `period_ms`, so
+ * timeouts and retries move without events. It never runs before the
+ * cache has listed every kind once: a partial view would hand out room
+ * that is in use.
+ *
+ * Shutdown (SIGTERM, SIGINT): stop the timers, close the config watch,
+ * the cache and the HTTP engine (in-flight binds are cancelled; a bind
+ * the server already took stays, and the next leader sees it bound),
+ * then let the loop drain and return 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kubeapi/intern.h"
+#include "scheduler/sched.h"
+
+void sched_log(struct sched *s, const char *fmt, ...)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+	va_list ap;
+
+	(void)s;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(stderr, "%s.%03ldZ muster: ", when, ts.tv_nsec / 1000000);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+uint64_t sched_now_ms(struct sched *s)
+{
+	return uv_now(s->loop);
+}
+
+const char *sched_str(struct sched *s, uint32_t id)
+{
+	const char *v = kubeapi_str(kubeapi_model_intern(kubeapi_cache_model(s->cache)), id);
+
+	return v ? v : "";
+}
+
+static void on_debounce(uv_timer_t *t);
+
+void sched_kick(struct sched *s)
+{
+	if (!s->stopping && !uv_is_active((uv_handle_t *)&s->debounce))
+		uv_timer_start(&s->debounce, on_debounce, s->opt.debounce_ms, 0);
+}
+
+static void cache_log(void *data, const char *msg)
+{
+	sched_log(data, "%s", msg);
+}
+
+static void cache_changed(void *data, enum kubeapi_store_kind kind)
+{
+	(void)kind;
+	sched_kick(data);
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static void on_reload(void *data, enum config_reload what, const struct config_errors *errs)
+{
+	struct sched *s = data;
+
+	if (what == CONFIG_RELOAD_READY) {
+		sched_log(s, "%s: valid; applies at the next cycle", s->opt.config);
+		sched_kick(s);
+		return;
+	}
+	sched_log(s, "%s: rejected, the configuration in force stays:", s->opt.config);
+	for (size_t i = 0; i < errs->n; i++)
+		sched_log(s, "  %s", errs->v[i].msg);
+}
+
+/* Between cycles: a new configuration replaces the old one whole. Usage
+ * is counted again from the bound pods every cycle, so nothing admitted
+ * is lost or evicted by the swap. */
+static void apply_config(struct sched *s)
+{
+	struct config *fresh;
+	struct queue_set *qs;
+	int rc;
+
+	if (!config_watch_take(s->watch, &fresh))
+		return;
+	if ((rc = queue_set_build(fresh, &qs)) < 0) {
+		sched_log(s, "%s: cannot apply (%s); the configuration in force stays",
+		          s->opt.config, strerror(-rc));
+		config_free(&fresh);
+		return;
+	}
+	queue_set_free(&s->qs);
+	config_free(&s->cfg);
+	s->cfg = fresh;
+	s->qs = qs;
+	if (!s->opt.scheduler_name)
+		s->name = s->cfg->scheduler_name;
+	sched_log(s, "%s: applied (%zu cohorts, %zu queues)", s->opt.config, s->cfg->n_all_cohorts,
+	          s->cfg->n_all_queues);
+}
+
+/* ---- a cycle ---------------------------------------------------------- */
+
+static void cycle(struct sched *s)
+{
+	struct kubeapi_model *m = kubeapi_cache_model(s->cache);
+	struct plan_input in = {
+	    .model = m,
+	    .nodes = kubeapi_cache_store(s->cache, KUBEAPI_STORE_NODES),
+	    .pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS),
+	    .groups = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS),
+	    .vcgroups = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS),
+	    .priorityclasses = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PRIORITYCLASSES),
+	    .assumed = NULL,
+	};
+	struct kubeapi_idmap assumed = {0};
+	uint64_t t0 = uv_hrtime();
+	int rc;
+
+	if (s->stopping || !kubeapi_cache_synced(s->cache))
+		return;
+	apply_config(s);
+	sched_assumed_sweep(s);
+	in.qs = s->qs;
+	in.scheduler = kubeapi_str_find(kubeapi_model_intern(m), s->name, strlen(s->name));
+	if (!in.scheduler)
+		return; /* no pod names this scheduler yet */
+	/* The planner wants pod -> node; the assumed map holds more. */
+	for (size_t i = 0; i < s->assumed.nslots; i++) {
+		const struct sched_assumed *e = s->assumed.slots[i].value;
+
+		if (s->assumed.slots[i].key && kubeapi_idmap_put(&assumed, s->assumed.slots[i].key,
+		                                                 (void *)(uintptr_t)e->node) < 0)
+			goto out;
+	}
+	in.assumed = &assumed;
+	if ((rc = plan_cycle(&s->plan, &in)) < 0) {
+		sched_log(s, "cycle failed: %s", strerror(-rc));
+		goto out;
+	}
+	sched_bind_all(s);
+	sched_status_write(s);
+	s->n.cycles++;
+	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
+	if (s->plan.nbinds)
+		sched_log(s,
+		          "cycle %llu: %zu nodes, %zu pods, %zu pending gangs, %zu admitted, %zu "
+		          "binds, %.1f ms",
+		          (unsigned long long)s->n.cycles, s->plan.stats.nodes, s->plan.stats.pods,
+		          s->plan.stats.pending_gangs, s->plan.stats.admitted_gangs, s->plan.nbinds,
+		          s->n.last_cycle_ms);
+out:
+	kubeapi_idmap_free(&assumed);
+}
+
+static void on_debounce(uv_timer_t *t)
+{
+	cycle(t->data);
+}
+
+static void on_period(uv_timer_t *t)
+{
+	cycle(t->data);
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static void closed_one(void *data)
+{
+	struct sched *s = data;
+
+	s->closing--;
+}
+
+static void closed_handle(uv_handle_t *h)
+{
+	closed_one(h->data);
+}
+
+static void stop(struct sched *s)
+{
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	sched_log(s, "stopping: %llu cycles, %llu binds sent, %llu bound, %llu failed",
+	          (unsigned long long)s->n.cycles, (unsigned long long)s->n.binds_sent,
+	          (unsigned long long)s->n.binds_ok, (unsigned long long)s->n.binds_failed);
+	if (s->started) {
+		s->closing += 4;
+		uv_close((uv_handle_t *)&s->debounce, closed_handle);
+		uv_close((uv_handle_t *)&s->period, closed_handle);
+		uv_close((uv_handle_t *)&s->sigterm, closed_handle);
+		uv_close((uv_handle_t *)&s->sigint, closed_handle);
+	}
+	config_watch_stop(&s->watch);
+	if (s->cache) {
+		s->closing++;
+		kubeapi_cache_close(&s->cache, closed_one, s);
+	}
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct sched *s = h->data;
+
+	sched_log(s, "%s received", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+	stop(s);
+}
+
+static int connect_api(struct sched *s)
+{
+	char err[512];
+	struct kubeapi_http_options hopt = {
+	    .write_qps = 5000, .write_burst = 5000, .max_inflight = 128};
+	int rc;
+
+	if (s->opt.kubeconfig)
+		rc = kubeapi_conn_from_kubeconfig(s->opt.kubeconfig, s->opt.context, &s->conn, err,
+		                                  sizeof(err));
+	else
+		rc = kubeapi_conn_in_cluster(NULL, &s->conn, err, sizeof(err));
+	if (rc < 0) {
+		sched_log(s, "%s", err);
+		return rc;
+	}
+	return kubeapi_http_new(s->loop, &s->conn, &hopt, &s->http);
+}
+
+static int start(struct sched *s)
+{
+	struct config_errors errs;
+	struct kubeapi_cache_options copt = {.log = cache_log, .changed = cache_changed, .data = s};
+	int rc;
+
+	config_errors_init(&errs);
+	rc = config_watch_start(s->loop, s->opt.config, 1000, on_reload, s, &s->cfg, &errs,
+	                        &s->watch);
+	if (rc < 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			sched_log(s, "%s", errs.v[i].msg);
+		config_errors_clear(&errs);
+		return rc;
+	}
+	if ((rc = queue_set_build(s->cfg, &s->qs)) < 0)
+		return rc;
+	s->name = s->opt.scheduler_name ? s->opt.scheduler_name : s->cfg->scheduler_name;
+	if ((rc = connect_api(s)) < 0)
+		return rc;
+	if ((rc = kubeapi_cache_new(s->loop, s->http, &copt, &s->cache)) < 0 ||
+	    (rc = kubeapi_cache_start(s->cache)) < 0)
+		return rc;
+	uv_timer_init(s->loop, &s->debounce);
+	uv_timer_init(s->loop, &s->period);
+	uv_signal_init(s->loop, &s->sigterm);
+	uv_signal_init(s->loop, &s->sigint);
+	s->debounce.data = s->period.data = s->sigterm.data = s->sigint.data = s;
+	s->started = true;
+	uv_timer_start(&s->period, on_period, s->opt.period_ms, s->opt.period_ms);
+	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	sched_log(s, "started: scheduler name %s, %zu queues, API server %s", s->name,
+	          s->cfg->n_all_queues, s->conn.server);
+	return 0;
+}
+
+static void defaults(struct sched_options *o)
+{
+	if (!o->debounce_ms)
+		o->debounce_ms = 20;
+	if (!o->period_ms)
+		o->period_ms = 1000;
+	if (!o->status_per_cycle)
+		o->status_per_cycle = 1000;
+}
+
+int sched_run(const struct sched_options *opt)
+{
+	struct sched *s = calloc(1, sizeof(*s));
+	uv_loop_t loop;
+	int rc;
+
+	if (!s || uv_loop_init(&loop) < 0) {
+		free(s);
+		return 1;
+	}
+	s->loop = &loop;
+	s->opt = *opt;
+	defaults(&s->opt);
+	snprintf(s->instance, sizeof(s->instance), "muster-%ld", (long)getpid());
+	rc = start(s);
+	if (rc < 0) {
+		sched_log(s, "cannot start: %s", strerror(-rc));
+		s->exit_code = 1;
+		if (s->watch || s->cache)
+			stop(s);
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	/* The cache has closed; now the engine, whose cancelled calls
+	 * report back before it frees itself. */
+	if (s->http) {
+		s->closing++;
+		kubeapi_http_close(&s->http, closed_one, s);
+		uv_run(&loop, UV_RUN_DEFAULT);
+	}
+	sched_assumed_free(s);
+	kubeapi_idmap_free(&s->written);
+	kubeapi_idmap_free(&s->groups);
+	kubeapi_idmap_free(&s->released);
+	plan_free(&s->plan);
+	queue_set_free(&s->qs);
+	config_free(&s->cfg);
+	kubeapi_conn_free(&s->conn);
+	uv_loop_close(&loop);
+	rc = s->exit_code;
+	free(s);
+	return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * The running scheduler (`muster run`): one libuv loop that keeps the
+ * cluster cache, runs planner cycles, binds, and writes status.
+ *
+ *   run.c     lifecycle: connect, cache, config reload, cycle timers,
+ *             SIGTERM; a cycle
+ *   bind.c    bindings: the assumed placements, retries, a gang whose
+ *             member cannot be bound
+ *   status.c  pod conditions, Events and PodGroup status, written only
+ *             when they change
+ *
+ * Internal to scheduler/; main.c sees only sched_run().
+ */
+#ifndef MUSTER_SCHEDULER_SCHED_H
+#define MUSTER_SCHEDULER_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "kubeapi/cache.h"
+#include "kubeapi/conn.h"
+#include "kubeapi/http.h"
+#include "kubeapi/idmap.h"
+#include "kubeapi/writes.h"
+#include "queue/queue.h"
+#include "scheduler/plan.h"
+
+struct sched_options {
+	const char *kubeconfig;     /* NULL: in-cluster */
+	const char *context;        /* NULL: the kubeconfig's current context */
+	const char *config;         /* the queue file */
+	const char *scheduler_name; /* NULL: the config's schedulerName */
+	const char *debug_addr;     /* NULL: none (issue 7) */
+	unsigned debounce_ms;       /* after a change, default 20 */
+	unsigned period_ms;         /* a cycle at least this often, default 1000 */
+	unsigned status_per_cycle;  /* status writes started per cycle, default 1000 */
+};
+
+/* A pod Muster bound or is binding: what the planner must treat as bound
+ * until the cache shows it. */
+struct sched_assumed {
+	struct sched *s;
+	uint64_t key;      /* the pod's */
+	uint32_t node;     /* name id */
+	uint64_t gang;     /* plan_gang_key */
+	uint64_t since_ms; /* when the bind was first sent */
+	uint8_t state;     /* enum sched_bind_state */
+	struct kubeapi_http_call *call;
+};
+
+enum sched_bind_state {
+	SCHED_BIND_INFLIGHT,
+	SCHED_BIND_DONE,  /* 201: waiting for the watch to show it */
+	SCHED_BIND_RETRY, /* the server was unreachable: send again next cycle */
+};
+
+struct sched_counters {
+	uint64_t cycles, binds_sent, binds_ok, binds_failed, binds_retried, gangs_released;
+	uint64_t status_writes, events, podgroup_writes, write_errors;
+	double last_cycle_ms;
+};
+
+struct sched {
+	uv_loop_t *loop;
+	struct sched_options opt;
+	struct kubeapi_conn conn;
+	struct kubeapi_http *http;
+	struct kubeapi_cache *cache;
+	struct config_watch *watch;
+	struct config *cfg;
+	struct queue_set *qs;
+	struct plan plan;
+	const char *name; /* scheduler name in force */
+	char instance[128];
+	uv_timer_t debounce, period;
+	uv_signal_t sigterm, sigint;
+	bool started, stopping;
+	int exit_code;
+	unsigned closing;              /* handles and clients still closing */
+	struct kubeapi_idmap assumed;  /* pod key -> struct sched_assumed * */
+	struct kubeapi_idmap written;  /* pod key -> hash of the last condition written */
+	struct kubeapi_idmap groups;   /* gang key -> hash of the last PodGroup status */
+	struct kubeapi_idmap released; /* gang key -> 1: a member failed, cancel the rest */
+	struct sched_counters n;
+};
+
+/** `muster run` with these options: returns the process exit status. */
+int sched_run(const struct sched_options *opt);
+
+/* bind.c */
+void sched_bind_all(struct sched *s);
+void sched_assumed_sweep(struct sched *s);
+void sched_assumed_free(struct sched *s);
+
+/* status.c */
+void sched_status_write(struct sched *s);
+void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
+                 const char *reason, const char *action, const char *note);
+void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
+                  char uid[40]);
+
+/* run.c */
+void sched_log(struct sched *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t sched_now_ms(struct sched *s);
+const char *sched_str(struct sched *s, uint32_t id);
+void sched_kick(struct sched *s); /* a cycle soon */
+
+#endif /* MUSTER_SCHEDULER_SCHED_H */

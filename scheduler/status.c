@@ -1,0 +1,208 @@
+/*
+ * Status written back, the way kube-scheduler does (sched.h):
+ *   - a waiting pod: condition PodScheduled=False, reason Unschedulable,
+ *     with the planner's message, and a FailedScheduling Event, each
+ *     written only when the message changes (a hash per pod), not once
+ *     per cycle;
+ *   - a bound pod: a Scheduled Event (bind.c); the API server sets
+ *     PodScheduled=True itself on binding;
+ *   - a PodGroup: its status in its own dialect, when it changes.
+ * At most status_per_cycle writes start per cycle, so a large backlog of
+ * waiting pods never crowds out bindings in the engine's write budget.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kubeapi/writes.h"
+#include "scheduler/sched.h"
+
+struct write_op {
+	struct sched *s;
+	struct kubeapi_idmap *map;
+	uint64_t key, hash;
+};
+
+static uint64_t hash_str(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (*p) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ull;
+	}
+	return h | 1; /* never 0: 0 means "nothing written" in the maps */
+}
+
+void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
+                  char uid[40])
+{
+	const uint8_t *u = pod->uid;
+
+	snprintf(uid, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+	         u[13], u[14], u[15]);
+	t->ns = sched_str(s, pod->ns);
+	t->name = sched_str(s, pod->name);
+	t->uid = uid;
+}
+
+static void on_written(void *data, const struct kubeapi_response *r)
+{
+	struct write_op *op = data;
+
+	if (!op->s->stopping) {
+		if (!r->err && r->status >= 200 && r->status < 300)
+			kubeapi_idmap_put(op->map, op->key, (void *)(uintptr_t)op->hash);
+		else if (r->status != 404) /* a pod or group deleted meanwhile is no error */
+			op->s->n.write_errors++;
+	}
+	free(op);
+}
+
+static void on_event(void *data, const struct kubeapi_response *r)
+{
+	struct sched *s = data;
+
+	if (!s->stopping && (r->err || r->status >= 300) && r->status != 404)
+		s->n.write_errors++;
+}
+
+void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
+                 const char *reason, const char *action, const char *note)
+{
+	struct kubeapi_target t;
+	struct timespec now;
+	char uid[40];
+	struct kubeapi_event ev = {.regarding = &t,
+	                           .type = type,
+	                           .reason = reason,
+	                           .action = action,
+	                           .note = note,
+	                           .controller = "muster.dev/scheduler",
+	                           .instance = s->instance};
+
+	sched_target(s, pod, &t, uid);
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (kubeapi_event_create(s->http, &ev, now, on_event, s) == 0)
+		s->n.events++;
+}
+
+/* One write, remembered in map under key with hash once it succeeds. */
+static struct write_op *new_op(struct sched *s, struct kubeapi_idmap *map, uint64_t key,
+                               uint64_t hash)
+{
+	struct write_op *op = malloc(sizeof(*op));
+
+	if (op)
+		*op = (struct write_op){s, map, key, hash};
+	return op;
+}
+
+static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const char *msg,
+                          unsigned *budget)
+{
+	uint64_t key = (uint64_t)pod->ns << 32 | pod->name, h = hash_str(msg);
+	struct kubeapi_target t;
+	struct write_op *op;
+	char uid[40];
+
+	if ((uintptr_t)kubeapi_idmap_get(&s->written, key) == h || *budget == 0)
+		return;
+	if (!(op = new_op(s, &s->written, key, h)))
+		return;
+	sched_target(s, pod, &t, uid);
+	(*budget)--;
+	if (kubeapi_patch_pod_condition(s->http, &t, "PodScheduled", "False", "Unschedulable", msg,
+	                                time(NULL), on_written, op) < 0) {
+		free(op);
+		return;
+	}
+	s->n.status_writes++;
+	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
+}
+
+/* The phase of a gang in the PodGroup's dialect. */
+static const char *phase_of(const struct plan_gang *g)
+{
+	uint32_t bound = g->bound + g->nbind;
+	int volcano = g->group->dialect == KUBEAPI_PG_VOLCANO;
+
+	if (bound >= g->min_member)
+		return volcano ? "Running" : "Scheduled";
+	if (bound > 0)
+		return volcano ? "Inqueue" : "Scheduling";
+	return "Pending";
+}
+
+static char *group_status_json(const struct plan_gang *g)
+{
+	cJSON *st = cJSON_CreateObject(), *conds, *c;
+	char now[32];
+	struct timespec ts;
+	char *out;
+
+	cJSON_AddStringToObject(st, "phase", phase_of(g));
+	cJSON_AddNumberToObject(st, "running", g->bound + g->nbind);
+	if (g->group->dialect == KUBEAPI_PG_VOLCANO) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec = 0; /* seconds: an unchanged status hashes the same */
+		kubeapi_format_microtime(ts, now);
+		conds = cJSON_AddArrayToObject(st, "conditions");
+		c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "type", g->message ? "Unschedulable" : "Scheduled");
+		cJSON_AddStringToObject(c, "status", "True");
+		cJSON_AddStringToObject(c, "reason",
+		                        g->message ? "NotEnoughResources"
+		                                   : "tasks in gang are ready to be scheduled");
+		if (g->message)
+			cJSON_AddStringToObject(c, "message", g->message);
+		cJSON_AddItemToArray(conds, c);
+	}
+	out = cJSON_PrintUnformatted(st);
+	cJSON_Delete(st);
+	return out;
+}
+
+static void group_status(struct sched *s, const struct plan_gang *g, unsigned *budget)
+{
+	char *json = group_status_json(g);
+	uint64_t h;
+	struct write_op *op;
+	struct kubeapi_target t = {.ns = sched_str(s, g->ns), .name = sched_str(s, g->name)};
+
+	if (!json)
+		return;
+	/* The condition's time is left out of the comparison. */
+	h = hash_str(phase_of(g)) ^ (g->message ? hash_str(g->message) : 0) ^
+	    ((uint64_t)(g->bound + g->nbind) << 1);
+	h |= 1;
+	if ((uintptr_t)kubeapi_idmap_get(&s->groups, g->key) != h && *budget > 0 &&
+	    (op = new_op(s, &s->groups, g->key, h))) {
+		(*budget)--;
+		if (kubeapi_patch_podgroup_status(s->http, g->group->dialect, &t, json, on_written,
+		                                  op) < 0)
+			free(op);
+		else
+			s->n.podgroup_writes++;
+	}
+	cJSON_free(json);
+}
+
+void sched_status_write(struct sched *s)
+{
+	unsigned budget = s->opt.status_per_cycle;
+
+	for (size_t k = 0; k < s->plan.ngangs; k++) {
+		const struct plan_gang *g = &s->plan.gangs[k];
+
+		if (g->group)
+			group_status(s, g, &budget);
+		if (!g->message || g->state == PLAN_ADMITTED)
+			continue;
+		for (uint32_t m = 0; m < g->npending; m++)
+			pod_condition(s, g->pending[m], g->message, &budget);
+	}
+}
