@@ -130,7 +130,7 @@ static void cycle(struct sched *s)
 	    .priorityclasses = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .assumed = NULL,
 	};
-	struct kubeapi_idmap assumed = {0};
+	struct kubeapi_idmap assumed = {0}, backoff = {0};
 	uint64_t t0 = uv_hrtime();
 	int rc;
 
@@ -151,11 +151,15 @@ static void cycle(struct sched *s)
 			goto out;
 	}
 	in.assumed = &assumed;
+	if (sched_backoff_map(s, &backoff) < 0)
+		goto out;
+	in.backoff = &backoff;
 	if ((rc = plan_cycle(&s->plan, &in)) < 0) {
 		sched_log(s, "cycle failed: %s", strerror(-rc));
 		goto out;
 	}
 	sched_bind_all(s);
+	sched_timeouts(s);
 	sched_status_write(s);
 	s->n.cycles++;
 	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
@@ -168,6 +172,7 @@ static void cycle(struct sched *s)
 		          s->n.last_cycle_ms);
 out:
 	kubeapi_idmap_free(&assumed);
+	kubeapi_idmap_free(&backoff);
 }
 
 static void on_debounce(uv_timer_t *t)
@@ -322,7 +327,7 @@ int sched_run(const struct sched_options *opt)
 	sched_assumed_free(s);
 	kubeapi_idmap_free(&s->written);
 	kubeapi_idmap_free(&s->groups);
-	kubeapi_idmap_free(&s->released);
+	sched_waits_free(s);
 	plan_free(&s->plan);
 	queue_set_free(&s->qs);
 	config_free(&s->cfg);

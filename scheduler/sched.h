@@ -8,6 +8,7 @@
  *             member cannot be bound
  *   status.c  pod conditions, Events and PodGroup status, written only
  *             when they change
+ *   timeout.c gangs waiting past their timeout, and their backoff
  *
  * Internal to scheduler/; main.c sees only sched_run().
  */
@@ -82,7 +83,7 @@ struct sched {
 	struct kubeapi_idmap assumed;  /* pod key -> struct sched_assumed * */
 	struct kubeapi_idmap written;  /* pod key -> hash of the last condition written */
 	struct kubeapi_idmap groups;   /* gang key -> hash of the last PodGroup status */
-	struct kubeapi_idmap released; /* gang key -> 1: a member failed, cancel the rest */
+	struct kubeapi_idmap waits;   /* gang key -> its wait (timeout.c) */
 	struct sched_counters n;
 };
 
@@ -93,6 +94,11 @@ int sched_run(const struct sched_options *opt);
 void sched_bind_all(struct sched *s);
 void sched_assumed_sweep(struct sched *s);
 void sched_assumed_free(struct sched *s);
+
+/* timeout.c */
+void sched_timeouts(struct sched *s);
+int sched_backoff_map(struct sched *s, struct kubeapi_idmap *out);
+void sched_waits_free(struct sched *s);
 
 /* status.c */
 void sched_status_write(struct sched *s);

@@ -1,0 +1,112 @@
+/*
+ * Gang timeouts (sched.h). A gang that has waited longer than its
+ * timeout (the PodGroup's scheduleTimeoutSeconds, else its queue's
+ * gangTimeout) is marked timed out, with an Event, and left alone for a
+ * backoff of 10 s doubling per timeout up to 5 minutes; then it competes
+ * again with a fresh timeout. The backoff keeps a gang that cannot fit
+ * from costing placement work every cycle, and says so to its owner.
+ */
+#include <stdlib.h>
+
+#include "scheduler/sched.h"
+
+#define BACKOFF_BASE_MS 10000u
+#define BACKOFF_CAP_MS  300000u
+
+struct wait {
+	uint64_t since_ms, until_ms, seen;
+	unsigned timeouts;
+};
+
+static uint64_t timeout_ms(struct sched *s, const struct plan_gang *g)
+{
+	const struct config_queue *q = queue_set_queue(s->qs, g->queue);
+
+	if (g->group && g->group->has_timeout && g->group->timeout_s > 0)
+		return (uint64_t)g->group->timeout_s * 1000;
+	return q ? (uint64_t)q->gang_timeout_ms : CONFIG_DEFAULT_GANG_TIMEOUT_MS;
+}
+
+static uint64_t backoff_ms(unsigned timeouts)
+{
+	uint64_t b = BACKOFF_BASE_MS;
+
+	while (timeouts-- > 0 && b < BACKOFF_CAP_MS)
+		b *= 2;
+	return b < BACKOFF_CAP_MS ? b : BACKOFF_CAP_MS;
+}
+
+static void timed_out(struct sched *s, const struct plan_gang *g, struct wait *w, uint64_t now)
+{
+	char note[512];
+	uint64_t b = backoff_ms(w->timeouts);
+
+	w->timeouts++;
+	w->until_ms = now + b;
+	w->since_ms = w->until_ms;
+	snprintf(note, sizeof(note), "gang %s/%s timed out after %llu s waiting; next try in %llu s: %s",
+	         sched_str(s, g->ns), sched_str(s, g->name),
+	         (unsigned long long)(timeout_ms(s, g) / 1000), (unsigned long long)(b / 1000),
+	         g->message ? g->message : "");
+	sched_log(s, "%s", note);
+	if (g->npending)
+		sched_event(s, g->pending[0], "Warning", "GangTimeout", "Scheduling", note);
+}
+
+void sched_timeouts(struct sched *s)
+{
+	uint64_t now = sched_now_ms(s), gen = s->n.cycles + 1;
+	struct kubeapi_idmap *m = &s->waits;
+	uint64_t *stale;
+	size_t n = 0;
+
+	for (size_t k = 0; k < s->plan.ngangs; k++) {
+		const struct plan_gang *g = &s->plan.gangs[k];
+		struct wait *w = kubeapi_idmap_get(m, g->key);
+
+		if (g->state != PLAN_WAITING && g->state != PLAN_INCOMPLETE &&
+		    g->state != PLAN_BACKOFF)
+			continue;
+		if (!w) {
+			if (!(w = calloc(1, sizeof(*w))) || kubeapi_idmap_put(m, g->key, w) < 0) {
+				free(w);
+				continue;
+			}
+			w->since_ms = now;
+		}
+		w->seen = gen;
+		if (g->state != PLAN_BACKOFF && now >= w->since_ms &&
+		    now - w->since_ms > timeout_ms(s, g))
+			timed_out(s, g, w, now);
+	}
+	/* Gangs admitted, gone, or running: forget them. */
+	stale = calloc(m->n + 1, sizeof(*stale));
+	for (size_t i = 0; stale && i < m->nslots; i++)
+		if (m->slots[i].key && ((struct wait *)m->slots[i].value)->seen != gen)
+			stale[n++] = m->slots[i].key;
+	for (size_t k = 0; k < n; k++)
+		free(kubeapi_idmap_del(m, stale[k]));
+	free(stale);
+}
+
+int sched_backoff_map(struct sched *s, struct kubeapi_idmap *out)
+{
+	uint64_t now = sched_now_ms(s);
+
+	for (size_t i = 0; i < s->waits.nslots; i++) {
+		const struct wait *w = s->waits.slots[i].value;
+
+		if (s->waits.slots[i].key && w->until_ms > now &&
+		    kubeapi_idmap_put(out, s->waits.slots[i].key, (void *)1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void sched_waits_free(struct sched *s)
+{
+	for (size_t i = 0; i < s->waits.nslots; i++)
+		if (s->waits.slots[i].key)
+			free(s->waits.slots[i].value);
+	kubeapi_idmap_free(&s->waits);
+}
