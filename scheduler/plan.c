@@ -608,10 +608,11 @@ static int schedule(struct run *r)
 		}
 		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {
 			g->state = PLAN_BACKOFF;
-			g->message = aprintf(r,
-			                     "gang %s/%s: timed out waiting to be scheduled; backing "
-			                     "off before the next try",
-			                     str(r, g->ns), str(r, g->name));
+			g->message =
+			    aprintf(r,
+			            "gang %s/%s: timed out waiting to be scheduled; backing "
+			            "off before the next try",
+			            str(r, g->ns), str(r, g->name));
 			continue;
 		}
 		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))

@@ -138,6 +138,8 @@ static void cycle(struct sched *s)
 		return;
 	apply_config(s);
 	sched_assumed_sweep(s);
+	if (s->n.cycles % 60 == 0)
+		sched_status_sweep(s);
 	in.qs = s->qs;
 	in.scheduler = kubeapi_str_find(kubeapi_model_intern(m), s->name, strlen(s->name));
 	if (!in.scheduler)

@@ -79,10 +79,10 @@ struct sched {
 	uv_signal_t sigterm, sigint;
 	bool started, stopping;
 	int exit_code;
-	unsigned closing;              /* handles and clients still closing */
-	struct kubeapi_idmap assumed;  /* pod key -> struct sched_assumed * */
-	struct kubeapi_idmap written;  /* pod key -> hash of the last condition written */
-	struct kubeapi_idmap groups;   /* gang key -> hash of the last PodGroup status */
+	unsigned closing;             /* handles and clients still closing */
+	struct kubeapi_idmap assumed; /* pod key -> struct sched_assumed * */
+	struct kubeapi_idmap written; /* pod key -> hash of the last condition written */
+	struct kubeapi_idmap groups;  /* gang key -> hash of the last PodGroup status */
 	struct kubeapi_idmap waits;   /* gang key -> its wait (timeout.c) */
 	struct sched_counters n;
 };
@@ -102,6 +102,7 @@ void sched_waits_free(struct sched *s);
 
 /* status.c */
 void sched_status_write(struct sched *s);
+void sched_status_sweep(struct sched *s);
 void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
                  const char *reason, const char *action, const char *note);
 void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,

@@ -206,3 +206,37 @@ void sched_status_write(struct sched *s)
 			pod_condition(s, g->pending[m], g->message, &budget);
 	}
 }
+
+/* Forget what was written for pods now bound or gone, and for PodGroups
+ * gone: without it the maps would grow with every pod ever seen. */
+void sched_status_sweep(struct sched *s)
+{
+	const struct kubeapi_idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
+	const struct kubeapi_idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
+	const struct kubeapi_idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
+	struct kubeapi_idmap *maps[2] = {&s->written, &s->groups};
+
+	for (int k = 0; k < 2; k++) {
+		struct kubeapi_idmap *m = maps[k];
+		uint64_t *stale = calloc(m->n + 1, sizeof(*stale));
+		size_t n = 0;
+
+		for (size_t i = 0; stale && i < m->nslots; i++) {
+			uint64_t key = m->slots[i].key & ~(1ull << 63);
+			const struct kubeapi_pod *pod;
+
+			if (!m->slots[i].key)
+				continue;
+			if (k == 0) {
+				pod = kubeapi_idmap_get(pods, key);
+				if (!pod || pod->node)
+					stale[n++] = m->slots[i].key;
+			} else if (!kubeapi_idmap_get(pg, key) && !kubeapi_idmap_get(vc, key)) {
+				stale[n++] = m->slots[i].key;
+			}
+		}
+		for (size_t j = 0; j < n; j++)
+			kubeapi_idmap_del(m, stale[j]);
+		free(stale);
+	}
+}

@@ -44,7 +44,8 @@ static void timed_out(struct sched *s, const struct plan_gang *g, struct wait *w
 	w->timeouts++;
 	w->until_ms = now + b;
 	w->since_ms = w->until_ms;
-	snprintf(note, sizeof(note), "gang %s/%s timed out after %llu s waiting; next try in %llu s: %s",
+	snprintf(note, sizeof(note),
+	         "gang %s/%s timed out after %llu s waiting; next try in %llu s: %s",
 	         sched_str(s, g->ns), sched_str(s, g->name),
 	         (unsigned long long)(timeout_ms(s, g) / 1000), (unsigned long long)(b / 1000),
 	         g->message ? g->message : "");
