@@ -55,10 +55,11 @@ UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 INTEG_SRC := $(wildcard test/integration/*/test_*.c)
 INTEG_BIN := $(INTEG_SRC:test/integration/%.c=$(BUILD)/itest/%)
 
-BENCH_BIN := $(BUILD)/bench/apiserver_limit $(BUILD)/bench/cache_sync
+BENCH_BIN := $(BUILD)/bench/apiserver_limit $(BUILD)/bench/cache_sync \
+	$(BUILD)/bench/plan_cycle $(BUILD)/bench/alibaba_pack
 
 .PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check \
-	bench-apiserver-limit bench-cache-sync clean
+	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba clean
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
 
@@ -116,6 +117,12 @@ bench-apiserver-limit: all
 
 bench-cache-sync: all
 	bench/cache-sync
+
+bench-plan: all
+	$(BUILD)/bench/plan_cycle --sweep
+
+bench-alibaba: all
+	$(BUILD)/bench/alibaba_pack
 
 FORMAT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h')
 format: c-deps

@@ -61,15 +61,17 @@ static inline cJSON *synth_parse(const char *fmt, ...)
 	return o;
 }
 
-/* A Ready node with `gpus` GPUs (tainted nvidia.com/gpu=present when > 0),
- * 96 CPUs, 1 TiB, 110 pods, and the topology labels given (NULL: none). */
-static inline const struct kubeapi_node *synth_node(struct synth *s, const char *name,
-                                                    const char *zone, const char *rack, int gpus,
-                                                    const char *extra_labels)
+/* A Ready node with the allocatable given (cpu and memory as quantities,
+ * e.g. "96" and "1Ti"), `gpus` GPUs (tainted nvidia.com/gpu=present when
+ * > 0), and labels: the inside of the labels JSON object, e.g.
+ * "\"kubernetes.io/hostname\":\"n1\"" (NULL: none). */
+static inline const struct kubeapi_node *synth_node_sized(struct synth *s, const char *name,
+                                                          const char *cpu, const char *memory,
+                                                          int pods, int gpus, const char *labels)
 {
 	struct kubeapi_node *n = calloc(1, sizeof(*n));
 	struct kubeapi_decode_error err;
-	char gpu[64] = "", labels[512] = "";
+	char gpu[64] = "";
 	const char *taint = gpus > 0 ? "\"taints\":[{\"key\":\"nvidia.com/gpu\",\"value\":"
 	                               "\"present\",\"effect\":\"NoSchedule\"}]"
 	                             : "";
@@ -77,17 +79,13 @@ static inline const struct kubeapi_node *synth_node(struct synth *s, const char 
 
 	if (gpus > 0)
 		snprintf(gpu, sizeof(gpu), ",\"nvidia.com/gpu\":\"%d\"", gpus);
-	snprintf(labels, sizeof(labels), "\"kubernetes.io/hostname\":\"%s\"%s%s%s%s%s%s%s%s", name,
-	         zone ? ",\"topology.kubernetes.io/zone\":\"" : "", zone ? zone : "",
-	         zone ? "\"" : "", rack ? ",\"muster.dev/rack\":\"" : "", rack ? rack : "",
-	         rack ? "\"" : "", extra_labels ? "," : "", extra_labels ? extra_labels : "");
 	o = synth_parse("{\"metadata\":{\"name\":\"%s\","
 	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
 	                "\"labels\":{%s}},\"spec\":{%s},"
-	                "\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"1Ti\","
-	                "\"pods\":\"110\"%s},"
+	                "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"%s\","
+	                "\"pods\":\"%d\"%s},"
 	                "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-	                name, ++s->seq, labels, taint, gpu);
+	                name, ++s->seq, labels ? labels : "", taint, cpu, memory, pods, gpu);
 	if (!n || kubeapi_node_decode(s->model, o, n, &err) != 0) {
 		char b[512];
 		fprintf(stderr, "synth: node: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
@@ -98,14 +96,30 @@ static inline const struct kubeapi_node *synth_node(struct synth *s, const char 
 	return n;
 }
 
-/* A pod of scheduler `sched` asking for cpu (millicores) and gpus,
- * tolerating the GPU taint, in PodGroup `group` (scheduler-plugins label;
- * NULL: alone), bound to `node` (NULL: pending). `extra_spec` is more JSON
- * for spec (e.g. "\"nodeSelector\":{...}"), or NULL. */
-static inline struct kubeapi_pod *synth_pod(struct synth *s, const char *ns, const char *name,
-                                            const char *group, const char *sched, long cpu_m,
-                                            int gpus, const char *node, long created,
-                                            const char *extra_spec)
+/* A Ready node with `gpus` GPUs (tainted nvidia.com/gpu=present when > 0),
+ * 96 CPUs, 1 TiB, 110 pods, and the topology labels given (NULL: none). */
+static inline const struct kubeapi_node *synth_node(struct synth *s, const char *name,
+                                                    const char *zone, const char *rack, int gpus,
+                                                    const char *extra_labels)
+{
+	char labels[512] = "";
+
+	snprintf(labels, sizeof(labels), "\"kubernetes.io/hostname\":\"%s\"%s%s%s%s%s%s%s%s", name,
+	         zone ? ",\"topology.kubernetes.io/zone\":\"" : "", zone ? zone : "",
+	         zone ? "\"" : "", rack ? ",\"muster.dev/rack\":\"" : "", rack ? rack : "",
+	         rack ? "\"" : "", extra_labels ? "," : "", extra_labels ? extra_labels : "");
+	return synth_node_sized(s, name, "96", "1Ti", 110, gpus, labels);
+}
+
+/* A pod of scheduler `sched` asking for cpu (millicores), memory (a
+ * quantity, e.g. "1Gi") and gpus, tolerating the GPU taint, in PodGroup
+ * `group` (scheduler-plugins label; NULL: alone), bound to `node` (NULL:
+ * pending). `extra_spec` is more JSON for spec (e.g.
+ * "\"nodeSelector\":{...}"), or NULL. */
+static inline struct kubeapi_pod *synth_pod_sized(struct synth *s, const char *ns, const char *name,
+                                                  const char *group, const char *sched, long cpu_m,
+                                                  const char *memory, int gpus, const char *node,
+                                                  long created, const char *extra_spec)
 {
 	struct kubeapi_pod *p = calloc(1, sizeof(*p));
 	struct kubeapi_decode_error err;
@@ -123,13 +137,13 @@ static inline struct kubeapi_pod *synth_pod(struct synth *s, const char *ns, con
 	    "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
 	    "\"effect\":\"NoSchedule\"}],"
 	    "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"%ldm\","
-	    "\"memory\":\"1Gi\"%s}}}]},"
+	    "\"memory\":\"%s\"%s}}}]},"
 	    "\"status\":{\"phase\":\"%s\"}}",
 	    name, ns, ++s->seq, (created / 3600) % 24, (created / 60) % 60, created % 60,
 	    group ? ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"" : "", group ? group : "",
 	    group ? "\"}" : "", sched, node ? ",\"nodeName\":\"" : "", node ? node : "",
-	    node ? "\"" : "", extra_spec ? "," : "", extra_spec ? extra_spec : "", cpu_m, gpu,
-	    node ? "Running" : "Pending");
+	    node ? "\"" : "", extra_spec ? "," : "", extra_spec ? extra_spec : "", cpu_m, memory,
+	    gpu, node ? "Running" : "Pending");
 	if (!p || kubeapi_pod_decode(s->model, o, p, &err) != 0) {
 		char b[512];
 		fprintf(stderr, "synth: pod: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
@@ -138,6 +152,16 @@ static inline struct kubeapi_pod *synth_pod(struct synth *s, const char *ns, con
 	cJSON_Delete(o);
 	kubeapi_idmap_put(&s->pods, synth_key(s, ns, name), p);
 	return p;
+}
+
+/* synth_pod_sized() with 1 GiB of memory. */
+static inline struct kubeapi_pod *synth_pod(struct synth *s, const char *ns, const char *name,
+                                            const char *group, const char *sched, long cpu_m,
+                                            int gpus, const char *node, long created,
+                                            const char *extra_spec)
+{
+	return synth_pod_sized(s, ns, name, group, sched, cpu_m, "1Gi", gpus, node, created,
+	                       extra_spec);
 }
 
 /* A scheduler-plugins PodGroup (labels: extra metadata.labels JSON or NULL). */

@@ -384,15 +384,59 @@ int32_t policy_preferred_score(const struct policy_nodes *t, size_t i,
 	return score;
 }
 
-const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
-                                        const struct policy_nodes *t,
-                                        const struct kubeapi_podspec *spec)
-{
-	struct policy_fit *f = kubeapi_idmap_get(&fc->map, (uintptr_t)spec);
+/* The parts of a spec that decide static fit: tolerations, nodeSelector,
+ * affinity terms, requirements and values; not the requests. Pods that
+ * differ only in what they request share one fit. */
+struct static_part {
+	const void *p[5];
+	size_t len[5];
+};
 
-	if (f)
-		return f;
-	f = arena_calloc(a, 1, sizeof(*f));
+static struct static_part static_part(const struct kubeapi_podspec *s)
+{
+	struct static_part sp = {
+	    {kubeapi_podspec_tolerations(s), kubeapi_podspec_selector(s), kubeapi_podspec_terms(s),
+	     kubeapi_podspec_requirements(s), kubeapi_podspec_values(s)},
+	    {s->ntolerations * sizeof(struct kubeapi_toleration),
+	     s->nselector * sizeof(struct kubeapi_kv),
+	     (size_t)(s->nrequired + s->npreferred) * sizeof(struct kubeapi_term),
+	     s->nrequirements * sizeof(struct kubeapi_requirement), s->nvalues * sizeof(uint32_t)},
+	};
+	return sp;
+}
+
+static uint64_t static_hash(const struct kubeapi_podspec *s)
+{
+	struct static_part sp = static_part(s);
+	uint64_t h = 0xcbf29ce484222325ull ^ s->nrequired;
+
+	for (int k = 0; k < 5; k++) {
+		const unsigned char *b = sp.p[k];
+
+		h = (h ^ sp.len[k]) * 0x100000001b3ull;
+		for (size_t i = 0; i < sp.len[k]; i++)
+			h = (h ^ b[i]) * 0x100000001b3ull;
+	}
+	return h ? h : 1; /* key 0 is reserved in the map */
+}
+
+static bool same_static(const struct kubeapi_podspec *a, const struct kubeapi_podspec *b)
+{
+	struct static_part x = static_part(a), y = static_part(b);
+
+	if (a->nrequired != b->nrequired)
+		return false;
+	for (int k = 0; k < 5; k++)
+		if (x.len[k] != y.len[k] || memcmp(x.p[k], y.p[k], x.len[k]) != 0)
+			return false;
+	return true;
+}
+
+static struct policy_fit *compute_fit(struct arena *a, const struct policy_nodes *t,
+                                      const struct kubeapi_podspec *spec)
+{
+	struct policy_fit *f = arena_calloc(a, 1, sizeof(*f));
+
 	if (!f)
 		return NULL;
 	f->spec = spec;
@@ -409,7 +453,24 @@ const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena
 		f->bits[i / 64] |= 1ull << (i % 64);
 		f->nodes[f->count++] = (uint32_t)i;
 	}
-	if (kubeapi_idmap_put(&fc->map, (uintptr_t)spec, f) < 0)
+	return f;
+}
+
+/* Memoized by the static part's hash, checked byte for byte: a collision
+ * (two different static parts, one hash) gets a fit of its own, uncached. */
+const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
+                                        const struct policy_nodes *t,
+                                        const struct kubeapi_podspec *spec)
+{
+	uint64_t key = static_hash(spec);
+	struct policy_fit *f = kubeapi_idmap_get(&fc->map, key);
+
+	if (f && (f->spec == spec || same_static(f->spec, spec)))
+		return f;
+	if (f)
+		return compute_fit(a, t, spec);
+	f = compute_fit(a, t, spec);
+	if (f && kubeapi_idmap_put(&fc->map, key, f) < 0)
 		return NULL;
 	return f;
 }

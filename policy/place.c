@@ -137,34 +137,40 @@ static void order_members(uint32_t *order, const struct kubeapi_podspec *const *
 	}
 }
 
-/* Why the first unplaced member failed, for the message. */
+/* Why the first unplaced member failed, for the message: in one pass
+ * over its feasible nodes, how many lack room, and which of its requests
+ * is short on the most of them. O(feasible nodes x requests). */
 static void explain(struct trial *tr, struct policy_why *why)
 {
 	size_t m = tr->order[tr->placed < tr->n ? tr->placed : 0];
 	const struct kubeapi_podspec *s = tr->specs[m];
 	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
 	const struct policy_fit *f = tr->fits[m];
-	uint32_t worst = 0;
+	const struct policy_nodes *t = tr->t;
+	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0;
+	unsigned nreq = s->nrequests < KUBEAPI_MAX_RESOURCES ? s->nrequests : KUBEAPI_MAX_RESOURCES;
 
 	why->placed = tr->placed;
 	why->fit = f;
 	why->short_nodes = 0;
 	why->short_res = KUBEAPI_RES_PODS;
-	for (size_t k = 0; k < f->count; k++)
-		why->short_nodes += !policy_fits_free(tr->t, f->nodes[k], s);
-	for (unsigned q = 0; q < s->nrequests; q++) {
-		uint32_t lacking = 0;
+	for (size_t k = 0; k < f->count; k++) {
+		const int64_t *fr = &t->free[f->nodes[k] * t->nres];
+		bool short_here = fr[KUBEAPI_RES_PODS] < 1;
 
-		for (size_t k = 0; k < f->count; k++) {
-			const int64_t *fr = &tr->t->free[f->nodes[k] * tr->t->nres];
+		for (unsigned q = 0; q < nreq; q++) {
+			bool lack = r[q].amount > 0 && (r[q].res >= t->nres || fr[r[q].res] < r[q].amount);
 
-			lacking += r[q].res < tr->t->nres && fr[r[q].res] < r[q].amount;
+			lacking[q] += lack;
+			short_here |= lack;
 		}
-		if (lacking > worst) {
-			worst = lacking;
+		why->short_nodes += short_here;
+	}
+	for (unsigned q = 0; q < nreq; q++)
+		if (lacking[q] > worst) {
+			worst = lacking[q];
 			why->short_res = r[q].res;
 		}
-	}
 }
 
 /* The tightest domain of level l that holds the gang, or -1. */

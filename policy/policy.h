@@ -111,14 +111,16 @@ struct policy_fit {
 	uint32_t rejected[POLICY_REJECT_COUNT];
 };
 
-/** Per-cycle memo of policy_fit by spec blob (blobs are hash-consed, so
- *  the pods of one Job share one entry). */
+/** Per-cycle memo of policy_fit by the static part of a spec (its
+ *  tolerations, selector and affinity; not its requests), so gangs that
+ *  differ only in what they request share one entry. */
 struct policy_fitcache {
-	struct kubeapi_idmap map; /* (uintptr_t)spec -> struct policy_fit * */
+	struct kubeapi_idmap map; /* hash of the static part -> struct policy_fit * */
 };
 
-/** The fit of spec, computed on first use: O(nodes) then O(1). NULL only
- *  when out of memory. */
+/** The fit of spec, computed on first use: O(nodes) then O(static part).
+ *  f->spec is the first spec seen with this static part. NULL only when
+ *  out of memory. */
 const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
                                         const struct policy_nodes *t,
                                         const struct kubeapi_podspec *spec);

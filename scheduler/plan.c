@@ -33,14 +33,25 @@ struct run {
 	uint32_t queue_label;          /* id of "muster.dev/queue" */
 	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
 	struct policy_fitcache fits;
-	struct kubeapi_idmap memo; /* spec -> struct memo */
+	struct kubeapi_idmap memo; /* static fit -> struct memo */
 	size_t cap_binds;
 };
 
-/* A placement that failed for n members of one spec. */
+/* Placements that failed this cycle for gangs of one spec, per static
+ * fit (the nodes a spec may use at all). Capacity only shrinks during a
+ * cycle, so a later gang of the same fit that asks at least as much per
+ * member, for at least as many members, fails too: it is answered from
+ * here without a placement. (The greedy placement is not strictly
+ * monotone, so this can, rarely, hold back a gang that a full search
+ * would have fitted; it gets its own try in the next cycle's order.) */
+#define MEMO_SHAPES 8
 struct memo {
-	uint32_t n;
-	const char *message;
+	struct memo_shape {
+		const struct kubeapi_podspec *spec;
+		uint32_t n;
+		const char *message;
+	} v[MEMO_SHAPES];
+	unsigned count, next; /* the oldest shape is replaced first */
 };
 
 uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
@@ -354,9 +365,12 @@ static int by_age(const void *a, const void *b, void *strs)
 	const struct kubeapi_pod *x = *(const struct kubeapi_pod *const *)a;
 	const struct kubeapi_pod *y = *(const struct kubeapi_pod *const *)b;
 
+	(void)strs;
 	if (x->created_s != y->created_s)
 		return x->created_s < y->created_s ? -1 : 1;
-	return strcmp(kubeapi_str(strs, x->name), kubeapi_str(strs, y->name));
+	/* Pods of one gang are mostly created in the same second; their name
+	 * ids give a stable order without reading the strings. */
+	return (x->name > y->name) - (x->name < y->name);
 }
 
 /* Second pass: each gang's pending pods, oldest first. */
@@ -463,6 +477,48 @@ static int add_bind(struct run *r, uint32_t gang, const struct kubeapi_pod *pod,
 	return 0;
 }
 
+/* Does a gang of n members of spec ask at least what shape did? */
+static bool dominates(const struct kubeapi_podspec *spec, size_t n, const struct memo_shape *sh)
+{
+	const struct kubeapi_res *r = kubeapi_podspec_requests(sh->spec);
+
+	if (n < sh->n)
+		return false;
+	if (spec == sh->spec)
+		return true;
+	for (unsigned k = 0; k < sh->spec->nrequests; k++)
+		if (spec_request(spec, r[k].res) < r[k].amount)
+			return false;
+	return true;
+}
+
+static const struct memo_shape *memo_find(const struct memo *m,
+                                          const struct kubeapi_podspec *spec, size_t n)
+{
+	for (unsigned k = 0; m && k < m->count; k++)
+		if (dominates(spec, n, &m->v[k]))
+			return &m->v[k];
+	return NULL;
+}
+
+static void memo_add(struct run *r, const struct policy_fit *fit,
+                     const struct kubeapi_podspec *spec, size_t n, const char *message)
+{
+	struct memo *m = kubeapi_idmap_get(&r->memo, (uintptr_t)fit);
+	const char *tail = strstr(message, ": ");
+
+	if (!m) {
+		if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) ||
+		    kubeapi_idmap_put(&r->memo, (uintptr_t)fit, m) < 0)
+			return;
+	}
+	/* Keep what follows "gang ns/name: " for the gangs answered here. */
+	m->v[m->next] = (struct memo_shape){spec, (uint32_t)n, tail ? tail + 2 : message};
+	m->next = (m->next + 1) % MEMO_SHAPES;
+	if (m->count < MEMO_SHAPES)
+		m->count++;
+}
+
 /* Are pods[0..n) all of one spec? */
 static const struct kubeapi_podspec *one_spec(const struct kubeapi_pod *const *pods, size_t n)
 {
@@ -483,7 +539,8 @@ static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *c
 	int64_t req[QUEUE_MAX_SLOTS] = {0};
 	struct queue_verdict v;
 	struct policy_why why;
-	struct memo *memo;
+	const struct policy_fit *fit = NULL;
+	const struct memo_shape *hit;
 	uint32_t *out;
 	int rc;
 
@@ -494,12 +551,13 @@ static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *c
 		quota_message(r, g, &v, req);
 		return 0;
 	}
-	memo = same ? kubeapi_idmap_get(&r->memo, (uintptr_t)same) : NULL;
-	if (memo && n >= memo->n) {
+	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, t, same)))
+		return -ENOMEM;
+	hit = fit ? memo_find(kubeapi_idmap_get(&r->memo, (uintptr_t)fit), same, n) : NULL;
+	if (hit) {
 		r->p->stats.memo_hits++;
 		g->state = PLAN_WAITING;
-		g->message =
-		    aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), memo->message);
+		g->message = aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), hit->message);
 		return 0;
 	}
 	specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
@@ -514,15 +572,8 @@ static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *c
 		return rc;
 	if (rc < 0) {
 		place_message(r, g, &why, n);
-		if (same && (memo = arena_alloc(&r->p->arena, sizeof(*memo)))) {
-			/* Keep what follows "gang ns/name: " for the gangs
-			 * that hit the memo. */
-			const char *tail = strstr(g->message, ": ");
-
-			memo->n = (uint32_t)n;
-			memo->message = tail ? tail + 2 : g->message;
-			kubeapi_idmap_put(&r->memo, (uintptr_t)same, memo);
-		}
+		if (fit)
+			memo_add(r, fit, same, n, g->message);
 		return 0;
 	}
 	/* With flavors, the quota is checked again where the pods landed. */

@@ -1,0 +1,715 @@
+/*
+ * alibaba_pack: placement quality on the Alibaba GPU cluster trace of
+ * 2023 ("openb", USENIX ATC'23 "Beware of Fragmentation", FGD), beside
+ * the allocation ratios the paper's simulator published for its policies.
+ *
+ * usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N]
+ *   DIR       the data folder (README.md there describes it); default
+ *             $MUSTER_ALIBABA_DIR, else ../shared/data/alibaba-gpu-v2023
+ *   --trace   a pod list, e.g. openb_pod_list_default (repeatable); by
+ *             default every openb_pod_list_*.csv in DIR that the
+ *             published results cover
+ *   --seeds   seeds 42 .. 42+N-1 (default 10, as published)
+ *
+ * The protocol is the simulator's (hkust-adsl/kubernetes-scheduler-
+ * simulator, run with `-tune 1.3 -tuneseed S --shuffle-pod=true` for S in
+ * 42..51; core.go, simulator.go, analysis.go, and
+ * experiments/analysis/merge_alloc_discrete_0920.py):
+ *   - the cluster is openb_node_list_gpu_node.csv: 1,213 GPU nodes, 6,212
+ *     GPUs, with their CPU, memory and GPU model; pods per node 1001;
+ *   - the trace's pods are sorted by name and shuffled (seed); then, when
+ *     their GPU requests fall short of 1.3 x the cluster's GPUs, pods
+ *     drawn at random (with replacement) from the trace are appended until
+ *     the next one would pass 1.3 x; when they exceed it (multigpu50),
+ *     pods drawn at random are removed until they do not;
+ *   - pods arrive one by one in that order and never leave; each is placed
+ *     or, when nothing fits, left out;
+ *   - after each arrival: arrived = the GPU requests of all pods so far
+ *     (num_gpu x gpu_milli, placed or not), used = those of the pods
+ *     placed; the allocation ratio at X% is the mean of used / capacity
+ *     over the arrivals where round(arrived / capacity) = X%.
+ *
+ * What differs, and why. Muster has no fractional GPUs: a pod asks for
+ * whole nvidia.com/gpu. A trace pod with gpu_milli < 1000 (GPU-sharing,
+ * 38% of the default trace) is given one whole GPU, so it holds a GPU
+ * that the paper's schedulers would share. Its arrival and its "used"
+ * amount stay its gpu_milli, as in the paper: the ratio counts what the
+ * workload asked for, so a GPU held by a 0.46-GPU pod counts 0.46 used,
+ * not 1. This is the reading that does not flatter Muster; the whole GPUs
+ * Muster holds are reported beside it ("held"), and the difference is
+ * what sharing would buy. GPU-model constraints (gpu_spec, e.g.
+ * "V100M16|V100M32") become a required node affinity on the label
+ * nvidia.com/gpu.product, which every node carries with its model. Each
+ * pod is placed by policy_place() alone (a gang of one) on a table built
+ * by policy_nodes_build() with no topology levels (the trace has none):
+ * Muster's score is best fit on GPUs, then on CPU, ties to the node whose
+ * name sorts first, as the planner orders nodes. The shuffles and draws
+ * use xorshift64*, not Go's math/rand, so a seed here is not the
+ * simulator's seed; compare means over seeds.
+ *
+ * Output: a table per trace, and one key=value line per trace.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/synth.h"
+#include "policy/policy.h"
+#include "scheduler/arena.h"
+
+#define MAX_PODS    20000
+#define MAX_NODES   4096
+#define MAX_TRACES  32
+#define MAX_SEEDS   100
+#define FIRST_SEED  42
+#define TUNE        1.3
+#define MAX_PCT     130
+#define MODEL_LABEL "nvidia.com/gpu.product"
+#define DEFAULT_DIR "../shared/data/alibaba-gpu-v2023"
+#define NODE_CSV    "openb_node_list_gpu_node.csv"
+#define RESULTS_CSV "fgd_expected_allocation.csv"
+
+/* ---- a deterministic PRNG --------------------------------------------- */
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 0x2545f4914f6cdd1dull;
+}
+
+/* A well-mixed, non-zero state from a small seed (splitmix64). */
+static void rng_seed(struct rng *r, uint64_t seed)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	r->s = (z ^ (z >> 31)) | 1;
+}
+
+static size_t rng_below(struct rng *r, size_t n)
+{
+	return (size_t)(rng_next(r) % n);
+}
+
+/* ---- the trace --------------------------------------------------------- */
+
+enum pod_class { CLS_CPU, CLS_SHARE, CLS_1, CLS_2, CLS_4, CLS_8, CLS_COUNT };
+static const char *const class_name[CLS_COUNT] = {"cpu", "share", "1gpu", "2gpu", "4gpu", "8gpu"};
+
+struct tpod {
+	char name[40];
+	long cpu_m, mem_mib;
+	int num_gpu, gpu_milli;
+	char gpu_spec[160];
+	const struct kubeapi_podspec *spec; /* Muster's: whole GPUs */
+};
+
+struct trace {
+	char name[64];
+	struct tpod *pod;
+	size_t n;
+};
+
+struct cluster {
+	struct synth s;
+	const struct kubeapi_node *node[MAX_NODES];
+	size_t n;
+	long gpus;
+};
+
+static long milli_of(const struct tpod *p)
+{
+	return (long)p->num_gpu * p->gpu_milli;
+}
+
+static enum pod_class class_of(const struct tpod *p)
+{
+	if (p->num_gpu == 0 || p->gpu_milli == 0)
+		return CLS_CPU;
+	if (p->gpu_milli < 1000)
+		return CLS_SHARE;
+	return p->num_gpu >= 8 ? CLS_8 : p->num_gpu >= 4 ? CLS_4 : p->num_gpu >= 2 ? CLS_2 : CLS_1;
+}
+
+/* Split line at commas in place: up to max fields, returns the count. */
+static int split(char *line, char **f, int max)
+{
+	int n = 0;
+
+	line[strcspn(line, "\r\n")] = '\0';
+	f[n++] = line;
+	for (char *c = line; *c && n < max; c++)
+		if (*c == ',') {
+			*c = '\0';
+			f[n++] = c + 1;
+		}
+	return n;
+}
+
+static int column(char **hdr, int nh, const char *name)
+{
+	for (int k = 0; k < nh; k++)
+		if (strcmp(hdr[k], name) == 0)
+			return k;
+	return -1;
+}
+
+static FILE *open_in(const char *dir, const char *file)
+{
+	char path[1024];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!(f = fopen(path, "r")))
+		fprintf(stderr, "alibaba_pack: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+/* One node of the CSV: its GPU model as a label, pods 1001 as the
+ * simulator's node YAML has. */
+static void add_node(struct cluster *c, char **f, int sn, int cm, int mm, int g, int mo)
+{
+	char labels[256], cpu[32], mem[32];
+
+	if (*f[mo])
+		snprintf(labels, sizeof(labels),
+		         "\"kubernetes.io/hostname\":\"%s\",\"" MODEL_LABEL "\":\"%s\"", f[sn],
+		         f[mo]);
+	else
+		snprintf(labels, sizeof(labels), "\"kubernetes.io/hostname\":\"%s\"", f[sn]);
+	snprintf(cpu, sizeof(cpu), "%sm", f[cm]);
+	snprintf(mem, sizeof(mem), "%sMi", f[mm]);
+	c->node[c->n++] = synth_node_sized(&c->s, f[sn], cpu, mem, 1001, atoi(f[g]), labels);
+	c->gpus += atoi(f[g]);
+}
+
+/* The nodes (sn, cpu_milli, memory_mib, gpu, model), in the file's order,
+ * which is by name, as the planner orders them. */
+static int load_nodes(struct cluster *c, const char *dir)
+{
+	char line[512], *f[8], *h[8], hdr[512];
+	FILE *in = open_in(dir, NODE_CSV);
+	int nh, sn, cm, mm, g, mo;
+
+	if (!in)
+		return -errno;
+	if (!fgets(hdr, sizeof(hdr), in)) {
+		fclose(in);
+		return -EINVAL;
+	}
+	nh = split(hdr, h, 8);
+	sn = column(h, nh, "sn");
+	cm = column(h, nh, "cpu_milli");
+	mm = column(h, nh, "memory_mib");
+	g = column(h, nh, "gpu");
+	mo = column(h, nh, "model");
+	if (sn < 0 || cm < 0 || mm < 0 || g < 0 || mo < 0) {
+		fclose(in);
+		return -EINVAL;
+	}
+	while (fgets(line, sizeof(line), in) && c->n < MAX_NODES)
+		if (split(line, f, 8) >= nh)
+			add_node(c, f, sn, cm, mm, g, mo);
+	fclose(in);
+	return c->n > 0 ? 0 : -EINVAL;
+}
+
+/* The required node affinity for a gpu_spec "A|B|C", or "" for none. */
+static void affinity_of(const char *gpu_spec, char *out, size_t len)
+{
+	char models[512] = "", buf[160];
+	size_t used = 0;
+
+	*out = '\0';
+	snprintf(buf, sizeof(buf), "%s", gpu_spec);
+	for (char *save = NULL, *m = strtok_r(buf, "|", &save); m; m = strtok_r(NULL, "|", &save))
+		used += (size_t)snprintf(models + used, sizeof(models) - used, "%s\"%s\"",
+		                         used ? "," : "", m);
+	if (!used)
+		return;
+	snprintf(
+	    out, len,
+	    "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+	    "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"" MODEL_LABEL "\","
+	    "\"operator\":\"In\",\"values\":[%s]}]}]}}}",
+	    models);
+}
+
+/* Muster's spec for a trace pod: whole GPUs (gpu_milli < 1000 asks 1).
+ * The pod object stays in the synth store (keyed by ns and name). */
+static void decode_spec(struct cluster *c, const char *ns, struct tpod *p)
+{
+	char mem[32], aff[768];
+	const struct kubeapi_pod *pod;
+
+	snprintf(mem, sizeof(mem), "%ldMi", p->mem_mib);
+	affinity_of(p->gpu_spec, aff, sizeof(aff));
+	pod = synth_pod_sized(&c->s, ns, p->name, NULL, "muster", p->cpu_m, mem,
+	                      p->gpu_milli > 0 ? p->num_gpu : 0, NULL, 0, *aff ? aff : NULL);
+	p->spec = pod->spec;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct tpod *)a)->name, ((const struct tpod *)b)->name);
+}
+
+/* One pod list: name, cpu_milli, memory_mib, num_gpu, gpu_milli, and
+ * gpu_spec when the file has it. */
+static int load_trace(struct cluster *c, const char *dir, struct trace *t)
+{
+	char file[128], line[1024], hdr[1024], *f[16], *h[16];
+	FILE *in;
+	int nh, nm, cm, mm, ng, gm, gs;
+
+	snprintf(file, sizeof(file), "%s.csv", t->name);
+	if (!(in = open_in(dir, file)))
+		return -errno;
+	if (!fgets(hdr, sizeof(hdr), in) || !(t->pod = calloc(MAX_PODS, sizeof(*t->pod)))) {
+		fclose(in);
+		return -EINVAL;
+	}
+	nh = split(hdr, h, 16);
+	nm = column(h, nh, "name");
+	cm = column(h, nh, "cpu_milli");
+	mm = column(h, nh, "memory_mib");
+	ng = column(h, nh, "num_gpu");
+	gm = column(h, nh, "gpu_milli");
+	gs = column(h, nh, "gpu_spec"); /* not in every file */
+	if (nm < 0 || cm < 0 || mm < 0 || ng < 0 || gm < 0) {
+		fclose(in);
+		return -EINVAL;
+	}
+	while (fgets(line, sizeof(line), in) && t->n < MAX_PODS) {
+		struct tpod *p = &t->pod[t->n];
+
+		if (split(line, f, 16) < nh)
+			continue;
+		snprintf(p->name, sizeof(p->name), "%s", f[nm]);
+		p->cpu_m = atol(f[cm]);
+		p->mem_mib = atol(f[mm]);
+		p->num_gpu = atoi(f[ng]);
+		p->gpu_milli = atoi(f[gm]);
+		if (p->gpu_milli > 1000) /* as the simulator's pod_csv_to_yaml.py */
+			p->gpu_milli = 1000;
+		snprintf(p->gpu_spec, sizeof(p->gpu_spec), "%s", gs >= 0 ? f[gs] : "");
+		t->n++;
+	}
+	fclose(in);
+	qsort(t->pod, t->n, sizeof(*t->pod), by_name);
+	for (size_t k = 0; k < t->n; k++)
+		decode_spec(c, t->name, &t->pod[k]); /* a namespace per trace */
+	return t->n > 0 ? 0 : -EINVAL;
+}
+
+/* ---- one replay -------------------------------------------------------- */
+
+/* The arrival order for one seed: the trace shuffled, then tuned to
+ * TUNE x capacity (simulator.go SortClusterPods, TunePodsByNodeTotalResource). */
+static size_t arrivals(const struct trace *t, long capacity_milli, uint64_t seed, uint32_t *order,
+                       size_t max)
+{
+	double target = TUNE * (double)capacity_milli;
+	long total = 0;
+	struct rng r;
+	size_t n = t->n;
+
+	rng_seed(&r, seed);
+	for (size_t k = 0; k < n; k++) {
+		order[k] = (uint32_t)k;
+		total += milli_of(&t->pod[k]);
+	}
+	for (size_t k = n; k > 1; k--) {
+		size_t j = rng_below(&r, k);
+		uint32_t x = order[k - 1];
+
+		order[k - 1] = order[j];
+		order[j] = x;
+	}
+	while ((double)total > target && n > 0) { /* tuneDownPods */
+		size_t j = rng_below(&r, n);
+
+		total -= milli_of(&t->pod[order[j]]);
+		memmove(&order[j], &order[j + 1], (n - j - 1) * sizeof(*order));
+		n--;
+	}
+	while (n < max) { /* tuneUpPods: it tests the per-GPU milli, adds the total */
+		size_t j = rng_below(&r, t->n);
+
+		if ((double)(total + t->pod[j].gpu_milli) > target)
+			break;
+		total += milli_of(&t->pod[j]);
+		order[n++] = (uint32_t)j;
+	}
+	return n;
+}
+
+/* What one seed's replay saw. */
+struct replay {
+	double alloc[MAX_PCT + 1]; /* mean used/capacity (%) per arrival bucket */
+	double held[MAX_PCT + 1];  /* the same for whole GPUs held */
+	long failed[CLS_COUNT];    /* pods left out, by class */
+	long arrived_n[CLS_COUNT]; /* pods arrived, by class */
+	double first_fail_pct;     /* arrived (% of capacity) when a GPU pod was first left out */
+	size_t npods;
+};
+
+/* Per-bucket sums of the samples (one per arrival). */
+struct buckets {
+	double used[MAX_PCT + 2], held[MAX_PCT + 2];
+	long n[MAX_PCT + 2];
+};
+
+/* Python's round() on a ratio in percent: nearest, ties to even. */
+static long round_pct(long arrived_milli, long capacity_gpus)
+{
+	long num = arrived_milli, den = capacity_gpus * 10; /* percent = milli / (gpus x 10) */
+	long q = num / den, rem = num % den;
+
+	if (2 * rem > den || (2 * rem == den && (q & 1)))
+		q++;
+	return q;
+}
+
+static void sample(struct buckets *b, long arrived, long used, long held, long gpus)
+{
+	long pct = round_pct(arrived, gpus);
+
+	if (pct > MAX_PCT + 1)
+		return;
+	b->used[pct] += 100.0 * (double)used / ((double)gpus * 1000.0);
+	b->held[pct] += 100.0 * (double)held / (double)gpus;
+	b->n[pct]++;
+}
+
+/* merge_alloc_discrete_0920.py: the bucket's mean, else the mean over
+ * buckets X-1..X+1; -1 when those are empty too. */
+static void bucket_means(const struct buckets *b, struct replay *out)
+{
+	for (int x = 0; x <= MAX_PCT; x++) {
+		double u = 0, h = 0;
+		long n = 0;
+
+		for (int d = (b->n[x] ? 0 : -1); d <= (b->n[x] ? 0 : 1); d++) {
+			if (x + d < 0)
+				continue;
+			u += b->used[x + d];
+			h += b->held[x + d];
+			n += b->n[x + d];
+		}
+		out->alloc[x] = n ? u / (double)n : -1;
+		out->held[x] = n ? h / (double)n : -1;
+	}
+}
+
+/* Replay one seed's arrivals through policy_place() on a fresh table. */
+static int replay(struct cluster *c, const struct trace *t, uint64_t seed, struct replay *out)
+{
+	uint32_t *order = calloc(MAX_PODS * 2, sizeof(*order));
+	struct buckets *b = calloc(1, sizeof(*b));
+	struct arena a = {0};
+	struct policy_nodes nodes = {0};
+	struct policy_fitcache fc = {0};
+	long arrived = 0, used = 0, held = 0;
+	int rc = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!order || !b)
+		goto out;
+	out->npods = arrivals(t, c->gpus * 1000, seed, order, MAX_PODS * 2);
+	if ((rc = policy_nodes_build(&nodes, &a, c->s.model, NULL, c->node, c->n)) < 0)
+		goto out;
+	for (size_t k = 0; k < out->npods; k++) {
+		const struct tpod *p = &t->pod[order[k]];
+		const struct kubeapi_podspec *specs[1] = {p->spec};
+		struct policy_why why;
+		uint32_t at;
+
+		arrived += milli_of(p);
+		out->arrived_n[class_of(p)]++;
+		rc = policy_place(&nodes, &fc, &a, specs, 1, &at, &why);
+		if (rc == 0) {
+			used += milli_of(p);
+			held += policy_spec_gpus(p->spec);
+		} else if (rc == -ENOSPC) {
+			if (milli_of(p) > 0 && out->first_fail_pct == 0)
+				out->first_fail_pct =
+				    100.0 * (double)arrived / ((double)c->gpus * 1000);
+			out->failed[class_of(p)]++;
+		} else {
+			goto out;
+		}
+		sample(b, arrived, used, held, c->gpus);
+	}
+	bucket_means(b, out);
+	rc = 0;
+out:
+	policy_fitcache_free(&fc);
+	policy_nodes_release(&nodes);
+	arena_free(&a);
+	free(order);
+	free(b);
+	return rc;
+}
+
+/* ---- the published results -------------------------------------------- */
+
+struct published {
+	char policy[32];
+	double at100, at130;
+	int seeds;
+};
+
+/* The entry of policy in p[0..n), added when there is room; -1 when full. */
+static int policy_slot(struct published *p, int *n, int max, const char *policy)
+{
+	for (int k = 0; k < *n; k++)
+		if (strcmp(p[k].policy, policy) == 0)
+			return k;
+	if (*n == max)
+		return -1;
+	snprintf(p[*n].policy, sizeof(p[0].policy), "%s", policy);
+	return (*n)++;
+}
+
+/* Means over seeds of the columns "100" and "130" for workload `trace`. */
+static int load_published(const char *dir, const char *trace, struct published *p, int max)
+{
+	FILE *in = open_in(dir, RESULTS_CSV);
+	char *line = NULL, *f[140];
+	size_t cap = 0;
+	int n = 0;
+
+	if (!in)
+		return -errno;
+	memset(p, 0, (size_t)max * sizeof(*p));
+	if (getline(&line, &cap, in) < 0 || split(line, f, 140) != 136 ||
+	    strcmp(f[5 + 100], "100") != 0 || strcmp(f[5 + 130], "130") != 0) {
+		free(line);
+		fclose(in);
+		return -EINVAL;
+	}
+	while (getline(&line, &cap, in) > 0) {
+		int k;
+
+		if (split(line, f, 140) != 136 || strcmp(f[0], trace) != 0 ||
+		    (k = policy_slot(p, &n, max, f[1])) < 0)
+			continue;
+		p[k].at100 += atof(f[5 + 100]);
+		p[k].at130 += atof(f[5 + 130]);
+		p[k].seeds++;
+	}
+	for (int k = 0; k < n; k++) {
+		p[k].at100 /= p[k].seeds;
+		p[k].at130 /= p[k].seeds;
+	}
+	free(line);
+	fclose(in);
+	return n;
+}
+
+/* ---- report ------------------------------------------------------------ */
+
+struct summary {
+	double at100, at130, held100, held130, min130, max130, first_fail, curve[MAX_PCT + 1];
+	double failed[CLS_COUNT], arrived[CLS_COUNT], npods;
+	int seeds;
+};
+
+static void add_replay(struct summary *s, const struct replay *r)
+{
+	if (s->seeds == 0 || r->alloc[130] < s->min130)
+		s->min130 = r->alloc[130];
+	if (s->seeds == 0 || r->alloc[130] > s->max130)
+		s->max130 = r->alloc[130];
+	s->at100 += r->alloc[100];
+	s->at130 += r->alloc[130];
+	s->held100 += r->held[100];
+	s->held130 += r->held[130];
+	s->first_fail += r->first_fail_pct;
+	for (int x = 0; x <= MAX_PCT; x++)
+		s->curve[x] += r->alloc[x];
+	for (int k = 0; k < CLS_COUNT; k++) {
+		s->failed[k] += (double)r->failed[k];
+		s->arrived[k] += (double)r->arrived_n[k];
+	}
+	s->npods += (double)r->npods;
+	s->seeds++;
+}
+
+static void finish(struct summary *s)
+{
+	s->at100 /= s->seeds;
+	s->at130 /= s->seeds;
+	s->held100 /= s->seeds;
+	s->held130 /= s->seeds;
+	s->npods /= s->seeds;
+	s->first_fail /= s->seeds;
+	for (int x = 0; x <= MAX_PCT; x++)
+		s->curve[x] /= s->seeds;
+	for (int k = 0; k < CLS_COUNT; k++) {
+		s->failed[k] /= s->seeds;
+		s->arrived[k] /= s->seeds;
+	}
+}
+
+static double unallocated(double pct, long gpus)
+{
+	return (100.0 - pct) / 100.0 * (double)gpus;
+}
+
+static void trace_mix(const struct trace *t, long *count)
+{
+	memset(count, 0, CLS_COUNT * sizeof(*count));
+	for (size_t k = 0; k < t->n; k++)
+		count[class_of(&t->pod[k])]++;
+}
+
+static void print_report(const struct cluster *c, const struct trace *t, const struct published *p,
+                         int np, const struct summary *s)
+{
+	long mix[CLS_COUNT];
+	const struct published *fgd = NULL, *best = NULL;
+
+	trace_mix(t, mix);
+	printf("\n== %s: %zu nodes, %ld GPUs; %zu pods (cpu %ld, share %ld, 1-GPU %ld, 2-GPU %ld, "
+	       "4-GPU %ld, 8-GPU %ld); %.0f arrivals per seed (to %.0f%%), %d seeds from %d\n",
+	       t->name, c->n, c->gpus, t->n, mix[CLS_CPU], mix[CLS_SHARE], mix[CLS_1], mix[CLS_2],
+	       mix[CLS_4], mix[CLS_8], s->npods, TUNE * 100, s->seeds, FIRST_SEED);
+	printf("%-28s %12s %12s %18s\n", "policy", "alloc @100%", "alloc @130%",
+	       "unallocated @130%");
+	for (int k = 0; k < np; k++) {
+		printf("%-28s %11.2f%% %11.2f%% %18.0f\n", p[k].policy, p[k].at100, p[k].at130,
+		       unallocated(p[k].at130, c->gpus));
+		if (strstr(p[k].policy, "FGD"))
+			fgd = &p[k];
+		if (strstr(p[k].policy, "BestFit"))
+			best = &p[k];
+	}
+	printf("%-28s %11.2f%% %11.2f%% %18.0f   (seeds: %.2f..%.2f%%)\n", "Muster (whole GPUs)",
+	       s->at100, s->at130, unallocated(s->at130, c->gpus), s->min130, s->max130);
+	printf("%-28s %11.2f%% %11.2f%%   GPUs Muster holds, a sharing pod holding a whole one\n",
+	       "  held by Muster", s->held100, s->held130);
+	printf("  Muster by arrival:");
+	for (int x = 50; x <= MAX_PCT; x += 10)
+		printf(" %d%%: %.2f%%", x, s->curve[x]);
+	printf("; the first GPU pod left out at %.1f%% arrived\n", s->first_fail);
+	printf("  left out by 130%% (mean per seed, of arrived):");
+	for (int k = 0; k < CLS_COUNT; k++)
+		printf(" %s %.0f/%.0f", class_name[k], s->failed[k], s->arrived[k]);
+	printf("\n");
+	printf("bench=alibaba_pack trace=%s nodes=%zu gpus=%ld seeds=%d arrivals=%.0f "
+	       "muster_alloc_100=%.2f muster_alloc_130=%.2f muster_unallocated_130=%.0f "
+	       "muster_held_100=%.2f muster_held_130=%.2f muster_first_gpu_fail_pct=%.1f "
+	       "fgd_alloc_100=%.2f fgd_alloc_130=%.2f bestfit_alloc_100=%.2f "
+	       "bestfit_alloc_130=%.2f\n",
+	       t->name, c->n, c->gpus, s->seeds, s->npods, s->at100, s->at130,
+	       unallocated(s->at130, c->gpus), s->held100, s->held130, s->first_fail,
+	       fgd ? fgd->at100 : -1, fgd ? fgd->at130 : -1, best ? best->at100 : -1,
+	       best ? best->at130 : -1);
+	fflush(stdout);
+}
+
+static int run_trace(struct cluster *c, const char *dir, const char *name, int seeds)
+{
+	struct published pub[16];
+	struct summary sum = {0};
+	struct trace t = {0};
+	struct replay *r = calloc(1, sizeof(*r));
+	int np, rc;
+
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	np = load_published(dir, name, pub, 16);
+	if (!r || np < 0 || (rc = load_trace(c, dir, &t)) < 0) {
+		fprintf(stderr, "alibaba_pack: %s: cannot load the trace or the results\n", name);
+		free(r);
+		free(t.pod);
+		return -EINVAL;
+	}
+	for (int k = 0; k < seeds; k++) {
+		if ((rc = replay(c, &t, FIRST_SEED + (uint64_t)k, r)) < 0)
+			break;
+		add_replay(&sum, r);
+	}
+	if (sum.seeds > 0) {
+		finish(&sum);
+		print_report(c, &t, pub, np, &sum);
+	}
+	free(r);
+	free(t.pod);
+	return rc;
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+/* The traces the published results cover and DIR holds. */
+static int default_traces(const char *dir, char names[][64], int max)
+{
+	static const char *const known[] = {"openb_pod_list_default", "openb_pod_list_gpuspec33",
+	                                    "openb_pod_list_multigpu50",
+	                                    "openb_pod_list_gpushare100"};
+	struct published pub[16];
+	int n = 0;
+
+	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && n < max; k++) {
+		char file[128];
+		FILE *f;
+
+		snprintf(file, sizeof(file), "%s/%s.csv", dir, known[k]);
+		if (!(f = fopen(file, "r")))
+			continue;
+		fclose(f);
+		if (load_published(dir, known[k], pub, 16) > 0)
+			snprintf(names[n++], 64, "%s", known[k]);
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	static char names[MAX_TRACES][64];
+	const char *dir = getenv("MUSTER_ALIBABA_DIR");
+	struct cluster *c = calloc(1, sizeof(*c));
+	int ntraces = 0, seeds = 10, rc = 0, bad = 0;
+
+	if (!dir || !*dir)
+		dir = DEFAULT_DIR;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && ntraces < MAX_TRACES)
+			snprintf(names[ntraces++], 64, "%s", argv[++i]);
+		else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
+			seeds = atoi(argv[++i]);
+		else if (argv[i][0] != '-')
+			dir = argv[i];
+		else
+			bad = 1;
+	}
+	if (!c || bad || seeds < 1 || seeds > MAX_SEEDS) {
+		fprintf(stderr, "usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N]\n");
+		free(c);
+		return 2;
+	}
+	if (synth_init(&c->s) < 0 || load_nodes(c, dir) < 0) {
+		fprintf(stderr, "alibaba_pack: cannot read the nodes in %s\n", dir);
+		return 1;
+	}
+	if (ntraces == 0)
+		ntraces = default_traces(dir, names, MAX_TRACES);
+	printf("alibaba_pack: %s; Muster places each pod with policy_place(); sharing pods "
+	       "(gpu_milli < 1000) get a whole GPU and count their gpu_milli as used\n",
+	       dir);
+	for (int k = 0; k < ntraces && rc == 0; k++)
+		rc = run_trace(c, dir, names[k], seeds);
+	synth_free(&c->s);
+	free(c);
+	return rc < 0;
+}

@@ -1,0 +1,733 @@
+/*
+ * plan_cycle: the time of one planner cycle (plan_cycle()) on a synthetic
+ * GPU cluster, with no API server: the objects are API server JSON decoded
+ * by kubeapi's own decoders (bench/synth.h), so the planner reads what it
+ * would read from the cache.
+ *
+ * usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform]
+ *                   [--unique-specs]
+ *   NODES     one cluster of that many GPU nodes (default 5000)
+ *   --sweep   500, 1000, 2000 and 5000 nodes, each in a child process so
+ *             that each size's peak RSS is its own; a table at the end
+ *   --reps    cycles timed per size (default 5)
+ *   --mix     pending gang sizes: "small" (default), P(n) ~ 1/n on 1..64,
+ *             mean 13.5; "uniform" on 1..64, mean 32.5
+ *   --unique-specs  every pending gang a pod spec of its own (its memory
+ *             request differs by a MiB), as Jobs with their own requests
+ *             would have; by default gangs share 12 specs (GPUs x CPUs per
+ *             GPU), which lets the planner's per-spec memos answer most
+ *             gangs
+ *
+ * The cluster, for N nodes (all fixed-seed, xorshift64*):
+ *   - N nodes of 8 GPUs, 96 CPUs, 1 TiB; racks of 32 nodes
+ *     (muster.dev/rack), 4 zones of consecutive racks
+ *     (topology.kubernetes.io/zone), kubernetes.io/hostname; the config's
+ *     topology.levels are those three.
+ *   - Running pods, bound through spec.nodeName, about 8 a node: each
+ *     node keeps 0..8 GPUs free (0 on 62% of nodes, about 11% of the
+ *     GPUs free in all, scattered), the rest taken by 1/2/4/8-GPU pods (8 CPUs a
+ *     GPU) in running gangs of 1..8 members (90%, Muster's, one of five
+ *     queues) or single pods of default-scheduler (10%); two DaemonSet-like
+ *     pods of default-scheduler a node; CPU-only Muster pods (2 CPUs)
+ *     until the node has 8 pods.
+ *   - 2N pending gangs (PodGroups, minMember = size), sizes 1..64 per
+ *     --mix; GPUs per pod 1/2/4/8 (larger gangs lean to 8), 6, 8 or 10
+ *     CPUs per GPU; spread over the five queues.
+ *   - Queues (config_parse of the YAML below, quotas scaled to N): cohort
+ *     "cluster" holding cohort "research" (team-a 30%, team-b 25%, team-c
+ *     20% of the GPUs, CPU and memory), "inference" (15%, borrowingLimit
+ *     0) and "best-effort" (10%, the defaultQueue). All BestEffortFIFO,
+ *     the costlier ordering: a gang that does not fit does not stop the
+ *     queue.
+ *
+ * Measured: plan_cycle() on the same input `reps` times (nothing is bound
+ * between cycles, so every cycle does the same work; the first also grows
+ * the arena), min and median; heap in use (mallinfo2) and RSS before and
+ * after building the cluster and after the cycles; peak RSS; the plan's
+ * stats. Building the cluster (JSON decode) is setup, reported, not
+ * measured as part of the cycle.
+ *
+ * Output: one line of key=value per size, then (with --sweep) a table.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/synth.h"
+#include "config/config.h"
+#include "queue/queue.h"
+#include "scheduler/plan.h"
+
+#define NODE_GPUS      8
+#define RACK_NODES     32
+#define ZONES          4
+#define PODS_PER_NODE  8
+#define GANGS_PER_NODE 2
+#define MAX_GANG       64
+#define MAX_REPS       50
+#define SEED           0x6d75737465720001ull /* "muster" 1 */
+
+/* ---- a deterministic PRNG --------------------------------------------- */
+
+struct rng {
+	uint64_t s;
+};
+
+/* xorshift64* (Vigna): good enough for workloads, and the same everywhere. */
+static uint64_t rng_next(struct rng *r)
+{
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 0x2545f4914f6cdd1dull;
+}
+
+/* Uniform in [0, 1). */
+static double rng_unit(struct rng *r)
+{
+	return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+/* An index into w[0..n) drawn with probability proportional to w[i]. */
+static int rng_pick(struct rng *r, const unsigned *w, int n)
+{
+	unsigned total = 0, x;
+	int i;
+
+	for (i = 0; i < n; i++)
+		total += w[i];
+	x = (unsigned)(rng_unit(r) * total);
+	for (i = 0; i < n - 1 && x >= w[i]; i++)
+		x -= w[i];
+	return i;
+}
+
+/* ---- the workload's shape ---------------------------------------------- */
+
+/* The five queues: namespace, quota (% of the cluster), share of the
+ * running GPU pods and of the pending gangs. */
+struct team {
+	const char *ns;
+	unsigned quota_pct, running, pending;
+};
+
+static const struct team teams[] = {
+    {"team-a", 30, 35, 30},    {"team-b", 25, 20, 25}, {"team-c", 20, 20, 20},
+    {"inference", 15, 10, 10}, {"batch", 10, 5, 15},
+};
+#define NTEAMS              (sizeof(teams) / sizeof(teams[0]))
+#define OTHER_PCT           10 /* running GPU pods of default-scheduler */
+#define CPU_POD_M           2000
+#define DAEMON_M            100
+#define CPU_PER_GPU_RUNNING 8
+
+static const char yaml_fmt[] =
+    "resources: [cpu, memory, nvidia.com/gpu]\n"
+    "topology:\n"
+    "  levels: [topology.kubernetes.io/zone, muster.dev/rack, kubernetes.io/hostname]\n"
+    "defaultQueue: best-effort\n"
+    "cohorts:\n"
+    "  - name: cluster\n"
+    "    cohorts:\n"
+    "      - name: research\n"
+    "        queues:\n"
+    "          - name: team-a\n"
+    "            namespaces: [team-a]\n"
+    "            quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
+    "{nominal: %ldGi}}\n"
+    "          - name: team-b\n"
+    "            namespaces: [team-b]\n"
+    "            quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
+    "{nominal: %ldGi}}\n"
+    "          - name: team-c\n"
+    "            namespaces: [team-c]\n"
+    "            quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
+    "{nominal: %ldGi}}\n"
+    "    queues:\n"
+    "      - name: inference\n"
+    "        namespaces: [inference]\n"
+    "        quota: {nvidia.com/gpu: {nominal: %ld, borrowingLimit: 0}, cpu: {nominal: %ld}, "
+    "memory: {nominal: %ldGi}}\n"
+    "      - name: best-effort\n"
+    "        namespaces: [batch]\n"
+    "        quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
+    "{nominal: %ldGi}}\n";
+
+enum mix { MIX_SMALL, MIX_UNIFORM };
+
+struct opts {
+	int nodes;
+	int reps;
+	int sweep;
+	int unique_specs;
+	enum mix mix;
+};
+
+/* ---- the world -------------------------------------------------------- */
+
+struct world {
+	struct synth s;
+	struct config *cfg;
+	struct queue_set *qs;
+	struct plan plan;
+	struct rng rng;
+	int nodes;
+	/* what was built */
+	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods;
+	long pending_gpus, gang_size_hist[7]; /* 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64 */
+	/* the running gang being filled */
+	char cur_name[32];
+	int cur_team, cur_left, cur_count; /* cur_team < 0: other scheduler */
+	long seq;
+};
+
+static int make_config(struct world *w)
+{
+	char yaml[sizeof(yaml_fmt) + 512];
+	long gpus = (long)w->nodes * NODE_GPUS, cpus = (long)w->nodes * 96;
+	long mem_gi = (long)w->nodes * 1024;
+	long q[NTEAMS][3];
+	struct config_errors errs;
+	int rc;
+
+	for (size_t t = 0; t < NTEAMS; t++) {
+		q[t][0] = gpus * teams[t].quota_pct / 100;
+		q[t][1] = cpus * teams[t].quota_pct / 100;
+		q[t][2] = mem_gi * teams[t].quota_pct / 100;
+	}
+	snprintf(yaml, sizeof(yaml), yaml_fmt, q[0][0], q[0][1], q[0][2], q[1][0], q[1][1], q[1][2],
+	         q[2][0], q[2][1], q[2][2], q[3][0], q[3][1], q[3][2], q[4][0], q[4][1], q[4][2]);
+	config_errors_init(&errs);
+	rc = config_parse("plan_cycle.yaml", yaml, strlen(yaml), &w->cfg, &errs);
+	if (rc < 0) {
+		config_errors_print(&errs, stderr);
+		config_errors_clear(&errs);
+		return rc;
+	}
+	return queue_set_build(w->cfg, &w->qs);
+}
+
+static void node_name(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "gpu-%05d", i);
+}
+
+static void make_nodes(struct world *w)
+{
+	int nracks = (w->nodes + RACK_NODES - 1) / RACK_NODES;
+	char name[32], zone[16], rack[16];
+
+	for (int i = 0; i < w->nodes; i++) {
+		int r = i / RACK_NODES;
+
+		node_name(name, sizeof(name), i);
+		snprintf(zone, sizeof(zone), "zone-%d", r * ZONES / nracks);
+		snprintf(rack, sizeof(rack), "rack-%03d", r);
+		synth_node(&w->s, name, zone, rack, NODE_GPUS, NULL);
+	}
+}
+
+/* Close the running gang being filled: its PodGroup, minMember = members. */
+static void close_running_gang(struct world *w)
+{
+	if (w->cur_count > 0 && w->cur_team >= 0) {
+		synth_group(&w->s, teams[w->cur_team].ns, w->cur_name, w->cur_count, 0, NULL);
+		w->running_gangs++;
+	}
+	w->cur_count = 0;
+	w->cur_left = 0;
+}
+
+/* Each team's share of the running GPU pods, then the other scheduler's. */
+static void running_shares(unsigned *share)
+{
+	for (size_t t = 0; t < NTEAMS; t++)
+		share[t] = teams[t].running;
+	share[NTEAMS] = OTHER_PCT;
+}
+
+static void open_running_gang(struct world *w)
+{
+	unsigned share[NTEAMS + 1];
+	int t;
+
+	running_shares(share);
+	t = rng_pick(&w->rng, share, NTEAMS + 1);
+	w->cur_team = t == (int)NTEAMS ? -1 : t;
+	w->cur_left = 1 + (int)(rng_next(&w->rng) % 8);
+	w->cur_count = 0;
+	snprintf(w->cur_name, sizeof(w->cur_name), "rg-%06ld", ++w->seq);
+}
+
+/* One running GPU pod of `gpus` on node `node`, in the current gang. */
+static void running_gpu_pod(struct world *w, const char *node, int gpus)
+{
+	char name[48];
+
+	if (w->cur_left == 0)
+		open_running_gang(w);
+	if (w->cur_team < 0) {
+		snprintf(name, sizeof(name), "%s-%d", w->cur_name, w->cur_count);
+		synth_pod(&w->s, "ml-platform", name, NULL, "default-scheduler",
+		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, 0, NULL);
+	} else {
+		snprintf(name, sizeof(name), "%s-%d", w->cur_name, w->cur_count);
+		synth_pod(&w->s, teams[w->cur_team].ns, name, w->cur_name, "muster",
+		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, 0, NULL);
+	}
+	w->cur_count++;
+	w->cur_left--;
+	w->running_pods++;
+	w->running_gpus += gpus;
+	if (w->cur_left == 0)
+		close_running_gang(w);
+}
+
+/* How many GPUs node keeps free: 0 on most nodes, a few whole ones. */
+static int free_gpus(struct rng *r)
+{
+	static const unsigned w[] = {62, 15, 10, 5, 5, 0, 0, 0, 3};
+
+	return rng_pick(r, w, 9);
+}
+
+/* A running pod's GPUs, at most `room`. */
+static int running_size(struct rng *r, int room)
+{
+	static const unsigned w[] = {40, 30, 20, 10};
+	static const int size[] = {1, 2, 4, 8};
+	int g;
+
+	do
+		g = size[rng_pick(r, w, 4)];
+	while (g > room);
+	return g;
+}
+
+static void fill_node(struct world *w, int i)
+{
+	unsigned share[NTEAMS + 1];
+	char node[32], name[48];
+	int room = NODE_GPUS - free_gpus(&w->rng), pods = 0;
+
+	node_name(node, sizeof(node), i);
+	while (room > 0) {
+		int g = running_size(&w->rng, room);
+
+		running_gpu_pod(w, node, g);
+		room -= g;
+		pods++;
+	}
+	snprintf(name, sizeof(name), "node-exporter-%05d", i);
+	synth_pod(&w->s, "kube-system", name, NULL, "default-scheduler", DAEMON_M, 0, node, 0,
+	          NULL);
+	snprintf(name, sizeof(name), "dcgm-exporter-%05d", i);
+	synth_pod(&w->s, "kube-system", name, NULL, "default-scheduler", DAEMON_M, 0, node, 0,
+	          NULL);
+	w->running_pods += 2;
+	running_shares(share);
+	for (pods += 2; pods < PODS_PER_NODE; pods++) {
+		snprintf(name, sizeof(name), "cpu-%05d-%d", i, pods);
+		synth_pod(&w->s, teams[rng_pick(&w->rng, share, NTEAMS)].ns, name, NULL, "muster",
+		          CPU_POD_M, 0, node, 0, NULL);
+		w->running_pods++;
+	}
+}
+
+/* A pending gang's size: 1..64, uniform or with P(n) proportional to 1/n
+ * (Zipf: 55% of the gangs have at most 7 members, the mean is 13.5). */
+static int gang_size(struct rng *r, enum mix mix)
+{
+	unsigned zipf[MAX_GANG];
+
+	if (mix == MIX_UNIFORM)
+		return 1 + (int)(rng_next(r) % MAX_GANG);
+	for (int n = 1; n <= MAX_GANG; n++)
+		zipf[n - 1] = 720720u / (unsigned)n;
+	return 1 + rng_pick(r, zipf, MAX_GANG);
+}
+
+/* GPUs per pod: small gangs take any size, large ones lean to whole nodes. */
+static int gang_gpus(struct rng *r, int size)
+{
+	static const unsigned one[] = {50, 20, 15, 15}, few[] = {20, 20, 30, 30},
+	                      many[] = {0, 10, 30, 60};
+	static const int gpus[] = {1, 2, 4, 8};
+	const unsigned *w = size == 1 ? one : size <= 8 ? few : many;
+
+	return gpus[rng_pick(r, w, 4)];
+}
+
+static int size_bucket(int n)
+{
+	int b = 0;
+
+	while (b < 6 && n >= 2 << b)
+		b++;
+	return b;
+}
+
+/* A pending gang: its PodGroup and its members, all of one spec. With
+ * unique_specs each gang's memory request differs by a MiB, so no two
+ * gangs share a spec blob (as Jobs with their own requests would not). */
+static void pending_gang(struct world *w, long k, const struct opts *o)
+{
+	static const int cpu_per_gpu[] = {6, 8, 10};
+	unsigned share[NTEAMS];
+	const char *ns;
+	int size, gpus;
+	long cpu_m;
+	char group[32], name[48], mem[32] = "1Gi";
+
+	for (size_t t = 0; t < NTEAMS; t++)
+		share[t] = teams[t].pending;
+	ns = teams[rng_pick(&w->rng, share, NTEAMS)].ns;
+	size = gang_size(&w->rng, o->mix);
+	gpus = gang_gpus(&w->rng, size);
+	cpu_m = gpus * cpu_per_gpu[rng_next(&w->rng) % 3] * 1000L;
+	if (o->unique_specs)
+		snprintf(mem, sizeof(mem), "%ldMi", 1024 + k);
+	snprintf(group, sizeof(group), "pg-%06ld", k);
+	synth_group(&w->s, ns, group, size, k + 1, NULL);
+	for (int m = 0; m < size; m++) {
+		snprintf(name, sizeof(name), "%s-%02d", group, m);
+		synth_pod_sized(&w->s, ns, name, group, "muster", cpu_m, mem, gpus, NULL, k + 1,
+		                NULL);
+	}
+	w->pending_gangs++;
+	w->pending_pods += size;
+	w->pending_gpus += (long)size * gpus;
+	w->gang_size_hist[size_bucket(size)]++;
+}
+
+static int world_build(struct world *w, int nodes, const struct opts *o)
+{
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	w->nodes = nodes;
+	w->rng.s = SEED;
+	if ((rc = synth_init(&w->s)) < 0 || (rc = make_config(w)) < 0)
+		return rc;
+	make_nodes(w);
+	for (int i = 0; i < nodes; i++)
+		fill_node(w, i);
+	close_running_gang(w);
+	for (long k = 0; k < (long)nodes * GANGS_PER_NODE; k++)
+		pending_gang(w, k, o);
+	return 0;
+}
+
+static void world_free(struct world *w)
+{
+	plan_free(&w->plan);
+	queue_set_free(&w->qs);
+	config_free(&w->cfg);
+	synth_free(&w->s);
+}
+
+/* ---- measuring -------------------------------------------------------- */
+
+static double clock_s(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
+}
+
+static long rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* The high-water mark of the resident set (VmHWM), in bytes. */
+static long peak_rss_bytes(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Heap in use: small blocks plus mmapped ones. */
+static long heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return (long)(m.uordblks + m.hblkhd);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* What one size measured, for the line and the sweep table. */
+struct result {
+	int nodes;
+	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods, pending_gpus;
+	double build_s, first_ms, min_ms, median_ms, max_ms, cpu_min_ms, cpu_median_ms;
+	long heap0, heap_built, heap_cycle, rss0, rss_built, rss_cycle, rss_peak;
+	struct plan_stats st;
+	long admitted, wait_quota, wait_nodes, other_state, binds, bound_gpus;
+	long free_gpus_before, size_hist[7];
+};
+
+/* Gangs by outcome, telling quota waits from placement waits by the
+ * message the planner wrote. */
+static void count_states(const struct plan *p, struct result *r)
+{
+	for (size_t k = 0; k < p->ngangs; k++) {
+		const struct plan_gang *g = &p->gangs[k];
+
+		if (g->npending == 0)
+			continue;
+		if (g->state == PLAN_ADMITTED)
+			r->admitted++;
+		else if (g->state == PLAN_WAITING && g->message &&
+		         strstr(g->message, "members fit"))
+			r->wait_nodes++;
+		else if (g->state == PLAN_WAITING)
+			r->wait_quota++;
+		else
+			r->other_state++;
+	}
+	r->binds = (long)p->nbinds;
+	for (size_t k = 0; k < p->nbinds; k++)
+		r->bound_gpus += policy_spec_gpus(p->binds[k].pod->spec);
+}
+
+static int run_cycles(struct world *w, int reps, struct result *r)
+{
+	struct plan_input in = {
+	    .model = w->s.model,
+	    .nodes = &w->s.nodes,
+	    .pods = &w->s.pods,
+	    .groups = &w->s.groups,
+	    .vcgroups = &w->s.vcgroups,
+	    .qs = w->qs,
+	    .scheduler = synth_id(&w->s, "muster"),
+	};
+	double ms[MAX_REPS], cpu[MAX_REPS];
+	int rc;
+
+	for (int k = 0; k < reps; k++) {
+		double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+
+		if ((rc = plan_cycle(&w->plan, &in)) < 0)
+			return rc;
+		ms[k] = (now_s() - t0) * 1e3;
+		cpu[k] = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
+	}
+	r->first_ms = ms[0];
+	qsort(ms, (size_t)reps, sizeof(ms[0]), cmp_double);
+	qsort(cpu, (size_t)reps, sizeof(cpu[0]), cmp_double);
+	r->min_ms = ms[0];
+	r->median_ms = ms[reps / 2];
+	r->max_ms = ms[reps - 1];
+	r->cpu_min_ms = cpu[0];
+	r->cpu_median_ms = cpu[reps / 2];
+	r->st = w->plan.stats;
+	count_states(&w->plan, r);
+	return 0;
+}
+
+static void print_line(const struct result *r, const struct opts *o)
+{
+	printf(
+	    "bench=plan_cycle nodes=%d mix=%s specs=%s reps=%d running_pods=%ld running_gpus=%ld "
+	    "free_gpus=%ld running_gangs=%ld pending_gangs=%ld pending_pods=%ld "
+	    "pending_gpus=%ld build_s=%.2f cycle_first_ms=%.2f cycle_min_ms=%.2f "
+	    "cycle_median_ms=%.2f cycle_max_ms=%.2f cycle_cpu_min_ms=%.2f "
+	    "cycle_cpu_median_ms=%.2f cpu_ms_per_1k_nodes=%.2f "
+	    "heap_start=%ld heap_built=%ld heap_after_cycle=%ld rss_start=%ld "
+	    "rss_built=%ld rss_after_cycle=%ld rss_peak=%ld arena_bytes=%zu "
+	    "stat_nodes=%zu stat_pods=%zu stat_gangs=%zu stat_pending_gangs=%zu "
+	    "placement_tries=%zu memo_hits=%zu admitted_gangs=%zu binds=%ld bound_gpus=%ld "
+	    "waiting_quota=%ld waiting_nodes=%ld other_state=%ld "
+	    "gang_sizes=1:%ld,2-3:%ld,4-7:%ld,8-15:%ld,16-31:%ld,32-63:%ld,64:%ld\n",
+	    r->nodes, o->mix == MIX_SMALL ? "small" : "uniform",
+	    o->unique_specs ? "per-gang" : "shared", o->reps, r->running_pods, r->running_gpus,
+	    r->free_gpus_before, r->running_gangs, r->pending_gangs, r->pending_pods,
+	    r->pending_gpus, r->build_s, r->first_ms, r->min_ms, r->median_ms, r->max_ms,
+	    r->cpu_min_ms, r->cpu_median_ms, r->cpu_min_ms * 1000.0 / r->nodes, r->heap0,
+	    r->heap_built, r->heap_cycle, r->rss0, r->rss_built, r->rss_cycle, r->rss_peak,
+	    r->st.arena_bytes, r->st.nodes, r->st.pods, r->st.gangs, r->st.pending_gangs,
+	    r->st.placement_tries, r->st.memo_hits, r->st.admitted_gangs, r->binds, r->bound_gpus,
+	    r->wait_quota, r->wait_nodes, r->other_state, r->size_hist[0], r->size_hist[1],
+	    r->size_hist[2], r->size_hist[3], r->size_hist[4], r->size_hist[5], r->size_hist[6]);
+	fflush(stdout);
+}
+
+static int run_size(int nodes, const struct opts *o, struct result *r)
+{
+	struct world w;
+	double t0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->nodes = nodes;
+	r->heap0 = heap_bytes();
+	r->rss0 = rss_bytes();
+	t0 = now_s();
+	if ((rc = world_build(&w, nodes, o)) < 0) {
+		fprintf(stderr, "plan_cycle: building the cluster: %s\n", strerror(-rc));
+		return rc;
+	}
+	r->build_s = now_s() - t0;
+	r->heap_built = heap_bytes();
+	r->rss_built = rss_bytes();
+	r->running_pods = w.running_pods;
+	r->running_gpus = w.running_gpus;
+	r->free_gpus_before = (long)nodes * NODE_GPUS - w.running_gpus;
+	r->running_gangs = w.running_gangs;
+	r->pending_gangs = w.pending_gangs;
+	r->pending_pods = w.pending_pods;
+	r->pending_gpus = w.pending_gpus;
+	memcpy(r->size_hist, w.gang_size_hist, sizeof(r->size_hist));
+	if ((rc = run_cycles(&w, o->reps, r)) < 0) {
+		fprintf(stderr, "plan_cycle: plan_cycle: %s\n", strerror(-rc));
+		world_free(&w);
+		return rc;
+	}
+	if (r->bound_gpus > r->free_gpus_before)
+		fprintf(stderr, "plan_cycle: %ld GPUs bound, only %ld were free\n", r->bound_gpus,
+		        r->free_gpus_before);
+	r->heap_cycle = heap_bytes();
+	r->rss_cycle = rss_bytes();
+	r->rss_peak = peak_rss_bytes();
+	print_line(r, o);
+	world_free(&w);
+	return 0;
+}
+
+/* Run one size in a child, so that its peak RSS is its own; the result
+ * comes back through a pipe. */
+static int run_child(int nodes, const struct opts *o, struct result *r)
+{
+	int fd[2], status = 0;
+	pid_t pid;
+	ssize_t got;
+
+	if (pipe(fd) < 0)
+		return -errno;
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		return -errno;
+	if (pid == 0) {
+		close(fd[0]);
+		if (run_size(nodes, o, r) < 0)
+			_exit(1);
+		_exit(write(fd[1], r, sizeof(*r)) == (ssize_t)sizeof(*r) ? 0 : 1);
+	}
+	close(fd[1]);
+	got = read(fd[0], r, sizeof(*r));
+	close(fd[0]);
+	waitpid(pid, &status, 0);
+	return got == (ssize_t)sizeof(*r) && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0
+	                                                                                   : -EIO;
+}
+
+static void print_table(const struct result *r, size_t n)
+{
+	printf("\n%6s %8s %8s %8s %6s | %8s %8s %8s %8s | %7s %7s %7s | %6s %6s %8s\n", "nodes",
+	       "running", "pending", "pending", "build", "wall", "wall", "cpu", "cpu ms", "arena",
+	       "rss", "peak", "tries", "memo", "admitted");
+	printf("%6s %8s %8s %8s %6s | %8s %8s %8s %8s | %7s %7s %7s | %6s %6s %8s\n", "", "pods",
+	       "gangs", "pods", "s", "min ms", "med ms", "min ms", "/1k node", "MiB", "MiB", "MiB",
+	       "", "hits", "gangs");
+	for (size_t k = 0; k < n; k++)
+		printf("%6d %8ld %8ld %8ld %6.1f | %8.1f %8.1f %8.1f %8.1f | %7.1f %7.0f %7.0f | "
+		       "%6zu %6zu %8zu\n",
+		       r[k].nodes, r[k].running_pods, r[k].pending_gangs, r[k].pending_pods,
+		       r[k].build_s, r[k].min_ms, r[k].median_ms, r[k].cpu_min_ms,
+		       r[k].cpu_min_ms * 1000.0 / r[k].nodes, r[k].st.arena_bytes / 1048576.0,
+		       r[k].rss_built / 1048576.0, r[k].rss_peak / 1048576.0,
+		       r[k].st.placement_tries, r[k].st.memo_hits, r[k].st.admitted_gangs);
+	printf("\nwall: elapsed time of plan_cycle(); cpu: process CPU time during it (less "
+	       "sensitive to other load\non the machine); rss: after building the cluster; peak: "
+	       "VmHWM of the process for that size.\n");
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
+	                "[--unique-specs]\n");
+	return 2;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){.nodes = 5000, .reps = 5, .mix = MIX_SMALL};
+	for (int i = 1; i < argc; i++) {
+		const char *next = i + 1 < argc ? argv[i + 1] : "";
+
+		if (strcmp(argv[i], "--sweep") == 0) {
+			o->sweep = 1;
+		} else if (strcmp(argv[i], "--unique-specs") == 0) {
+			o->unique_specs = 1;
+		} else if (strcmp(argv[i], "--reps") == 0) {
+			o->reps = atoi(next);
+			i++;
+		} else if (strcmp(argv[i], "--mix") == 0 && strcmp(next, "small") == 0) {
+			o->mix = MIX_SMALL;
+			i++;
+		} else if (strcmp(argv[i], "--mix") == 0 && strcmp(next, "uniform") == 0) {
+			o->mix = MIX_UNIFORM;
+			i++;
+		} else if (argv[i][0] >= '1' && argv[i][0] <= '9') {
+			o->nodes = atoi(argv[i]);
+		} else {
+			return -1;
+		}
+	}
+	return o->reps >= 1 && o->reps <= MAX_REPS && o->nodes >= RACK_NODES ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const int sizes[] = {500, 1000, 2000, 5000};
+	struct result res[4];
+	struct opts o;
+
+	if (parse_args(argc, argv, &o) < 0)
+		return usage();
+	if (!o.sweep)
+		return run_size(o.nodes, &o, &res[0]) < 0;
+	for (size_t k = 0; k < 4; k++)
+		if (run_child(sizes[k], &o, &res[k]) < 0) {
+			fprintf(stderr, "plan_cycle: the run with %d nodes failed\n", sizes[k]);
+			return 1;
+		}
+	print_table(res, 4);
+	return 0;
+}
