@@ -20,39 +20,16 @@ static uint32_t str_id(struct kubeapi_model *m, const char *s)
 	return s ? kubeapi_str_find(kubeapi_model_intern(m), s, strlen(s)) : 0;
 }
 
-/* The value id of label `key` on labels, or 0. Labels are sorted by key. */
+/* The value id of label `key` on labels, or 0 when absent (an empty
+ * value has an id of its own, so 0 never means a present label). */
 static uint32_t label_value(const struct kubeapi_labels *l, uint32_t key)
 {
-	size_t lo = 0, hi = l ? l->n : 0;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (l->e[mid].key == key)
-			return l->e[mid].value;
-		if (l->e[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	return kubeapi_labels_get(l, key);
 }
 
 static bool has_label(const struct kubeapi_labels *l, uint32_t key)
 {
-	size_t lo = 0, hi = l ? l->n : 0;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (l->e[mid].key == key)
-			return true;
-		if (l->e[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
+	return kubeapi_labels_get(l, key) != 0;
 }
 
 /* The first flavor whose labels the node carries, or POLICY_NO_FLAVOR. */
