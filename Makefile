@@ -3,7 +3,7 @@
 #   make                  build ./build/muster
 #   make test             unit tests, then cluster tests against a real control plane
 #   make unit             unit tests only (no cluster)
-#   make demo             a local cluster with the demo profile
+#   make demo             a local cluster, Muster, two teams' gangs: admitted, waiting, done
 #   make cluster-up [PROFILE=small]   start the local control plane
 #   make cluster-down     stop it and remove its state
 #   make bench-apiserver-limit        bind throughput the API server absorbs
@@ -59,7 +59,7 @@ BENCH_BIN := $(BUILD)/bench/apiserver_limit $(BUILD)/bench/cache_sync \
 	$(BUILD)/bench/plan_cycle $(BUILD)/bench/alibaba_pack
 
 .PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check \
-	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba clean
+	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e clean
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
 
@@ -103,8 +103,7 @@ test: all unit integration-bins
 	BUILD=$(BUILD) test/cluster/run-tests
 
 demo: all
-	test/cluster/ctl up demo
-	test/cluster/ctl status
+	BUILD=$(BUILD) scripts/demo
 
 cluster-up: c-deps
 	test/cluster/ctl up $(PROFILE)
@@ -117,6 +116,9 @@ bench-apiserver-limit: all
 
 bench-cache-sync: all
 	bench/cache-sync
+
+bench-e2e: all
+	bench/e2e-bind
 
 bench-plan: all
 	$(BUILD)/bench/plan_cycle --sweep

@@ -339,9 +339,19 @@ static int count_pods(struct run *r)
 		uint32_t node;
 		struct plan_gang *g;
 
-		if (!m->slots[s].key || !pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED)
+		if (!m->slots[s].key || !pod->spec)
 			continue;
+		if (pod->phase == KUBEAPI_POD_SUCCEEDED || pod->phase == KUBEAPI_POD_FAILED) {
+			/* Finished members hold nothing, but count for the
+			 * PodGroup's status and toward minMember. */
+			if (pod->group && is_ours(r, pod)) {
+				if (!(g = gang_of(r, pod, &cap)))
+					return -ENOMEM;
+				g->succeeded += pod->phase == KUBEAPI_POD_SUCCEEDED;
+				g->failed += pod->phase == KUBEAPI_POD_FAILED;
+			}
+			continue;
+		}
 		r->p->stats.pods++;
 		node = node_of(r, pod);
 		if (node) {
@@ -492,8 +502,8 @@ static bool dominates(const struct kubeapi_podspec *spec, size_t n, const struct
 	return true;
 }
 
-static const struct memo_shape *memo_find(const struct memo *m,
-                                          const struct kubeapi_podspec *spec, size_t n)
+static const struct memo_shape *memo_find(const struct memo *m, const struct kubeapi_podspec *spec,
+                                          size_t n)
 {
 	for (unsigned k = 0; m && k < m->count; k++)
 		if (dominates(spec, n, &m->v[k]))
@@ -557,7 +567,8 @@ static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *c
 	if (hit) {
 		r->p->stats.memo_hits++;
 		g->state = PLAN_WAITING;
-		g->message = aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), hit->message);
+		g->message =
+		    aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), hit->message);
 		return 0;
 	}
 	specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
@@ -601,7 +612,8 @@ static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *c
  * rest one by one while they fit. */
 static int try_gang(struct run *r, struct plan_gang *g)
 {
-	uint32_t need = g->bound < g->min_member ? g->min_member - g->bound : 0;
+	uint32_t have = g->bound + g->succeeded;
+	uint32_t need = have < g->min_member ? g->min_member - have : 0;
 	uint32_t first = r->p->nbinds;
 	int rc = 1;
 
@@ -650,11 +662,12 @@ static int schedule(struct run *r)
 
 		if (g->npending == 0 || g->state != PLAN_RUNNING)
 			continue;
-		if (g->bound + g->npending < g->min_member) {
+		if (g->bound + g->succeeded + g->npending < g->min_member) {
 			g->state = PLAN_INCOMPLETE;
 			g->message = aprintf(r, "gang %s/%s: %u of %u members exist (minMember %u)",
-			                     str(r, g->ns), str(r, g->name), g->bound + g->npending,
-			                     g->min_member, g->min_member);
+			                     str(r, g->ns), str(r, g->name),
+			                     g->bound + g->succeeded + g->npending, g->min_member,
+			                     g->min_member);
 			continue;
 		}
 		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {

@@ -67,7 +67,8 @@ struct plan_gang {
 	uint8_t fixed_priority; /* from the PodGroup's priority class */
 	int64_t submitted_s;
 	uint32_t min_member;
-	uint32_t bound; /* members bound or assumed */
+	uint32_t bound;             /* members bound or assumed, not finished */
+	uint32_t succeeded, failed; /* members finished */
 	uint32_t npending;
 	const struct kubeapi_pod **pending; /* not yet bound, by creation then name */
 	uint32_t first_bind, nbind;         /* into plan.binds */

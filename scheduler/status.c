@@ -130,7 +130,9 @@ static const char *phase_of(const struct plan_gang *g)
 	uint32_t bound = g->bound + g->nbind;
 	int volcano = g->group->dialect == KUBEAPI_PG_VOLCANO;
 
-	if (bound >= g->min_member)
+	if (bound == 0 && g->npending == 0 && g->succeeded + g->failed > 0)
+		return volcano ? "Completed" : g->failed ? "Failed" : "Finished";
+	if (bound + g->succeeded >= g->min_member)
 		return volcano ? "Running" : "Scheduled";
 	if (bound > 0)
 		return volcano ? "Inqueue" : "Scheduling";
@@ -146,6 +148,8 @@ static char *group_status_json(const struct plan_gang *g)
 
 	cJSON_AddStringToObject(st, "phase", phase_of(g));
 	cJSON_AddNumberToObject(st, "running", g->bound + g->nbind);
+	cJSON_AddNumberToObject(st, "succeeded", g->succeeded);
+	cJSON_AddNumberToObject(st, "failed", g->failed);
 	if (g->group->dialect == KUBEAPI_PG_VOLCANO) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec = 0; /* seconds: an unchanged status hashes the same */
@@ -177,7 +181,8 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 		return;
 	/* The condition's time is left out of the comparison. */
 	h = hash_str(phase_of(g)) ^ (g->message ? hash_str(g->message) : 0) ^
-	    ((uint64_t)(g->bound + g->nbind) << 1);
+	    ((uint64_t)(g->bound + g->nbind) << 1) ^ ((uint64_t)g->succeeded << 21) ^
+	    ((uint64_t)g->failed << 41);
 	h |= 1;
 	if ((uintptr_t)kubeapi_idmap_get(&s->groups, g->key) != h && *budget > 0 &&
 	    (op = new_op(s, &s->groups, g->key, h))) {
