@@ -6,6 +6,8 @@ Kubernetes Python client, never through Muster's own code.
 """
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -16,12 +18,12 @@ from kubernetes import client, config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.dirname(HERE)
+TOP = os.path.dirname(os.path.dirname(CLUSTER))
 sys.path.insert(0, CLUSTER)
 
 
 def cluster_dir():
-    top = os.path.dirname(os.path.dirname(CLUSTER))
-    return os.environ.get("MUSTER_CLUSTER_DIR", os.path.join(top, ".cluster"))
+    return os.environ.get("MUSTER_CLUSTER_DIR", os.path.join(TOP, ".cluster"))
 
 
 def read_env():
@@ -52,6 +54,11 @@ def core(admin):
     return client.CoreV1Api(admin)
 
 
+@pytest.fixture(scope="session")
+def custom(admin):
+    return client.CustomObjectsApi(admin)
+
+
 @pytest.fixture
 def namespace(core):
     """A fresh namespace per test, deleted afterwards."""
@@ -78,3 +85,54 @@ def wait_for(what, fn, timeout=60, interval=0.2):
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+
+
+class Muster:
+    """A running `muster run`, its log file, and a check that it still runs."""
+
+    def __init__(self, proc, log):
+        self.proc = proc
+        self.log = log
+
+    def tail(self, lines=30):
+        with open(self.log, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+
+    def check(self):
+        """Fail the test at once if Muster has exited."""
+        if self.proc.poll() is not None:
+            pytest.fail(f"muster exited with status {self.proc.returncode}; last lines of {self.log}:\n{self.tail()}")
+
+    def stop(self, timeout=15):
+        """SIGTERM, then the exit status (None if it had to be killed)."""
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+
+@pytest.fixture
+def muster(cluster, request):
+    """`muster run` (the binary in $BUILD, default build/) with the cluster's
+    admin kubeconfig and test/cluster/scheduler-config.yaml, for one test.
+    Its stderr goes to $MUSTER_CLUSTER_DIR/logs/muster-<test>.log. Afterwards
+    it gets SIGTERM, on which it must exit 0 within 15 s."""
+    binary = os.path.join(TOP, os.environ.get("BUILD", "build"), "muster")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"{binary} is missing: run make first")
+    logs = os.path.join(cluster_dir(), "logs")
+    os.makedirs(logs, exist_ok=True)
+    log = os.path.join(logs, "muster-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name) + ".log")
+    config_file = os.path.join(CLUSTER, "scheduler-config.yaml")
+    argv = [binary, "run", "--kubeconfig", cluster["KUBECONFIG"], "--config", config_file]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    m = Muster(proc, log)
+    yield m
+    status = m.stop()
+    assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {log}:\n{m.tail()}"
