@@ -159,7 +159,8 @@ static void explain(struct trial *tr, struct policy_why *why)
 		bool short_here = fr[KUBEAPI_RES_PODS] < 1;
 
 		for (unsigned q = 0; q < nreq; q++) {
-			bool lack = r[q].amount > 0 && (r[q].res >= t->nres || fr[r[q].res] < r[q].amount);
+			bool lack =
+			    r[q].amount > 0 && (r[q].res >= t->nres || fr[r[q].res] < r[q].amount);
 
 			lacking[q] += lack;
 			short_here |= lack;
