@@ -104,7 +104,10 @@ static void on_bound(void *data, const struct kubeapi_response *r)
 		return;
 	}
 	if (r->status == 201 || r->status == 200 || r->status == 409) {
+		/* The watch gets SCHED_UNCONFIRMED_MS from now, not from when
+		 * the bind was queued, to show the pod bound. */
 		e->state = SCHED_BIND_DONE;
+		e->since_ms = sched_now_ms(s);
 		s->n.binds_ok += r->status != 409;
 		if (r->status != 409 && pod) {
 			snprintf(why, sizeof(why), "Successfully assigned %s/%s to %s",

@@ -221,6 +221,12 @@ static void stop(struct sched *s)
 		s->closing++;
 		kubeapi_cache_close(&s->cache, closed_one, s);
 	}
+	/* Writes still queued are cancelled, not drained: a bind the server
+	 * has not taken is the next leader's to make. */
+	if (s->http) {
+		s->closing++;
+		kubeapi_http_close(&s->http, closed_one, s);
+	}
 }
 
 static void on_signal(uv_signal_t *h, int signum)

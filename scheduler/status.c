@@ -49,14 +49,17 @@ void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi
 	t->uid = uid;
 }
 
+/* The hash is recorded when the write is sent, so the cycles that run
+ * while it is in flight do not send it again; a write that fails is
+ * forgotten, so the next cycle sends it again. */
 static void on_written(void *data, const struct kubeapi_response *r)
 {
 	struct write_op *op = data;
 
-	if (!op->s->stopping) {
-		if (!r->err && r->status >= 200 && r->status < 300)
-			kubeapi_idmap_put(op->map, op->key, (void *)(uintptr_t)op->hash);
-		else if (r->status != 404) /* a pod or group deleted meanwhile is no error */
+	if (!op->s->stopping && (r->err || r->status < 200 || r->status >= 300)) {
+		if ((uintptr_t)kubeapi_idmap_get(op->map, op->key) == op->hash)
+			kubeapi_idmap_del(op->map, op->key);
+		if (r->status != 404) /* a pod or group deleted meanwhile is no error */
 			op->s->n.write_errors++;
 	}
 	free(op);
@@ -96,8 +99,13 @@ static struct write_op *new_op(struct sched *s, struct kubeapi_idmap *map, uint6
 {
 	struct write_op *op = malloc(sizeof(*op));
 
-	if (op)
-		*op = (struct write_op){s, map, key, hash};
+	if (!op)
+		return NULL;
+	*op = (struct write_op){s, map, key, hash};
+	if (kubeapi_idmap_put(map, key, (void *)(uintptr_t)hash) < 0) {
+		free(op);
+		return NULL;
+	}
 	return op;
 }
 
@@ -117,6 +125,7 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 	(*budget)--;
 	if (kubeapi_patch_pod_condition(s->http, &t, "PodScheduled", "False", "Unschedulable", msg,
 	                                time(NULL), on_written, op) < 0) {
+		kubeapi_idmap_del(&s->written, key);
 		free(op);
 		return;
 	}
@@ -188,17 +197,30 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	    (op = new_op(s, &s->groups, g->key, h))) {
 		(*budget)--;
 		if (kubeapi_patch_podgroup_status(s->http, g->group->dialect, &t, json, on_written,
-		                                  op) < 0)
+		                                  op) < 0) {
+			kubeapi_idmap_del(&s->groups, g->key);
 			free(op);
-		else
+		} else
 			s->n.podgroup_writes++;
 	}
 	cJSON_free(json);
 }
 
+/* Writes waiting in the engine beyond which status waits for a later
+ * cycle: the engine sends in order, and binds must not queue behind a
+ * backlog of status. */
+#define STATUS_BACKLOG 256
+
 void sched_status_write(struct sched *s)
 {
 	unsigned budget = s->opt.status_per_cycle;
+	struct kubeapi_http_stats st;
+
+	kubeapi_http_get_stats(s->http, &st);
+	if (st.queued + st.retrying > STATUS_BACKLOG)
+		return;
+	if (budget > STATUS_BACKLOG)
+		budget = STATUS_BACKLOG;
 
 	for (size_t k = 0; k < s->plan.ngangs; k++) {
 		const struct plan_gang *g = &s->plan.gangs[k];
