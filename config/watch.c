@@ -40,22 +40,29 @@ static uint64_t fnv1a(const char *p, size_t n)
 	return h;
 }
 
-/* Reads and parses path; *hash is that of the bytes read. */
-static int load(const char *path, uint64_t *hash, struct config **out, struct config_errors *errs)
+/* Reads path once: unchanged bytes (and no force) are UNCHANGED; else
+ * they are parsed. A read error is worded by config_load(), which reads
+ * again only on that rare path. */
+static int load(const char *path, int force, uint64_t *hash, struct config **out,
+                struct config_errors *errs)
 {
 	char *text = NULL;
 	size_t len = 0;
+	uint64_t h;
 	int rc;
 
 	*out = NULL;
-	rc = config__read_file(path, &text, &len);
-	if (rc < 0) {
-		/* config_load() words the read errors; reuse it. */
+	if (config__read_file(path, &text, &len) < 0)
 		return config_load(path, out, errs);
+	h = fnv1a(text, len);
+	if (!force && h == *hash) {
+		free(text);
+		return 1;
 	}
-	*hash = fnv1a(text, len);
 	rc = config_parse(path, text, len, out, errs);
 	free(text);
+	if (rc == 0)
+		*hash = h;
 	return rc;
 }
 
@@ -64,24 +71,15 @@ enum config_reload config_watch_reload(struct config_watch *w, int force)
 	struct config_errors errs;
 	struct config *c = NULL;
 	enum config_reload what;
-	uint64_t hash = 0;
-	char *text = NULL;
-	size_t len = 0;
+	int rc;
 
-	/* Cheap check first: most polls fire for a touch or a symlink swap
-	 * to the same bytes. */
-	if (!force && config__read_file(w->path, &text, &len) == 0) {
-		uint64_t h = fnv1a(text, len);
-
-		free(text);
-		if (h == w->hash)
-			return CONFIG_RELOAD_UNCHANGED;
-	}
 	config_errors_init(&errs);
-	if (load(w->path, &hash, &c, &errs) == 0) {
+	rc = load(w->path, force, &w->hash, &c, &errs);
+	if (rc == 1)
+		return CONFIG_RELOAD_UNCHANGED;
+	if (rc == 0) {
 		config_free(&w->ready);
 		w->ready = c;
-		w->hash = hash;
 		what = CONFIG_RELOAD_READY;
 	} else {
 		/* Remember nothing: the same broken bytes are reported again
@@ -133,7 +131,7 @@ int config_watch_start(struct uv_loop_s *loop, const char *path, unsigned poll_m
 	}
 	w->cb = cb;
 	w->ud = ud;
-	rc = load(path, &w->hash, first, errs);
+	rc = load(path, 1, &w->hash, first, errs);
 	if (rc < 0)
 		goto fail;
 	/* The signal first: its init can fail (the loop's signal pipe), the

@@ -32,22 +32,50 @@ static bool has_label(const struct kubeapi_labels *l, uint32_t key)
 	return kubeapi_labels_get(l, key) != 0;
 }
 
-/* The first flavor whose labels the node carries, or POLICY_NO_FLAVOR. */
-static uint16_t flavor_of(struct kubeapi_model *m, const struct config *cfg,
-                          const struct kubeapi_node *n)
+/* The flavors' node labels as string ids, looked up once per table
+ * rather than once per node: kv[start[f] .. start[f+1]) are flavor f's. A
+ * label no node carries has id 0, which no node label matches. */
+struct flavor_ids {
+	size_t n;
+	size_t *start;
+	struct kubeapi_kv *kv;
+};
+
+static int flavor_ids(struct arena *a, struct kubeapi_model *m, const struct config *cfg,
+                      struct flavor_ids *out)
 {
-	for (size_t f = 0; cfg && f < cfg->n_flavors && f < POLICY_NO_FLAVOR; f++) {
+	size_t nf = cfg ? cfg->n_flavors : 0, total = 0, f, k;
+
+	for (f = 0; f < nf; f++)
+		total += cfg->flavors[f].n_labels;
+	out->n = nf < POLICY_NO_FLAVOR ? nf : POLICY_NO_FLAVOR;
+	out->start = arena_alloc(a, (out->n + 1) * sizeof(*out->start));
+	out->kv = arena_alloc(a, (total + 1) * sizeof(*out->kv));
+	if (!out->start || !out->kv)
+		return -ENOMEM;
+	for (f = 0, total = 0; f < out->n; f++) {
 		const struct config_flavor *fl = &cfg->flavors[f];
+
+		out->start[f] = total;
+		for (k = 0; k < fl->n_labels; k++)
+			out->kv[total++] = (struct kubeapi_kv){str_id(m, fl->labels[k].key),
+			                                       str_id(m, fl->labels[k].value)};
+	}
+	out->start[out->n] = total;
+	return 0;
+}
+
+/* The first flavor whose labels the node carries, or POLICY_NO_FLAVOR. */
+static uint16_t flavor_of(const struct flavor_ids *fi, const struct kubeapi_node *n)
+{
+	for (size_t f = 0; f < fi->n; f++) {
 		size_t k;
 
-		for (k = 0; k < fl->n_labels; k++) {
-			uint32_t key = str_id(m, fl->labels[k].key);
-			uint32_t want = str_id(m, fl->labels[k].value);
-
-			if (!key || !want || label_value(n->labels, key) != want)
+		for (k = fi->start[f]; k < fi->start[f + 1]; k++)
+			if (!fi->kv[k].key || !fi->kv[k].value ||
+			    label_value(n->labels, fi->kv[k].key) != fi->kv[k].value)
 				break;
-		}
-		if (k == fl->n_labels)
+		if (k == fi->start[f + 1])
 			return (uint16_t)f;
 	}
 	return POLICY_NO_FLAVOR;
@@ -120,6 +148,7 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
                        const struct config *cfg, const struct kubeapi_node *const *nodes, size_t n)
 {
 	const struct config_strings *levels = cfg ? &cfg->topology.levels : NULL;
+	struct flavor_ids fi;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -140,12 +169,13 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 	t->domain = arena_alloc(a, (n * t->nlevels + 1) * sizeof(*t->domain));
 	t->flavor = arena_alloc(a, (n + 1) * sizeof(*t->flavor));
 	t->gpu_node = arena_alloc(a, n + 1);
-	if (!t->node || !t->free || !t->domain || !t->flavor || !t->gpu_node)
+	if (!t->node || !t->free || !t->domain || !t->flavor || !t->gpu_node ||
+	    flavor_ids(a, m, cfg, &fi) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		t->node[i] = nodes[i];
 		set_allocatable(t, i);
-		t->flavor[i] = flavor_of(m, cfg, nodes[i]);
+		t->flavor[i] = flavor_of(&fi, nodes[i]);
 		if (kubeapi_idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
 			return -ENOMEM;
 	}
@@ -167,12 +197,12 @@ long policy_nodes_find(const struct policy_nodes *t, uint32_t name)
 	return v ? (long)v - 1 : -1;
 }
 
-int64_t policy_spec_gpus(const struct kubeapi_podspec *spec)
+int64_t policy_spec_request(const struct kubeapi_podspec *spec, unsigned res)
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
 
 	for (unsigned k = 0; k < spec->nrequests; k++)
-		if (r[k].res == KUBEAPI_RES_GPU)
+		if (r[k].res == res)
 			return r[k].amount;
 	return 0;
 }

@@ -42,16 +42,6 @@ static int score_cmp(const struct score *a, const struct score *b)
 	return 0;
 }
 
-static int64_t request_of(const struct kubeapi_podspec *s, unsigned res)
-{
-	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
-
-	for (unsigned k = 0; k < s->nrequests; k++)
-		if (r[k].res == res)
-			return r[k].amount;
-	return 0;
-}
-
 static struct score score_of(const struct policy_nodes *t, size_t i,
                              const struct kubeapi_podspec *s, int64_t gpus)
 {
@@ -59,7 +49,7 @@ static struct score score_of(const struct policy_nodes *t, size_t i,
 	struct score sc = {
 	    .cpu_on_gpu = gpus == 0 && t->gpu_node[i],
 	    .gpu_left = f[KUBEAPI_RES_GPU] - gpus,
-	    .cpu_left = f[KUBEAPI_RES_CPU] - request_of(s, KUBEAPI_RES_CPU),
+	    .cpu_left = f[KUBEAPI_RES_CPU] - policy_spec_request(s, KUBEAPI_RES_CPU),
 	    .pref = s->npreferred ? policy_preferred_score(t, i, s) : 0,
 	};
 	return sc;

@@ -77,8 +77,14 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 /** Whether spec's requests fit node i's free resources now. */
 bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec);
 
+/** What a spec requests of resource res (0 when it names none). */
+int64_t policy_spec_request(const struct kubeapi_podspec *spec, unsigned res);
+
 /** GPUs a spec requests. */
-int64_t policy_spec_gpus(const struct kubeapi_podspec *spec);
+static inline int64_t policy_spec_gpus(const struct kubeapi_podspec *spec)
+{
+	return policy_spec_request(spec, KUBEAPI_RES_GPU);
+}
 
 /* ---- static fit ------------------------------------------------------ */
 

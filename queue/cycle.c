@@ -36,8 +36,10 @@ struct queue_cycle {
 
 /* Priority high first, then submitted early, then tiebreak, then index:
  * a total order, so the same input always gives the same cycle. */
-static int item_cmp(const struct queue_item *items, int a, int b)
+static int item_cmp(const void *pa, const void *pb, void *arg)
 {
+	const struct queue_item *items = arg;
+	int a = *(const int *)pa, b = *(const int *)pb;
 	const struct queue_item *x = &items[a], *y = &items[b];
 
 	if (x->priority != y->priority)
@@ -47,24 +49,6 @@ static int item_cmp(const struct queue_item *items, int a, int b)
 	if (x->tiebreak != y->tiebreak)
 		return x->tiebreak < y->tiebreak ? -1 : 1;
 	return (a > b) - (a < b);
-}
-
-/* qsort has no context argument in C11: a merge sort of ints with one. */
-static void sort_items(const struct queue_item *items, int *v, int *tmp, int n)
-{
-	int mid = n / 2, i = 0, j = mid, k = 0;
-
-	if (n < 2)
-		return;
-	sort_items(items, v, tmp, mid);
-	sort_items(items, v + mid, tmp, n - mid);
-	while (i < mid && j < n)
-		tmp[k++] = item_cmp(items, v[i], v[j]) <= 0 ? v[i++] : v[j++];
-	while (i < mid)
-		tmp[k++] = v[i++];
-	while (j < n)
-		tmp[k++] = v[j++];
-	memcpy(v, tmp, (size_t)n * sizeof(*v));
 }
 
 static bool valid_queue(const struct queue_cycle *c, int node)
@@ -93,7 +77,7 @@ static void link_children(struct queue_cycle *c)
 }
 
 /* Items grouped by queue the same way, then each group sorted. */
-static void group_items(struct queue_cycle *c, int *tmp)
+static void group_items(struct queue_cycle *c)
 {
 	size_t i;
 	int at = 0, q;
@@ -112,8 +96,8 @@ static void group_items(struct queue_cycle *c, int *tmp)
 		if (valid_queue(c, c->items[i].node))
 			c->order[c->nodes[c->items[i].node].end++] = (int)i;
 	for (q = 0; q < c->n_nodes; q++)
-		sort_items(c->items, c->order + c->nodes[q].begin, tmp,
-		           c->nodes[q].end - c->nodes[q].begin);
+		qsort_r(c->order + c->nodes[q].begin, (size_t)(c->nodes[q].end - c->nodes[q].begin),
+		        sizeof(*c->order), item_cmp, (void *)c->items);
 }
 
 int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, size_t n,
@@ -121,17 +105,14 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 {
 	int nn = queue_tree_size(queue_set_tree_c(qs)), i;
 	struct queue_cycle *c;
-	int *tmp;
 
 	*out = NULL;
 	if (n > INT32_MAX)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
-	tmp = malloc((n + 1) * sizeof(*tmp));
-	if (!c || !tmp || !(c->nodes = calloc((size_t)nn, sizeof(*c->nodes))) ||
+	if (!c || !(c->nodes = calloc((size_t)nn, sizeof(*c->nodes))) ||
 	    !(c->children = malloc((size_t)nn * sizeof(*c->children))) ||
 	    !(c->order = malloc((n + 1) * sizeof(*c->order)))) {
-		free(tmp);
 		queue_cycle_free(&c);
 		return -ENOMEM;
 	}
@@ -148,8 +129,7 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 		c->nodes[i].pick = QUEUE_NONE;
 	}
 	link_children(c);
-	group_items(c, tmp);
-	free(tmp);
+	group_items(c);
 	*out = c;
 	return 0;
 }

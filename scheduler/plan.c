@@ -89,23 +89,13 @@ static __attribute__((format(printf, 2, 3))) const char *aprintf(struct run *r, 
 
 /* ---- amounts --------------------------------------------------------- */
 
-static int64_t spec_request(const struct kubeapi_podspec *s, int res)
-{
-	const struct kubeapi_res *q = kubeapi_podspec_requests(s);
-
-	for (unsigned k = 0; res >= 0 && k < s->nrequests; k++)
-		if (q[k].res == (unsigned)res)
-			return q[k].amount;
-	return 0;
-}
-
 /* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
 static void add_pod(const struct run *r, int64_t *req, const struct kubeapi_podspec *s, uint16_t f)
 {
 	int64_t amount[CONFIG_MAX_SLOTS];
 
 	for (size_t k = 0; k < r->nres_cfg; k++)
-		amount[k] = spec_request(s, r->res_map[k]);
+		amount[k] = r->res_map[k] < 0 ? 0 : policy_spec_request(s, (unsigned)r->res_map[k]);
 	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
 }
 
@@ -195,11 +185,12 @@ static int32_t pod_priority(const struct kubeapi_pod *pod)
 	return pod->spec && pod->spec->has_priority ? pod->spec->priority : 0;
 }
 
-static void resolve_queue(struct run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
+/* The queue of a pod in PodGroup pg (or alone, pg NULL), or QUEUE_NONE
+ * with res->reason saying why. */
+static int queue_of(const struct run *r, const struct kubeapi_podgroup *pg,
+                    const struct kubeapi_pod *pod, struct queue_resolution *res)
 {
-	const struct kubeapi_podgroup *pg = g->group;
 	uint32_t label = 0, volcano = 0;
-	struct queue_resolution res;
 
 	if (pg)
 		label = kubeapi_labels_get(pg->muster, r->queue_label);
@@ -207,12 +198,17 @@ static void resolve_queue(struct run *r, struct plan_gang *g, const struct kubea
 		label = kubeapi_labels_get(pod->muster, r->queue_label);
 	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)
 		volcano = pg->queue;
-	if (queue_resolve(r->in->qs, label ? str(r, label) : NULL, volcano ? str(r, volcano) : NULL,
-	                  str(r, g->ns), &res) == 0) {
-		g->queue = res.node;
+	queue_resolve(r->in->qs, label ? str(r, label) : NULL, volcano ? str(r, volcano) : NULL,
+	              str(r, pod->ns), res);
+	return res->node;
+}
+
+static void resolve_queue(struct run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
+{
+	struct queue_resolution res;
+
+	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
 		return;
-	}
-	g->queue = QUEUE_NONE;
 	g->state = PLAN_NO_QUEUE;
 	g->message = aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), res.reason);
 }
@@ -298,14 +294,13 @@ static uint32_t node_of(const struct run *r, const struct kubeapi_pod *pod)
 
 /* A bound (or assumed) pod: out of its node's free resources, and, when
  * Muster's, into its gang's count and its queue's usage. A bound pod on
- * its own needs no gang record: the one made to resolve its queue is
- * dropped again. */
+ * its own needs no gang record, only its queue. */
 static int count_bound(struct run *r, const struct kubeapi_pod *pod, uint32_t node, size_t *cap)
 {
 	long i = policy_nodes_find(&r->p->nodes, node);
 	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
 	int64_t req[QUEUE_MAX_SLOTS] = {0};
-	size_t keep = r->p->ngangs;
+	struct queue_resolution res;
 	struct plan_gang *g;
 	int queue;
 
@@ -314,13 +309,13 @@ static int count_bound(struct run *r, const struct kubeapi_pod *pod, uint32_t no
 	r->p->stats.bound_pods++;
 	if (!is_ours(r, pod))
 		return 0;
-	if (!(g = gang_of(r, pod, cap)))
-		return -ENOMEM;
-	g->bound++;
-	queue = g->queue;
-	if (!pod->group && r->p->ngangs > keep) {
-		kubeapi_idmap_del(&r->by_group, g->key);
-		r->p->ngangs = keep;
+	if (pod->group) {
+		if (!(g = gang_of(r, pod, cap)))
+			return -ENOMEM;
+		g->bound++;
+		queue = g->queue;
+	} else {
+		queue = queue_of(r, NULL, pod, &res);
 	}
 	if (queue == QUEUE_NONE)
 		return 0;
@@ -497,7 +492,7 @@ static bool dominates(const struct kubeapi_podspec *spec, size_t n, const struct
 	if (spec == sh->spec)
 		return true;
 	for (unsigned k = 0; k < sh->spec->nrequests; k++)
-		if (spec_request(spec, r[k].res) < r[k].amount)
+		if (policy_spec_request(spec, r[k].res) < r[k].amount)
 			return false;
 	return true;
 }
