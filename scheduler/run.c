@@ -334,6 +334,7 @@ int sched_run(const struct sched_options *opt)
 	}
 	sched_assumed_free(s);
 	kubeapi_idmap_free(&s->written);
+	kubeapi_idmap_free(&s->evented);
 	kubeapi_idmap_free(&s->groups);
 	sched_waits_free(s);
 	plan_free(&s->plan);

@@ -82,6 +82,7 @@ struct sched {
 	unsigned closing;             /* handles and clients still closing */
 	struct kubeapi_idmap assumed; /* pod key -> struct sched_assumed * */
 	struct kubeapi_idmap written; /* pod key -> hash of the last condition written */
+	struct kubeapi_idmap evented; /* pod key -> shape hash of the last Event's message */
 	struct kubeapi_idmap groups;  /* gang key -> hash of the last PodGroup status */
 	struct kubeapi_idmap waits;   /* gang key -> its wait (timeout.c) */
 	struct sched_counters n;

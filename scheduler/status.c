@@ -1,9 +1,12 @@
 /*
  * Status written back, the way kube-scheduler does (sched.h):
  *   - a waiting pod: condition PodScheduled=False, reason Unschedulable,
- *     with the planner's message, and a FailedScheduling Event, each
- *     written only when the message changes (a hash per pod), not once
- *     per cycle;
+ *     with the planner's message, written when the message changes (a
+ *     hash per pod), not once per cycle; and a FailedScheduling Event
+ *     when the message changes in more than its numbers (a second hash
+ *     that skips digits), so counts that drift, "3 node(s) were not
+ *     ready" becoming "4", update the condition without a stream of
+ *     Events;
  *   - a bound pod: a Scheduled Event (bind.c); the API server sets
  *     PodScheduled=True itself on binding;
  *   - a PodGroup: its status in its own dialect, when it changes.
@@ -34,6 +37,23 @@ static uint64_t hash_str(const char *p)
 		h *= 0x100000001b3ull;
 	}
 	return h | 1; /* never 0: 0 means "nothing written" in the maps */
+}
+
+/* The message's shape: its hash with every run of digits read as one. */
+static uint64_t hash_shape(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *p; p++) {
+		if (*p >= '0' && *p <= '9') {
+			while (p[1] >= '0' && p[1] <= '9')
+				p++;
+			h = (h ^ '#') * 0x100000001b3ull;
+			continue;
+		}
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	}
+	return h | 1;
 }
 
 void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
@@ -130,7 +150,10 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 		return;
 	}
 	s->n.status_writes++;
-	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
+	h = hash_shape(msg);
+	if ((uintptr_t)kubeapi_idmap_get(&s->evented, key) != h &&
+	    kubeapi_idmap_put(&s->evented, key, (void *)(uintptr_t)h) == 0)
+		sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
 }
 
 /* The phase of a gang in the PodGroup's dialect. */
@@ -241,9 +264,9 @@ void sched_status_sweep(struct sched *s)
 	const struct kubeapi_idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
 	const struct kubeapi_idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
 	const struct kubeapi_idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
-	struct kubeapi_idmap *maps[2] = {&s->written, &s->groups};
+	struct kubeapi_idmap *maps[3] = {&s->written, &s->evented, &s->groups};
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		struct kubeapi_idmap *m = maps[k];
 		uint64_t *stale = calloc(m->n + 1, sizeof(*stale));
 		size_t n = 0;
@@ -254,7 +277,7 @@ void sched_status_sweep(struct sched *s)
 
 			if (!m->slots[i].key)
 				continue;
-			if (k == 0) {
+			if (k < 2) {
 				pod = kubeapi_idmap_get(pods, key);
 				if (!pod || pod->node)
 					stale[n++] = m->slots[i].key;
