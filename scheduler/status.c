@@ -3,10 +3,10 @@
  *   - a waiting pod: condition PodScheduled=False, reason Unschedulable,
  *     with the planner's message, written when the message changes (a
  *     hash per pod), not once per cycle; and a FailedScheduling Event
- *     when the message changes in more than its numbers (a second hash
- *     that skips digits), so counts that drift, "3 node(s) were not
- *     ready" becoming "4", update the condition without a stream of
- *     Events;
+ *     when its headline (before the first ';') changes in more than its
+ *     numbers, so node counts that drift with the cluster ("3 node(s)
+ *     were not ready" becoming "4", or appearing) update the condition
+ *     without a stream of Events;
  *   - a bound pod: a Scheduled Event (bind.c); the API server sets
  *     PodScheduled=True itself on binding;
  *   - a PodGroup: its status in its own dialect, when it changes.
@@ -39,12 +39,14 @@ static uint64_t hash_str(const char *p)
 	return h | 1; /* never 0: 0 means "nothing written" in the maps */
 }
 
-/* The message's shape: its hash with every run of digits read as one. */
+/* The message's headline (up to the first ';': what waits and on what;
+ * after it come per-node details that churn with the cluster), hashed
+ * with every run of digits read as one. */
 static uint64_t hash_shape(const char *p)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
-	for (; *p; p++) {
+	for (; *p && *p != ';'; p++) {
 		if (*p >= '0' && *p <= '9') {
 			while (p[1] >= '0' && p[1] <= '9')
 				p++;

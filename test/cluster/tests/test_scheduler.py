@@ -273,7 +273,8 @@ def test_gang_one_gpu_short_binds_nothing_and_says_why(core, custom, muster, ns)
     counts = {n: len(events(core, ns, n, "FailedScheduling")) for n in names}
     time.sleep(2 * SETTLE)
     assert nodes(core, ns, names) == dict.fromkeys(names), "a member was bound one GPU short"
-    assert {n: len(events(core, ns, n, "FailedScheduling")) for n in names} == counts, "an event per cycle"
+    after = {n: [e.message for e in events(core, ns, n, "FailedScheduling")] for n in names}
+    assert {n: len(m) for n, m in after.items()} == counts, f"an event per cycle: {after}"
 
     delete_pods(core, ns, ["occupant"])
     got = until(muster, "gang bound after the occupant left", lambda: all_bound(core, ns, names))
