@@ -37,6 +37,10 @@ struct kubeapi_model {
 struct kubeapi__dec {
 	struct kubeapi_model *m;
 	struct kubeapi_decode_error *err;
+	/* Labels over their caps are skipped, not an error: set while reading
+	 * a pod's whole label set, which only PodDisruptionBudget selectors
+	 * read (the API server never lets a selector name such a label). */
+	bool skip_long_labels;
 };
 
 void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,

@@ -668,6 +668,21 @@ static int pod_scheduled_condition(struct kubeapi__dec *d, const cJSON *status,
 	return 0;
 }
 
+/* status.startTime: when the kubelet took the pod (before pulling its
+ * images), from which a running pod's elapsed time is counted. */
+static int pod_start_time(struct kubeapi__dec *d, const cJSON *status, struct kubeapi_pod *p)
+{
+	const char *s;
+	size_t len;
+	int rc = kubeapi__string(d, status, "startTime", "status.startTime", 64, &s, &len);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (kubeapi__parse_time(s, len, &p->started_s) < 0)
+		return kubeapi__fail(d, "status.startTime: not an RFC 3339 time: \"%s\"", s);
+	return 0;
+}
+
 static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
                       void *out)
 {
@@ -684,7 +699,13 @@ static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kub
 	    (rc = pod_group(d, md, p)) < 0 || (rc = pod_owner(d, md->owners, p)) < 0 ||
 	    (rc = pod_phase(d, status, p)) < 0 ||
 	    (rc = pod_scheduled_condition(d, status, p)) < 0 ||
+	    (rc = pod_start_time(d, status, p)) < 0 ||
 	    (rc = kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &p->muster)) < 0)
+		return rc;
+	d->skip_long_labels = true;
+	rc = kubeapi__labels(d, md->labels, NULL, "", &p->labels);
+	d->skip_long_labels = false;
+	if (rc < 0)
 		return rc;
 	return pod_spec(d, spec, &p->spec);
 }
@@ -730,5 +751,6 @@ void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
 	kubeapi_str_unref(in, p->owner_name);
 	kubeapi__podspec_unref(in, p->spec);
 	kubeapi__labels_unref(in, p->muster);
+	kubeapi__labels_unref(in, p->labels);
 	memset(p, 0, sizeof(*p));
 }

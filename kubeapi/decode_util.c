@@ -96,6 +96,7 @@ void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,
 {
 	d->m = m;
 	d->err = err;
+	d->skip_long_labels = false;
 	memset(err, 0, sizeof(*err));
 	snprintf(err->kind, sizeof(err->kind), "%s", kind);
 }
@@ -684,6 +685,9 @@ static int labels_collect(struct kubeapi__dec *d, const cJSON *map, const char *
 			return kubeapi__fail(d, "metadata.%s.%.64s: expected a string", what,
 			                     e->string);
 		vlen = strlen(e->valuestring);
+		if ((klen > KUBEAPI_MAX_NAME + 64 || vlen > KUBEAPI_MAX_STRING) &&
+		    d->skip_long_labels)
+			continue;
 		if (klen > KUBEAPI_MAX_NAME + 64 || vlen > KUBEAPI_MAX_STRING)
 			return kubeapi__fail(d, "metadata.%s.%.64s: too long", what, e->string);
 		if (*n == KUBEAPI_MAX_LABELS)

@@ -193,9 +193,13 @@ struct kubeapi_pod {
 	uint8_t phase, group_source, sched_cond, deleting;
 	uint32_t pad_;
 	int64_t created_s, deleted_s;        /* creation, deletion timestamps (unix s) */
+	int64_t started_s;                   /* status.startTime (unix s), 0 when absent */
 	uint64_t rv;                         /* metadata.resourceVersion, 0 if not numeric */
 	const struct kubeapi_podspec *spec;  /* shared blob */
 	const struct kubeapi_labels *muster; /* labels and annotations under muster.dev/ */
+	/* All labels, for PodDisruptionBudget selectors. Shared: the pods of a
+	 * gang mostly carry the same set. */
+	const struct kubeapi_labels *labels;
 };
 
 struct kubeapi_node {

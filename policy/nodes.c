@@ -230,6 +230,37 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 	}
 }
 
+void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t delta)
+{
+	if (res >= t->nres)
+		return;
+	t->free[i * t->nres + res] += delta;
+	for (unsigned l = 0; res == KUBEAPI_RES_GPU && l < t->nlevels; l++) {
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (d != POLICY_NO_DOMAIN)
+			t->level[l].free_gpu[d] += delta;
+	}
+}
+
+int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a)
+{
+	*dst = *src;
+	memset(&dst->by_name, 0, sizeof(dst->by_name)); /* lookups go to src */
+	dst->free = arena_alloc(a, (src->n * src->nres + 1) * sizeof(*dst->free));
+	if (!dst->free)
+		return -ENOMEM;
+	memcpy(dst->free, src->free, src->n * src->nres * sizeof(*dst->free));
+	for (unsigned l = 0; l < src->nlevels; l++) {
+		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
+
+		if (!(dst->level[l].free_gpu = arena_alloc(a, bytes)))
+			return -ENOMEM;
+		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
+	}
+	return 0;
+}
+
 bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec)
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);

@@ -74,6 +74,19 @@ void policy_nodes_release(struct policy_nodes *t);
 void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
                       int sign);
 
+/** Add delta to node i's free amount of resource res (domain GPU totals
+ *  follow when res is nvidia.com/gpu): how a reservation lowers what a
+ *  gang may use of a node for one placement, and gives it back. */
+void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t delta);
+
+/**
+ * Make dst a scratch copy of src for what-if placements (a reservation's
+ * search, a preemption's): its own free amounts and domain GPU totals,
+ * everything else shared with src. Never pass a copy to
+ * policy_nodes_release(). 0 or -ENOMEM. O(nodes x resources + domains).
+ */
+int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a);
+
 /** Whether spec's requests fit node i's free resources now. */
 bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec);
 

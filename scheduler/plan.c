@@ -19,23 +19,8 @@
 #include <string.h>
 
 #include "kubeapi/intern.h"
+#include "scheduler/plan_internal.h"
 
-/* The cycle's working state, beside the result in struct plan. */
-struct run {
-	struct plan *p;
-	const struct plan_input *in;
-	struct kubeapi_intern *strs;
-	const struct config *cfg;
-	struct queue_tree *tree;
-	unsigned nslots;
-	size_t nres_cfg;
-	int res_map[CONFIG_MAX_SLOTS]; /* config resource -> model resource */
-	uint32_t queue_label;          /* id of "muster.dev/queue" */
-	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
-	struct policy_fitcache fits;
-	struct kubeapi_idmap memo; /* static fit -> struct memo */
-	size_t cap_binds;
-};
 
 /* Placements that failed this cycle for gangs of one spec, per static
  * fit (the nodes a spec may use at all). Capacity only shrinks during a
@@ -49,6 +34,7 @@ struct memo {
 	struct memo_shape {
 		const struct kubeapi_podspec *spec;
 		uint32_t n;
+		int64_t runtime_s;
 		const char *message;
 	} v[MEMO_SHAPES];
 	unsigned count, next; /* the oldest shape is replaced first */
@@ -59,15 +45,14 @@ uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
 	return ((uint64_t)ns << 32 | name) | (single ? 1ull << 63 : 0);
 }
 
-static const char *str(const struct run *r, uint32_t id)
+const char *plan__str(const struct plan_run *r, uint32_t id)
 {
 	const char *s = id ? kubeapi_str(r->strs, id) : NULL;
 
 	return s ? s : "";
 }
 
-static __attribute__((format(printf, 2, 3))) const char *aprintf(struct run *r, const char *fmt,
-                                                                 ...)
+const char *plan__printf(struct plan_run *r, const char *fmt, ...)
 {
 	char buf[1024], *out;
 	va_list ap;
@@ -90,7 +75,7 @@ static __attribute__((format(printf, 2, 3))) const char *aprintf(struct run *r, 
 /* ---- amounts --------------------------------------------------------- */
 
 /* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
-static void add_pod(const struct run *r, int64_t *req, const struct kubeapi_podspec *s, uint16_t f)
+static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s, uint16_t f)
 {
 	int64_t amount[CONFIG_MAX_SLOTS];
 
@@ -125,7 +110,7 @@ static void fmt_amount(char *buf, size_t len, const char *res, int64_t v)
 	}
 }
 
-static void slot_name(const struct run *r, unsigned slot, char *buf, size_t len)
+static void slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
 {
 	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
 
@@ -148,7 +133,7 @@ static int by_name(const void *a, const void *b, void *strs)
 
 /* Nodes in name order, so that equal clusters place equally whatever the
  * order the watch delivered them in. */
-static int build_nodes(struct run *r)
+static int build_nodes(struct plan_run *r)
 {
 	const struct kubeapi_idmap *m = r->in->nodes;
 	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
@@ -166,7 +151,7 @@ static int build_nodes(struct run *r)
 
 /* ---- gangs ----------------------------------------------------------- */
 
-static const struct kubeapi_podgroup *find_group(const struct run *r, const struct kubeapi_pod *pod)
+static const struct kubeapi_podgroup *find_group(const struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	uint64_t key = (uint64_t)pod->ns << 32 | pod->group;
 	const struct kubeapi_idmap *first = r->in->groups, *second = r->in->vcgroups;
@@ -187,7 +172,7 @@ static int32_t pod_priority(const struct kubeapi_pod *pod)
 
 /* The queue of a pod in PodGroup pg (or alone, pg NULL), or QUEUE_NONE
  * with res->reason saying why. */
-static int queue_of(const struct run *r, const struct kubeapi_podgroup *pg,
+static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
                     const struct kubeapi_pod *pod, struct queue_resolution *res)
 {
 	uint32_t label = 0, volcano = 0;
@@ -198,22 +183,22 @@ static int queue_of(const struct run *r, const struct kubeapi_podgroup *pg,
 		label = kubeapi_labels_get(pod->muster, r->queue_label);
 	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)
 		volcano = pg->queue;
-	queue_resolve(r->in->qs, label ? str(r, label) : NULL, volcano ? str(r, volcano) : NULL,
-	              str(r, pod->ns), res);
+	queue_resolve(r->in->qs, label ? plan__str(r, label) : NULL, volcano ? plan__str(r, volcano) : NULL,
+	              plan__str(r, pod->ns), res);
 	return res->node;
 }
 
-static void resolve_queue(struct run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
+static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
 {
 	struct queue_resolution res;
 
 	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
 		return;
 	g->state = PLAN_NO_QUEUE;
-	g->message = aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), res.reason);
+	g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns), plan__str(r, g->name), res.reason);
 }
 
-static int32_t group_priority(const struct run *r, const struct kubeapi_podgroup *pg)
+static int32_t group_priority(const struct plan_run *r, const struct kubeapi_podgroup *pg)
 {
 	const struct kubeapi_priorityclass *pc;
 
@@ -224,7 +209,7 @@ static int32_t group_priority(const struct run *r, const struct kubeapi_podgroup
 }
 
 /* The gang pod belongs to, created on first sight. NULL: out of memory. */
-static struct plan_gang *gang_of(struct run *r, const struct kubeapi_pod *pod, size_t *cap)
+static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t *cap)
 {
 	struct plan *p = r->p;
 	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
@@ -266,8 +251,8 @@ static struct plan_gang *gang_of(struct run *r, const struct kubeapi_pod *pod, s
 		} else {
 			g->state = PLAN_INCOMPLETE;
 			g->message =
-			    aprintf(r, "gang %s/%s: PodGroup %s/%s not found", str(r, g->ns),
-			            str(r, g->name), str(r, g->ns), str(r, g->name));
+			    plan__printf(r, "gang %s/%s: PodGroup %s/%s not found", plan__str(r, g->ns),
+			            plan__str(r, g->name), plan__str(r, g->ns), plan__str(r, g->name));
 		}
 	}
 	if (kubeapi_idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
@@ -276,13 +261,13 @@ static struct plan_gang *gang_of(struct run *r, const struct kubeapi_pod *pod, s
 	return g;
 }
 
-static bool is_ours(const struct run *r, const struct kubeapi_pod *pod)
+static bool is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	return pod->spec && pod->spec->scheduler == r->in->scheduler;
 }
 
 /* The node a pod is on or assumed on: its name id, or 0. */
-static uint32_t node_of(const struct run *r, const struct kubeapi_pod *pod)
+static uint32_t node_of(const struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	if (pod->node)
 		return pod->node;
@@ -292,38 +277,72 @@ static uint32_t node_of(const struct run *r, const struct kubeapi_pod *pod)
 	return 0;
 }
 
+static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long node,
+                     struct plan_gang *g)
+{
+	struct plan_bound *b;
+
+	if (r->nbound == r->cap_bound) {
+		size_t ncap = r->cap_bound ? 2 * r->cap_bound : 4096;
+		struct plan_bound *v = arena_alloc(&r->p->arena, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		if (r->nbound)
+			memcpy(v, r->bound, r->nbound * sizeof(*v));
+		r->bound = v;
+		r->cap_bound = ncap;
+	}
+	b = &r->bound[r->nbound++];
+	b->pod = pod;
+	b->node = (uint32_t)node;
+	b->gang = g ? (uint32_t)(g - r->p->gangs) : UINT32_MAX;
+	b->next = 0;
+	if (g) {
+		b->next = g->bound_first;
+		g->bound_first = (uint32_t)r->nbound;
+	}
+	return 0;
+}
+
 /* A bound (or assumed) pod: out of its node's free resources, and, when
- * Muster's, into its gang's count and its queue's usage. A bound pod on
- * its own needs no gang record, only its queue. */
-static int count_bound(struct run *r, const struct kubeapi_pod *pod, uint32_t node, size_t *cap)
+ * Muster's, into its gang (a single pod is a gang of one: it may be a
+ * victim) and its queue's usage. Every pod on a known node is remembered
+ * for preemption and for the reservations' timeline. */
+static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32_t node,
+                       size_t *cap)
 {
 	long i = policy_nodes_find(&r->p->nodes, node);
 	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
 	int64_t req[QUEUE_MAX_SLOTS] = {0};
 	struct queue_resolution res;
-	struct plan_gang *g;
-	int queue;
+	struct plan_gang *g = NULL;
+	int rc, queue = QUEUE_NONE;
 
 	if (i >= 0)
 		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, -1);
 	r->p->stats.bound_pods++;
-	if (!is_ours(r, pod))
-		return 0;
-	if (pod->group) {
+	if (is_ours(r, pod) && (pod->group || r->preemption)) {
 		if (!(g = gang_of(r, pod, cap)))
 			return -ENOMEM;
 		g->bound++;
+		if (!g->fixed_priority && pod_priority(pod) > g->priority)
+			g->priority = pod_priority(pod); /* what a preemptor weighs */
 		queue = g->queue;
-	} else {
+	} else if (is_ours(r, pod)) {
+		/* Without preemption a bound pod on its own is never looked at
+		 * again: its queue is all it needs, not a gang record. */
 		queue = queue_of(r, NULL, pod, &res);
 	}
+	if (i >= 0 && (rc = add_bound(r, pod, i, g)) < 0)
+		return rc;
 	if (queue == QUEUE_NONE)
 		return 0;
 	add_pod(r, req, pod->spec, flavor);
 	return queue_tree_charge(r->tree, queue, req, +1);
 }
 
-static int count_pods(struct run *r)
+static int count_pods(struct plan_run *r)
 {
 	const struct kubeapi_idmap *m = r->in->pods;
 	size_t cap = 0;
@@ -379,7 +398,7 @@ static int by_age(const void *a, const void *b, void *strs)
 }
 
 /* Second pass: each gang's pending pods, oldest first. */
-static int collect_pending(struct run *r)
+static int collect_pending(struct plan_run *r)
 {
 	const struct kubeapi_idmap *m = r->in->pods;
 	struct plan *p = r->p;
@@ -415,7 +434,7 @@ static int collect_pending(struct run *r)
 
 /* ---- admission ------------------------------------------------------- */
 
-static void quota_message(struct run *r, struct plan_gang *g, const struct queue_verdict *v,
+static void quota_message(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
                           const int64_t *req)
 {
 	char res[160], used[48], limit[48], need[48];
@@ -427,13 +446,14 @@ static void quota_message(struct run *r, struct plan_gang *g, const struct queue
 	fmt_amount(limit, sizeof(limit), rname, v->limit);
 	fmt_amount(need, sizeof(need), rname, req[v->slot]);
 	g->state = PLAN_WAITING;
+	r->quota_failed = 1;
 	g->message =
-	    aprintf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more", str(r, g->ns),
-	            str(r, g->name), queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
+	    plan__printf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more", plan__str(r, g->ns),
+	            plan__str(r, g->name), queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
 	            queue_tree_name(r->tree, v->node), used, limit, res, need);
 }
 
-static void place_message(struct run *r, struct plan_gang *g, const struct policy_why *why,
+static void place_message(struct plan_run *r, struct plan_gang *g, const struct policy_why *why,
                           size_t n)
 {
 	const struct policy_fit *f = why->fit;
@@ -458,12 +478,12 @@ static void place_message(struct run *r, struct plan_gang *g, const struct polic
 		                         ? kubeapi_model_resource_name(r->in->model, why->short_res)
 		                         : "resources");
 	g->state = PLAN_WAITING;
-	g->message = aprintf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
-	                     str(r, g->ns), str(r, g->name), why->placed, n, r->p->nodes.n,
+	g->message = plan__printf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
+	                     plan__str(r, g->ns), plan__str(r, g->name), why->placed, n, r->p->nodes.n,
 	                     len ? ": " : "", detail);
 }
 
-static int add_bind(struct run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node)
+static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node)
 {
 	struct plan *p = r->p;
 
@@ -482,12 +502,14 @@ static int add_bind(struct run *r, uint32_t gang, const struct kubeapi_pod *pod,
 	return 0;
 }
 
-/* Does a gang of n members of spec ask at least what shape did? */
-static bool dominates(const struct kubeapi_podspec *spec, size_t n, const struct memo_shape *sh)
+/* Does a gang of n members of spec, running runtime_s, ask at least what
+ * shape did? (A longer runtime may use less reserved room, never more.) */
+static bool dominates(const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
+                      const struct memo_shape *sh)
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(sh->spec);
 
-	if (n < sh->n)
+	if (n < sh->n || runtime_s < sh->runtime_s)
 		return false;
 	if (spec == sh->spec)
 		return true;
@@ -498,16 +520,17 @@ static bool dominates(const struct kubeapi_podspec *spec, size_t n, const struct
 }
 
 static const struct memo_shape *memo_find(const struct memo *m, const struct kubeapi_podspec *spec,
-                                          size_t n)
+                                          size_t n, int64_t runtime_s)
 {
 	for (unsigned k = 0; m && k < m->count; k++)
-		if (dominates(spec, n, &m->v[k]))
+		if (dominates(spec, n, runtime_s, &m->v[k]))
 			return &m->v[k];
 	return NULL;
 }
 
-static void memo_add(struct run *r, const struct policy_fit *fit,
-                     const struct kubeapi_podspec *spec, size_t n, const char *message)
+static void memo_add(struct plan_run *r, const struct policy_fit *fit,
+                     const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
+                     const char *message)
 {
 	struct memo *m = kubeapi_idmap_get(&r->memo, (uintptr_t)fit);
 	const char *tail = strstr(message, ": ");
@@ -518,7 +541,8 @@ static void memo_add(struct run *r, const struct policy_fit *fit,
 			return;
 	}
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
-	m->v[m->next] = (struct memo_shape){spec, (uint32_t)n, tail ? tail + 2 : message};
+	m->v[m->next] =
+	    (struct memo_shape){spec, (uint32_t)n, runtime_s, tail ? tail + 2 : message};
 	m->next = (m->next + 1) % MEMO_SHAPES;
 	if (m->count < MEMO_SHAPES)
 		m->count++;
@@ -533,79 +557,146 @@ static const struct kubeapi_podspec *one_spec(const struct kubeapi_pod *const *p
 	return n ? pods[0]->spec : NULL;
 }
 
-/* Place pods[0..n) of gang g whole, within quota: 1 admitted, 0 not (the
- * gang's message says why), or -ENOMEM. */
-static int admit(struct run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
-                 size_t n)
+void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
+                   size_t n)
+{
+	memset(req, 0, r->nslots * sizeof(*req));
+	for (size_t k = 0; k < n; k++)
+		add_pod(r, req, pods[k]->spec, POLICY_NO_FLAVOR);
+}
+
+long plan__gang_index(const struct plan_run *r, uint64_t key)
+{
+	uintptr_t at = (uintptr_t)kubeapi_idmap_get(&r->by_group, key);
+
+	return at ? (long)at - 1 : -1;
+}
+
+const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct kubeapi_pod *const *pods,
+                                           size_t n)
+{
+	const struct kubeapi_podspec **specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
+
+	for (size_t k = 0; specs && k < n; k++)
+		specs[k] = pods[k]->spec;
+	return specs;
+}
+
+/* With flavors, the quota is checked again where the pods landed: 1 when
+ * it holds (and req is what to charge), else 0 with the members taken off
+ * their nodes again and the message set. */
+static int flavor_quota(struct plan_run *r, struct plan_gang *g,
+                        const struct kubeapi_podspec *const *specs, size_t n,
+                        const uint32_t *out, int64_t *req)
 {
 	struct policy_nodes *t = &r->p->nodes;
+	struct queue_verdict v;
+
+	if (r->nslots <= r->nres_cfg)
+		return 1;
+	memset(req, 0, r->nslots * sizeof(*req));
+	for (size_t k = 0; k < n; k++)
+		add_pod(r, req, specs[k], t->flavor[out[k]]);
+	v = queue_tree_fits(r->tree, g->queue, req);
+	if (v.fits)
+		return 1;
+	for (size_t k = 0; k < n; k++)
+		policy_nodes_use(t, out[k], specs[k], +1);
+	quota_message(r, g, &v, req);
+	return 0;
+}
+
+/* Place pods[0..n) of gang g whole, within quota, counting them into the
+ * node table and the queue's usage: 1 placed (out[k] is member k's node
+ * index), 0 not (the gang's message says why), or -ENOMEM. */
+int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                size_t n, uint32_t *out)
+{
 	const struct kubeapi_podspec **specs;
 	const struct kubeapi_podspec *same = one_spec(pods, n);
-	int64_t req[QUEUE_MAX_SLOTS] = {0};
+	int64_t req[QUEUE_MAX_SLOTS];
 	struct queue_verdict v;
 	struct policy_why why;
 	const struct policy_fit *fit = NULL;
 	const struct memo_shape *hit;
-	uint32_t *out;
 	int rc;
 
-	for (size_t k = 0; k < n; k++)
-		add_pod(r, req, pods[k]->spec, POLICY_NO_FLAVOR);
+	r->quota_failed = 0;
+	plan__request(r, req, pods, n);
 	v = queue_tree_fits(r->tree, g->queue, req);
 	if (!v.fits) {
 		quota_message(r, g, &v, req);
 		return 0;
 	}
-	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, t, same)))
+	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
 		return -ENOMEM;
-	hit = fit ? memo_find(kubeapi_idmap_get(&r->memo, (uintptr_t)fit), same, n) : NULL;
+	hit = fit ? memo_find(kubeapi_idmap_get(&r->memo, (uintptr_t)fit), same, n, g->runtime_s)
+	          : NULL;
 	if (hit) {
 		r->p->stats.memo_hits++;
 		g->state = PLAN_WAITING;
-		g->message =
-		    aprintf(r, "gang %s/%s: %s", str(r, g->ns), str(r, g->name), hit->message);
+		g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns),
+		                          plan__str(r, g->name), hit->message);
 		return 0;
 	}
-	specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
-	out = arena_alloc(&r->p->arena, n * sizeof(*out));
-	if (!specs || !out)
+	if (!(specs = plan__specs(r, pods, n)))
 		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		specs[k] = pods[k]->spec;
 	r->p->stats.placement_tries++;
-	rc = policy_place(t, &r->fits, &r->p->arena, specs, n, out, &why);
+	rc = plan__backfill_place(r, g, specs, n, out, &why);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
 		place_message(r, g, &why, n);
 		if (fit)
-			memo_add(r, fit, same, n, g->message);
+			memo_add(r, fit, same, n, g->runtime_s, g->message);
 		return 0;
 	}
-	/* With flavors, the quota is checked again where the pods landed. */
-	if (r->nslots > r->nres_cfg) {
-		memset(req, 0, sizeof(req));
-		for (size_t k = 0; k < n; k++)
-			add_pod(r, req, specs[k], t->flavor[out[k]]);
-		v = queue_tree_fits(r->tree, g->queue, req);
-		if (!v.fits) {
-			for (size_t k = 0; k < n; k++)
-				policy_nodes_use(t, out[k], specs[k], +1);
-			quota_message(r, g, &v, req);
-			return 0;
-		}
-	}
+	if (!flavor_quota(r, g, specs, n, out, req))
+		return 0;
 	queue_tree_charge(r->tree, g->queue, req, +1);
+	return 1;
+}
+
+int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                    size_t n, const uint32_t *out)
+{
+	int rc;
+
 	for (size_t k = 0; k < n; k++)
 		if ((rc = add_bind(r, (uint32_t)(g - r->p->gangs), pods[k],
-		                   t->node[out[k]]->name)) < 0)
+		                   r->p->nodes.node[out[k]]->name)) < 0)
 			return rc;
-	return 1;
+	return 0;
+}
+
+/* Place and bind: 1 admitted, 0 not, or -ENOMEM. */
+static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                 size_t n)
+{
+	uint32_t *out = arena_alloc(&r->p->arena, n * sizeof(*out));
+	int rc;
+
+	if (!out)
+		return -ENOMEM;
+	if ((rc = plan__place(r, g, pods, n, out)) <= 0)
+		return rc;
+	return (rc = plan__add_binds(r, g, pods, n, out)) < 0 ? rc : 1;
+}
+
+/* A gang that does not fit: make room by preemption if its queue allows,
+ * else hold a reservation if it is at the head of the order. */
+static int make_room(struct plan_run *r, struct plan_gang *g, uint32_t need)
+{
+	int rc = plan__preempt(r, g, g->pending, need);
+
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	return plan__reserve(r, g, g->pending, need);
 }
 
 /* A gang's turn: the members that make up minMember together, then the
  * rest one by one while they fit. */
-static int try_gang(struct run *r, struct plan_gang *g)
+static int try_gang(struct plan_run *r, struct plan_gang *g)
 {
 	uint32_t have = g->bound + g->succeeded;
 	uint32_t need = have < g->min_member ? g->min_member - have : 0;
@@ -615,7 +706,7 @@ static int try_gang(struct run *r, struct plan_gang *g)
 	if (need > g->npending)
 		need = g->npending; /* cannot happen: such gangs are INCOMPLETE */
 	if (need && (rc = admit(r, g, g->pending, need)) <= 0)
-		return rc;
+		return rc < 0 ? rc : make_room(r, g, need);
 	for (uint32_t k = need; k < g->npending; k++) {
 		const char *msg = g->message;
 		enum plan_state st = g->state;
@@ -627,6 +718,8 @@ static int try_gang(struct run *r, struct plan_gang *g)
 				/* The gang is admitted; extras wait quietly. */
 				g->message = msg;
 				g->state = st;
+			} else if ((rc = make_room(r, g, 1)) < 0) {
+				return rc;
 			}
 			break;
 		}
@@ -640,17 +733,13 @@ static int try_gang(struct run *r, struct plan_gang *g)
 	return 1;
 }
 
-static int schedule(struct run *r)
+/* Gangs whose turn it is this cycle, as queue items. */
+static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t *gang_of_item,
+                         size_t *np)
 {
 	struct plan *p = r->p;
-	struct queue_item *items = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*items));
-	uint32_t *gang_of_item = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*gang_of_item));
-	struct queue_cycle *c;
 	size_t n = 0;
-	int i, rc = 0;
 
-	if (!items || !gang_of_item)
-		return -ENOMEM;
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
 		int64_t *req;
@@ -659,30 +748,46 @@ static int schedule(struct run *r)
 			continue;
 		if (g->bound + g->succeeded + g->npending < g->min_member) {
 			g->state = PLAN_INCOMPLETE;
-			g->message = aprintf(r, "gang %s/%s: %u of %u members exist (minMember %u)",
-			                     str(r, g->ns), str(r, g->name),
-			                     g->bound + g->succeeded + g->npending, g->min_member,
-			                     g->min_member);
+			g->message = plan__printf(
+			    r, "gang %s/%s: %u of %u members exist (minMember %u)",
+			    plan__str(r, g->ns), plan__str(r, g->name),
+			    g->bound + g->succeeded + g->npending, g->min_member, g->min_member);
 			continue;
 		}
 		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {
 			g->state = PLAN_BACKOFF;
-			g->message =
-			    aprintf(r,
-			            "gang %s/%s: timed out waiting to be scheduled; backing "
-			            "off before the next try",
-			            str(r, g->ns), str(r, g->name));
+			g->message = plan__printf(r,
+			                          "gang %s/%s: timed out waiting to be scheduled; "
+			                          "backing off before the next try",
+			                          plan__str(r, g->ns), plan__str(r, g->name));
 			continue;
 		}
 		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))
 			return -ENOMEM;
-		for (uint32_t m = 0; m < g->npending; m++)
-			add_pod(r, req, g->pending[m]->spec, POLICY_NO_FLAVOR);
+		plan__request(r, req, g->pending, g->npending);
 		g->state = PLAN_WAITING; /* until admitted */
 		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
 		                               g->key * 0x9e3779b97f4a7c15ull, req};
 		gang_of_item[n++] = (uint32_t)k;
 	}
+	*np = n;
+	return 0;
+}
+
+static int schedule(struct plan_run *r)
+{
+	struct plan *p = r->p;
+	struct queue_item *items = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*items));
+	uint32_t *gang_of_item = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*gang_of_item));
+	struct queue_cycle *c;
+	size_t n = 0;
+	int i, rc;
+
+	if (!items || !gang_of_item)
+		return -ENOMEM;
+	/* Preemptors holding room go first: the room is theirs. */
+	if ((rc = plan__holds(r)) < 0 || (rc = pending_items(r, items, gang_of_item, &n)) < 0)
+		return rc;
 	p->stats.pending_gangs = n;
 	if ((rc = queue_cycle_new(r->in->qs, items, n, &c)) < 0)
 		return rc;
@@ -699,7 +804,12 @@ static int schedule(struct run *r)
 	return rc;
 }
 
-static int setup(struct run *r, struct plan *p, const struct plan_input *in)
+static uint32_t find_id(const struct plan_run *r, const char *s)
+{
+	return kubeapi_str_find(r->strs, s, strlen(s));
+}
+
+static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in)
 {
 	r->p = p;
 	r->in = in;
@@ -711,7 +821,14 @@ static int setup(struct run *r, struct plan *p, const struct plan_input *in)
 	for (size_t k = 0; k < r->nres_cfg; k++)
 		r->res_map[k] = kubeapi_model_resource(in->model, r->cfg->resources.v[k],
 		                                       strlen(r->cfg->resources.v[k]));
-	r->queue_label = kubeapi_str_find(r->strs, "muster.dev/queue", strlen("muster.dev/queue"));
+	r->queue_label = find_id(r, "muster.dev/queue");
+	r->runtime_key = find_id(r, "muster.dev/expected-runtime");
+	r->preemptible_key = find_id(r, "muster.dev/preemptible");
+	r->false_value = find_id(r, "false");
+	for (size_t k = 0; k < r->cfg->n_all_queues; k++)
+		r->preemption |=
+		    r->cfg->all_queues[k]->preemption.within_queue != CONFIG_WITHIN_QUEUE_NEVER ||
+		    r->cfg->all_queues[k]->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER;
 	queue_tree_reset_usage(r->tree);
 	policy_nodes_release(&p->nodes);
 	arena_reset(&p->arena);
@@ -720,17 +837,26 @@ static int setup(struct run *r, struct plan *p, const struct plan_input *in)
 	p->ngangs = 0;
 	p->binds = NULL;
 	p->nbinds = 0;
+	p->evictions = NULL;
+	p->nevictions = 0;
+	r->resv = arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1,
+	                       sizeof(*r->resv));
+	if (!r->resv)
+		return -ENOMEM;
 	return build_nodes(r);
 }
 
 int plan_cycle(struct plan *p, const struct plan_input *in)
 {
-	struct run r = {0};
+	struct plan_run r = {0};
 	int rc;
 
 	if ((rc = setup(&r, p, in)) == 0 && (rc = count_pods(&r)) == 0 &&
-	    (rc = collect_pending(&r)) == 0)
+	    (rc = collect_pending(&r)) == 0) {
+		plan__gang_times(&r);
+		plan__protect(&r);
 		rc = schedule(&r);
+	}
 	p->stats.gangs = p->ngangs;
 	p->stats.arena_bytes = p->arena.used_total;
 	kubeapi_idmap_free(&r.by_group);
@@ -739,8 +865,17 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 	return rc;
 }
 
+void plan_hold_drop(struct plan *p, uint64_t key)
+{
+	free(kubeapi_idmap_del(&p->holds, key));
+}
+
 void plan_free(struct plan *p)
 {
+	for (size_t i = 0; i < p->holds.nslots; i++)
+		if (p->holds.slots[i].key)
+			free(p->holds.slots[i].value);
+	kubeapi_idmap_free(&p->holds);
 	policy_nodes_release(&p->nodes);
 	arena_free(&p->arena);
 	memset(p, 0, sizeof(*p));

@@ -46,7 +46,20 @@ struct plan_input {
 	/* Gangs backing off after a timeout: gang key -> anything. The
 	 * planner leaves them alone. May be NULL. */
 	const struct kubeapi_idmap *backoff;
+	/* The cycle's wall clock (unix seconds): runtimes, minRuntime and
+	 * reservations are measured from it. */
+	int64_t now_s;
+	/* The cache's PodDisruptionBudgets (key -> struct kubeapi_pdb *): a
+	 * gang whose eviction one would refuse is not chosen as a victim.
+	 * May be NULL. */
+	const struct kubeapi_idmap *pdbs;
+	/* Gangs whose eviction the API server refused lately (a budget changed
+	 * under us): gang key -> anything; not chosen as victims. May be NULL. */
+	const struct kubeapi_idmap *refused;
 };
+
+/** An end or start time that is not known (no runtime estimate). */
+#define PLAN_NEVER INT64_MAX
 
 enum plan_state {
 	PLAN_RUNNING,    /* nothing left to place */
@@ -55,6 +68,7 @@ enum plan_state {
 	PLAN_INCOMPLETE, /* fewer members than minMember exist, or no PodGroup */
 	PLAN_NO_QUEUE,   /* no queue takes it */
 	PLAN_BACKOFF,    /* timed out; left alone until its backoff ends */
+	PLAN_PREEMPTING, /* victims chosen: room held for it until they are gone */
 };
 
 struct plan_gang {
@@ -73,6 +87,16 @@ struct plan_gang {
 	const struct kubeapi_pod **pending; /* not yet bound, by creation then name */
 	uint32_t first_bind, nbind;         /* into plan.binds */
 	const char *message;                /* for WAITING, INCOMPLETE, NO_QUEUE; else NULL */
+	/* Time. A runtime comes from the pods' activeDeadlineSeconds, else
+	 * the annotation muster.dev/expected-runtime (pod or PodGroup), else
+	 * the queue's defaultRuntime; without one, ends are PLAN_NEVER. */
+	int64_t started_s;        /* gangs with bound members: the latest member start */
+	int64_t runtime_s;        /* expected runtime, or PLAN_NEVER */
+	int64_t expected_start_s; /* waiting gangs: 0 not estimated, PLAN_NEVER unknown */
+	uint8_t reserved;         /* holds a reservation (expected_start_s is its start) */
+	uint8_t protected_;       /* never a victim: queue or gang says so, or minRuntime */
+	uint32_t preempted_by;    /* a victim: the preemptor's gang index + 1, else 0 */
+	uint32_t bound_first;     /* planner-internal: first bound pod + 1 */
 };
 
 struct plan_bind {
@@ -81,9 +105,20 @@ struct plan_bind {
 	uint32_t gang; /* index into plan.gangs */
 };
 
+/* Evict pod, a member of gang `victim`, to make room for `preemptor`
+ * (indexes into plan.gangs). Every bound member of a victim is listed. */
+struct plan_evict {
+	const struct kubeapi_pod *pod;
+	uint32_t node; /* name id */
+	uint32_t victim, preemptor;
+};
+
 struct plan_stats {
 	size_t nodes, pods, gangs, pending_gangs, admitted_gangs, bound_pods;
 	size_t placement_tries, memo_hits;
+	/* Gangs that preempted, their victims, reservations held, gangs placed
+	 * while a reservation stood, and the placements each search made. */
+	size_t preemptions, victims, reservations, backfilled, preempt_tries, reserve_tries;
 	size_t arena_bytes;
 };
 
@@ -94,8 +129,17 @@ struct plan {
 	size_t ngangs;
 	struct plan_bind *binds;
 	size_t nbinds;
+	struct plan_evict *evictions; /* decided this cycle: send each once */
+	size_t nevictions;
 	struct plan_stats stats;
+	/* Kept across cycles (outside the arena): preemptor gang key ->
+	 * struct plan_hold *, the room held for it while its victims end. */
+	struct kubeapi_idmap holds;
 };
+
+/** Forget the hold of gang `key` (its victims' eviction was refused): it
+ *  is planned afresh next cycle. */
+void plan_hold_drop(struct plan *p, uint64_t key);
 
 /** The key of a gang: its PodGroup (ns, name) with bit 63 clear, or a
  *  single pod's (ns, name) with bit 63 set, so the two never collide. */

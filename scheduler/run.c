@@ -129,6 +129,9 @@ static void cycle(struct sched *s)
 	    .vcgroups = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS),
 	    .priorityclasses = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .assumed = NULL,
+	    .now_s = (int64_t)time(NULL),
+	    .pdbs = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PDBS),
+	    .refused = &s->refused,
 	};
 	struct kubeapi_idmap assumed = {0}, backoff = {0};
 	uint64_t t0 = uv_hrtime();
@@ -138,8 +141,10 @@ static void cycle(struct sched *s)
 		return;
 	apply_config(s);
 	sched_assumed_sweep(s);
-	if (s->n.cycles % 60 == 0)
+	if (s->n.cycles % 60 == 0) {
 		sched_status_sweep(s);
+		sched_evict_sweep(s);
+	}
 	in.qs = s->qs;
 	in.scheduler = kubeapi_str_find(kubeapi_model_intern(m), s->name, strlen(s->name));
 	if (!in.scheduler)
@@ -160,18 +165,19 @@ static void cycle(struct sched *s)
 		sched_log(s, "cycle failed: %s", strerror(-rc));
 		goto out;
 	}
+	sched_evict_all(s);
 	sched_bind_all(s);
 	sched_timeouts(s);
 	sched_status_write(s);
 	s->n.cycles++;
 	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
-	if (s->plan.nbinds)
+	if (s->plan.nbinds || s->plan.nevictions)
 		sched_log(s,
 		          "cycle %llu: %zu nodes, %zu pods, %zu pending gangs, %zu admitted, %zu "
-		          "binds, %.1f ms",
+		          "binds, %zu evictions, %zu reservations, %.1f ms",
 		          (unsigned long long)s->n.cycles, s->plan.stats.nodes, s->plan.stats.pods,
 		          s->plan.stats.pending_gangs, s->plan.stats.admitted_gangs, s->plan.nbinds,
-		          s->n.last_cycle_ms);
+		          s->plan.nevictions, s->plan.stats.reservations, s->n.last_cycle_ms);
 out:
 	kubeapi_idmap_free(&assumed);
 	kubeapi_idmap_free(&backoff);
@@ -333,6 +339,7 @@ int sched_run(const struct sched_options *opt)
 		uv_run(&loop, UV_RUN_DEFAULT);
 	}
 	sched_assumed_free(s);
+	sched_evicted_free(s);
 	kubeapi_idmap_free(&s->written);
 	kubeapi_idmap_free(&s->evented);
 	kubeapi_idmap_free(&s->groups);

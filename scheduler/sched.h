@@ -9,6 +9,7 @@
  *   status.c  pod conditions, Events and PodGroup status, written only
  *             when they change
  *   timeout.c gangs waiting past their timeout, and their backoff
+ *   evict.c   the planner's victims: DisruptionTarget, eviction, Event
  *
  * Internal to scheduler/; main.c sees only sched_run().
  */
@@ -60,6 +61,7 @@ enum sched_bind_state {
 struct sched_counters {
 	uint64_t cycles, binds_sent, binds_ok, binds_failed, binds_retried, gangs_released;
 	uint64_t status_writes, events, podgroup_writes, write_errors;
+	uint64_t evictions, evictions_refused;
 	double last_cycle_ms;
 };
 
@@ -85,6 +87,8 @@ struct sched {
 	struct kubeapi_idmap evented; /* pod key -> shape hash of the last Event's message */
 	struct kubeapi_idmap groups;  /* gang key -> hash of the last PodGroup status */
 	struct kubeapi_idmap waits;   /* gang key -> its wait (timeout.c) */
+	struct kubeapi_idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
+	struct kubeapi_idmap refused; /* victim gang key -> until (ms) a budget said no */
 	struct sched_counters n;
 };
 
@@ -95,6 +99,11 @@ int sched_run(const struct sched_options *opt);
 void sched_bind_all(struct sched *s);
 void sched_assumed_sweep(struct sched *s);
 void sched_assumed_free(struct sched *s);
+
+/* evict.c */
+void sched_evict_all(struct sched *s);
+void sched_evict_sweep(struct sched *s);
+void sched_evicted_free(struct sched *s);
 
 /* timeout.c */
 void sched_timeouts(struct sched *s);

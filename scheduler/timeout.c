@@ -65,8 +65,11 @@ void sched_timeouts(struct sched *s)
 		const struct plan_gang *g = &s->plan.gangs[k];
 		struct wait *w = kubeapi_idmap_get(m, g->key);
 
-		if (g->state != PLAN_WAITING && g->state != PLAN_INCOMPLETE &&
-		    g->state != PLAN_BACKOFF)
+		/* A gang holding a reservation waits for a known start, not in
+		 * vain: its clock restarts when it loses the reservation. */
+		if ((g->state != PLAN_WAITING && g->state != PLAN_INCOMPLETE &&
+		     g->state != PLAN_BACKOFF) ||
+		    g->reserved)
 			continue;
 		if (!w) {
 			if (!(w = calloc(1, sizeof(*w))) || kubeapi_idmap_put(m, g->key, w) < 0) {

@@ -1,0 +1,181 @@
+/*
+ * Evictions (sched.h): the planner's victims, asked to leave.
+ *
+ * Each victim pod first gets the condition DisruptionTarget=True
+ * (reason PreemptionByScheduler, as kube-scheduler writes it) naming the
+ * preemptor, then a POST to pods/eviction, so PodDisruptionBudgets have
+ * the last word, then, once accepted, a Preempted Event.
+ *
+ * Each pod is asked once. What can go wrong:
+ *   - 429, a budget refused: the victim gang is marked refused for
+ *     SCHED_REFUSED_MS (the planner passes over it) and the preemptor's
+ *     hold is dropped, so the next cycle plans afresh, with other victims.
+ *     Members already evicted are gone: Kubernetes cannot take that back,
+ *     and the planner checks budgets itself first so this is a race.
+ *   - 404: the pod is gone already, which is what was wanted.
+ *   - unreachable, 5xx: forgotten, so the planner's next cycle (which
+ *     asks again while the hold stands) sends it again.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kubeapi/writes.h"
+#include "scheduler/sched.h"
+
+#define SCHED_REFUSED_MS 60000
+
+struct sched_evicted {
+	struct sched *s;
+	uint64_t key;          /* the pod's */
+	uint64_t victim;       /* gang keys */
+	uint64_t preemptor;
+	char note[320];
+	uint8_t done;
+	struct kubeapi_http_call *call;
+};
+
+static void forget(struct sched *s, uint64_t key)
+{
+	free(kubeapi_idmap_del(&s->evicted, key));
+}
+
+static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
+{
+	return kubeapi_idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
+}
+
+static void on_evicted(void *data, const struct kubeapi_response *r)
+{
+	struct sched_evicted *e = data;
+	struct sched *s = e->s;
+	const struct kubeapi_pod *pod;
+
+	e->call = NULL;
+	if (s->stopping)
+		return; /* sched_evicted_free() frees it */
+	pod = cached_pod(s, e->key);
+	if (r->err == 0 && kubeapi_eviction_blocked(r)) {
+		s->n.evictions_refused++;
+		sched_log(s, "eviction of %s/%s refused by a PodDisruptionBudget: planning again",
+		          pod ? sched_str(s, pod->ns) : "?", pod ? sched_str(s, pod->name) : "?");
+		kubeapi_idmap_put(&s->refused, e->victim,
+		                  (void *)(uintptr_t)(sched_now_ms(s) + SCHED_REFUSED_MS));
+		plan_hold_drop(&s->plan, e->preemptor);
+		forget(s, e->key);
+		sched_kick(s);
+		return;
+	}
+	if (r->err || r->status >= 500 || r->status == 429) {
+		s->n.write_errors++;
+		forget(s, e->key);
+		return;
+	}
+	e->done = 1;
+	if (r->status >= 200 && r->status < 300) {
+		s->n.evictions++;
+		if (pod)
+			sched_event(s, pod, "Normal", "Preempted", "Preempting", e->note);
+	}
+}
+
+static void on_condition(void *data, const struct kubeapi_response *r)
+{
+	struct sched *s = data;
+
+	if (!s->stopping && (r->err || r->status >= 300) && r->status != 404)
+		s->n.write_errors++;
+}
+
+static int send_eviction(struct sched *s, const struct plan_evict *v)
+{
+	const struct plan_gang *victim = &s->plan.gangs[v->victim];
+	const struct plan_gang *g = &s->plan.gangs[v->preemptor];
+	uint64_t key = (uint64_t)v->pod->ns << 32 | v->pod->name;
+	struct sched_evicted *e = calloc(1, sizeof(*e));
+	struct kubeapi_target t;
+	char uid[40], msg[300];
+	int rc;
+
+	if (!e)
+		return -ENOMEM;
+	e->s = s;
+	e->key = key;
+	e->victim = victim->key;
+	e->preemptor = g->key;
+	snprintf(msg, sizeof(msg), "Muster: preempted by gang %s/%s", sched_str(s, g->ns),
+	         sched_str(s, g->name));
+	snprintf(e->note, sizeof(e->note), "Preempted by gang %s/%s to make room on node %s",
+	         sched_str(s, g->ns), sched_str(s, g->name), sched_str(s, v->node));
+	if ((rc = kubeapi_idmap_put(&s->evicted, key, e)) < 0) {
+		free(e);
+		return rc;
+	}
+	sched_target(s, v->pod, &t, uid);
+	/* The condition goes first so the pod says why before it goes. */
+	kubeapi_patch_pod_condition(s->http, &t, "DisruptionTarget", "True",
+	                            "PreemptionByScheduler", msg, time(NULL), on_condition, s);
+	if ((rc = kubeapi_evict(s->http, &t, -1, on_evicted, e)) < 0) {
+		forget(s, key);
+		return rc;
+	}
+	sched_log(s, "evicting %s/%s (gang %s/%s) for gang %s/%s", sched_str(s, v->pod->ns),
+	          sched_str(s, v->pod->name), sched_str(s, victim->ns), sched_str(s, victim->name),
+	          sched_str(s, g->ns), sched_str(s, g->name));
+	return 0;
+}
+
+void sched_evict_all(struct sched *s)
+{
+	for (size_t k = 0; k < s->plan.nevictions; k++) {
+		const struct plan_evict *v = &s->plan.evictions[k];
+
+		if (kubeapi_idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
+			continue;
+		if (send_eviction(s, v) < 0)
+			s->n.write_errors++;
+	}
+}
+
+/* Forget pods that are gone and refusals that are old. */
+void sched_evict_sweep(struct sched *s)
+{
+	struct kubeapi_idmap *maps[2] = {&s->evicted, &s->refused};
+	uint64_t now = sched_now_ms(s);
+
+	for (int m = 0; m < 2; m++) {
+		uint64_t *keys = calloc(maps[m]->n + 1, sizeof(*keys));
+		size_t n = 0;
+
+		if (!keys)
+			return;
+		for (size_t i = 0; i < maps[m]->nslots; i++) {
+			uint64_t key = maps[m]->slots[i].key;
+			const struct sched_evicted *e = maps[m]->slots[i].value;
+
+			if (!key)
+				continue;
+			if (m == 0 ? e->done && !cached_pod(s, key)
+			           : (uint64_t)(uintptr_t)maps[m]->slots[i].value < now)
+				keys[n++] = key;
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (m == 0)
+				forget(s, keys[k]);
+			else
+				kubeapi_idmap_del(&s->refused, keys[k]);
+		}
+		free(keys);
+	}
+}
+
+void sched_evicted_free(struct sched *s)
+{
+	for (size_t i = 0; i < s->evicted.nslots; i++)
+		if (s->evicted.slots[i].key)
+			free(s->evicted.slots[i].value);
+	kubeapi_idmap_free(&s->evicted);
+	kubeapi_idmap_free(&s->refused);
+}

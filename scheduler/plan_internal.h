@@ -1,0 +1,132 @@
+/*
+ * The cycle planner's working state, shared by its parts:
+ *
+ *   plan.c          gangs, usage, the admission loop
+ *   plan_time.c     runtimes, reservations and backfill
+ *   plan_preempt.c  preemption, reclaim, and the room held for preemptors
+ *
+ * Internal to scheduler/plan*.c.
+ */
+#ifndef MUSTER_SCHEDULER_PLAN_INTERNAL_H
+#define MUSTER_SCHEDULER_PLAN_INTERNAL_H
+
+#include "scheduler/plan.h"
+
+/* A bound (or assumed) pod on a node of the table. */
+struct plan_bound {
+	const struct kubeapi_pod *pod;
+	uint32_t node; /* index into the node table */
+	uint32_t gang; /* index into plan.gangs, or UINT32_MAX (not Muster's) */
+	uint32_t next; /* the gang's next bound pod + 1, or 0 */
+};
+
+/* Running work that ends at end_s, freeing spec on node. */
+struct plan_ends {
+	int64_t end_s;
+	uint32_t node;
+	const struct kubeapi_podspec *spec;
+};
+
+/* A node amount lowered for one backfill placement, to give back. */
+struct plan_undo {
+	uint32_t node;
+	uint32_t res;
+	int64_t delta;
+};
+
+/* A reservation: the nodes where a waiting gang starts when running work
+ * ends, and what is left on them for anyone else at that moment. */
+struct plan_resv {
+	uint32_t gang;
+	int64_t start_s; /* PLAN_NEVER: running pods give no runtime */
+	int64_t end_s;   /* start_s + the gang's runtime, or PLAN_NEVER */
+	uint32_t nmembers;
+	const struct kubeapi_podspec **specs; /* members, and the node of each */
+	uint32_t *at;
+	uint32_t n;      /* distinct nodes */
+	uint32_t *node;  /* node indexes */
+	int64_t *extra;  /* n x nres: free at start_s after the reservation */
+};
+
+/* The room held for a preemptor while its victims end (plan.holds). */
+struct plan_hold {
+	int64_t since_s;
+	uint32_t nvictims;
+	uint64_t victim[]; /* gang keys */
+};
+
+/* How long a hold waits for its victims before it is planned afresh: a
+ * pod's default grace period is 30 s, so this is ten of them. */
+#define PLAN_HOLD_TIMEOUT_S 300
+
+/* Preemptors tried per cycle, and fit checks per preemptor: preemption is
+ * a search, and a full cluster must not make every cycle slow. */
+#define PLAN_PREEMPTORS_PER_CYCLE 16
+#define PLAN_PREEMPT_CHECKS       256
+
+struct plan_run {
+	struct plan *p;
+	const struct plan_input *in;
+	struct kubeapi_intern *strs;
+	const struct config *cfg;
+	struct queue_tree *tree;
+	unsigned nslots;
+	size_t nres_cfg;
+	int res_map[CONFIG_MAX_SLOTS]; /* config resource -> model resource */
+	uint32_t queue_label;          /* id of "muster.dev/queue" */
+	uint32_t runtime_key;          /* id of "muster.dev/expected-runtime" */
+	uint32_t preemptible_key;      /* id of "muster.dev/preemptible" */
+	uint32_t false_value;          /* id of "false" */
+	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
+	struct policy_fitcache fits;
+	struct kubeapi_idmap memo; /* static fit -> struct memo */
+	size_t cap_binds, cap_evictions;
+	struct plan_bound *bound;
+	size_t nbound, cap_bound;
+	struct plan_resv *resv; /* cfg->backfill.reservations of them */
+	size_t nresv;
+	size_t preemptors;    /* tried this cycle */
+	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
+	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
+	/* The timeline of running work, built on the first reservation: bound
+	 * pods with a known end, by end; and those without one. */
+	struct plan_ends *ends;
+	size_t nends;
+	struct plan_bound **forever;
+	size_t nforever;
+	uint8_t ends_built;
+	struct plan_undo *undo; /* room for one backfill placement's lowering */
+	size_t cap_undo;
+};
+
+/* plan.c */
+const char *plan__str(const struct plan_run *r, uint32_t id);
+const char *plan__printf(struct plan_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
+                   size_t n);
+long plan__gang_index(const struct plan_run *r, uint64_t key);
+int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                size_t n, uint32_t *out);
+int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                    size_t n, const uint32_t *out);
+const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct kubeapi_pod *const *pods,
+                                           size_t n);
+
+/* plan_time.c */
+int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,
+                          const struct plan_gang *g);
+void plan__gang_times(struct plan_run *r);
+int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                  size_t n);
+int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
+                         const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
+                         struct policy_why *why);
+
+/* plan_preempt.c */
+int plan__holds(struct plan_run *r);
+int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                  size_t n);
+void plan__protect(struct plan_run *r);
+
+#endif /* MUSTER_SCHEDULER_PLAN_INTERNAL_H */

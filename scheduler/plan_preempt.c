@@ -1,0 +1,688 @@
+/*
+ * Preemption and reclaim (plan.h).
+ *
+ * A gang that does not fit may evict running gangs, whole, when its queue
+ * allows it:
+ *   withinQueue          lower-priority gangs of its own queue (or, with
+ *                        LowerOrNewerEqualPriority, also equal-priority
+ *                        gangs submitted after it);
+ *   reclaimWithinCohort  gangs of other queues of its cohort that borrow,
+ *                        while its own queue stays within its nominal
+ *                        quota (LowerPriority or Any).
+ * Never a victim: a gang of a queue with preemption.preemptible false, a
+ * gang labelled or annotated muster.dev/preemptible=false, one younger
+ * than its queue's minRuntime, one already ending, one whose eviction a
+ * PodDisruptionBudget would refuse (or lately refused).
+ *
+ * Candidates are ordered as Kueue orders them: other queues' gangs first,
+ * from the queue furthest above its nominal; then lowest priority; then
+ * the most recently started. The search is topology-aware: from the
+ * finest level to the whole cluster, in each domain that holds candidates
+ * (and enough GPUs with them), candidates there are evicted in order until
+ * the gang fits; then each is given back, most valuable first, if the gang
+ * still fits without it, so the set is minimal for that domain. The first
+ * level with an answer wins, and in it the domain with the fewest victims,
+ * then the lowest highest priority among them.
+ *
+ * The room is then held (plan.holds): each cycle, before any other gang,
+ * the preemptor is placed as if its victims were gone, and bound once they
+ * are. A hold ends when the preemptor is bound, its victims fail to end
+ * within PLAN_HOLD_TIMEOUT_S, or an eviction is refused.
+ *
+ * Cost: O(running gangs) to find candidates, then at most
+ * PLAN_PREEMPT_CHECKS placements per preemptor and
+ * PLAN_PREEMPTORS_PER_CYCLE preemptors per cycle.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi/intern.h"
+#include "scheduler/plan_internal.h"
+
+struct cand {
+	uint32_t gang;
+	uint8_t other_queue;
+	double over; /* its queue's use beyond nominal, as a fraction of it */
+	int32_t priority;
+	int64_t started_s;
+};
+
+/* ---- protection ------------------------------------------------------ */
+
+static bool says_false(const struct plan_run *r, const struct kubeapi_labels *l)
+{
+	return r->preemptible_key && r->false_value &&
+	       kubeapi_labels_get(l, r->preemptible_key) == r->false_value;
+}
+
+void plan__protect(struct plan_run *r)
+{
+	for (size_t k = 0; k < r->p->ngangs; k++) {
+		struct plan_gang *g = &r->p->gangs[k];
+		const struct config_queue *q =
+		    g->queue == QUEUE_NONE ? NULL : queue_set_queue(r->in->qs, g->queue);
+		bool ending = false;
+
+		if (!g->bound_first)
+			continue;
+		for (uint32_t b = g->bound_first; b && !ending; b = r->bound[b - 1].next)
+			ending = r->bound[b - 1].pod->deleting ||
+			         says_false(r, r->bound[b - 1].pod->muster);
+		g->protected_ =
+		    ending || !q || !q->preemption.preemptible ||
+		    (g->group && says_false(r, g->group->muster)) ||
+		    (q->preemption.min_runtime_ms > 0 &&
+		     r->in->now_s - g->started_s < (q->preemption.min_runtime_ms + 999) / 1000) ||
+		    (r->in->refused && kubeapi_idmap_get(r->in->refused, g->key));
+	}
+}
+
+/* Does requirement q hold for labels l? */
+static bool label_req(const struct kubeapi_labels *l, const struct kubeapi_requirement *q,
+                      const uint32_t *values)
+{
+	uint32_t v = kubeapi_labels_get(l, q->key);
+	bool in = false;
+
+	for (uint16_t k = 0; v && k < q->nvalues; k++)
+		in |= values[q->first_value + k] == v;
+	switch (q->op) {
+	case KUBEAPI_SEL_IN:
+		return in;
+	case KUBEAPI_SEL_NOT_IN:
+		return !in;
+	case KUBEAPI_SEL_EXISTS:
+		return v != 0;
+	case KUBEAPI_SEL_DOES_NOT_EXIST:
+		return v == 0;
+	default:
+		return false;
+	}
+}
+
+static bool selects(const struct kubeapi_pdb *b, const struct kubeapi_pod *pod)
+{
+	const struct kubeapi_requirement *q;
+	const uint32_t *values;
+
+	if (b->selects_nothing || !b->selector || b->ns != pod->ns)
+		return false;
+	q = kubeapi_selector_requirements(b->selector);
+	values = kubeapi_selector_values(b->selector);
+	for (uint32_t k = 0; k < b->selector->nreq; k++)
+		if (!label_req(pod->labels, &q[k], values))
+			return false;
+	return true;
+}
+
+/* Would a budget refuse to evict all of g's bound pods? O(budgets x pods
+ * of g); budgets are few. */
+static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
+{
+	const struct kubeapi_idmap *m = r->in->pdbs;
+
+	for (size_t s = 0; m && s < m->nslots; s++) {
+		const struct kubeapi_pdb *b = m->slots[s].value;
+		int32_t hit = 0;
+
+		if (!m->slots[s].key || b->ns != g->ns)
+			continue;
+		for (uint32_t i = g->bound_first; i; i = r->bound[i - 1].next)
+			hit += selects(b, r->bound[i - 1].pod);
+		if (hit > b->disruptions_allowed)
+			return true;
+	}
+	return false;
+}
+
+/* ---- candidates ------------------------------------------------------ */
+
+/* The cohort under the root that holds node, or QUEUE_NONE outside any. */
+static int top_cohort(const struct queue_tree *t, int node)
+{
+	int up;
+
+	while ((up = queue_tree_parent(t, node)) > 0)
+		node = up;
+	return node == QUEUE_NONE || !queue_tree_is_cohort(t, node) ? QUEUE_NONE : node;
+}
+
+/* How far q is above its nominal in the slots of req: the largest
+ * (demand - nominal) / nominal; 0 when it borrows none of them. */
+static double over_nominal(const struct plan_run *r, int q, const int64_t *req)
+{
+	double worst = 0;
+
+	for (unsigned s = 0; s < r->nslots; s++) {
+		int64_t nominal = queue_tree_quota(r->tree, q, s);
+		int64_t over = queue_tree_demand(r->tree, q, s) - nominal;
+
+		if (!req[s] || over <= 0)
+			continue;
+		if ((double)over / (double)(nominal > 0 ? nominal : 1) > worst)
+			worst = (double)over / (double)(nominal > 0 ? nominal : 1);
+		if (worst == 0)
+			worst = 1e-9;
+	}
+	return worst;
+}
+
+/* Would q stay within its nominal quota with req added? */
+static bool within_nominal(const struct plan_run *r, int q, const int64_t *req)
+{
+	for (unsigned s = 0; s < r->nslots; s++)
+		if (req[s] && queue_tree_demand(r->tree, q, s) + req[s] > queue_tree_quota(r->tree, q, s))
+			return false;
+	return true;
+}
+
+static bool may_take(const struct plan_run *r, const struct plan_gang *g,
+                     const struct config_queue *gq, const struct plan_gang *v, bool reclaim)
+{
+	if (v->queue == g->queue) {
+		switch (gq->preemption.within_queue) {
+		case CONFIG_WITHIN_QUEUE_LOWER_PRIORITY:
+			return v->priority < g->priority;
+		case CONFIG_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY:
+			return v->priority < g->priority ||
+			       (v->priority == g->priority && v->submitted_s > g->submitted_s);
+		default:
+			return false;
+		}
+	}
+	if (!reclaim || top_cohort(r->tree, v->queue) != top_cohort(r->tree, g->queue) ||
+	    top_cohort(r->tree, g->queue) == QUEUE_NONE)
+		return false;
+	switch (gq->preemption.reclaim_within_cohort) {
+	case CONFIG_RECLAIM_LOWER_PRIORITY:
+		return v->priority < g->priority;
+	case CONFIG_RECLAIM_ANY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->other_queue != y->other_queue)
+		return x->other_queue ? -1 : 1;
+	if (x->over != y->over)
+		return x->over > y->over ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority < y->priority ? -1 : 1;
+	if (x->started_s != y->started_s)
+		return x->started_s > y->started_s ? -1 : 1;
+	return (x->gang > y->gang) - (x->gang < y->gang);
+}
+
+static int candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
+                      struct cand **out, size_t *nout)
+{
+	const struct config_queue *gq = queue_set_queue(r->in->qs, g->queue);
+	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
+	               within_nominal(r, g->queue, req);
+	struct cand *c;
+	size_t n = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!gq || !(c = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
+		return gq ? -ENOMEM : 0;
+	for (size_t k = 0; k < r->p->ngangs; k++) {
+		struct plan_gang *v = &r->p->gangs[k];
+
+		if (v == g || !v->bound_first || v->protected_ || v->preempted_by ||
+		    v->queue == QUEUE_NONE || v->state == PLAN_PREEMPTING)
+			continue;
+		if (!may_take(r, g, gq, v, reclaim))
+			continue;
+		if (v->queue != g->queue && over_nominal(r, v->queue, req) <= 0)
+			continue; /* reclaim takes back only what is borrowed */
+		if (budget_refuses(r, v))
+			continue;
+		c[n++] = (struct cand){(uint32_t)k, v->queue != g->queue,
+		                       v->queue != g->queue ? over_nominal(r, v->queue, req) : 0,
+		                       v->priority, v->started_s};
+	}
+	qsort(c, n, sizeof(*c), by_cost);
+	*out = c;
+	*nout = n;
+	return 0;
+}
+
+/* ---- the search ------------------------------------------------------ */
+
+/* Take victim v's pods off (sign +1) or back onto (-1) their nodes, and
+ * its usage out of (+1) or back into (-1) its queue. */
+static void release(struct plan_run *r, struct plan_gang *v, int sign)
+{
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next) {
+		const struct plan_bound *x = &r->bound[b - 1];
+		int64_t req[QUEUE_MAX_SLOTS] = {0};
+
+		policy_nodes_use(&r->p->nodes, x->node, x->pod->spec, sign);
+		plan__request(r, req, &x->pod, 1);
+		queue_tree_charge(r->tree, v->queue, req, -sign);
+	}
+}
+
+struct attempt {
+	struct plan_gang *g;
+	const struct kubeapi_podspec **specs;
+	size_t n;
+	uint32_t *out;
+	const int64_t *req;
+	size_t checks;
+};
+
+/* Does the gang fit (quota and nodes) as things are now? */
+static int fits_now(struct plan_run *r, struct attempt *a)
+{
+	struct policy_why why;
+	int rc;
+
+	if (a->checks >= PLAN_PREEMPT_CHECKS)
+		return 0;
+	a->checks++;
+	r->p->stats.preempt_tries++;
+	if (!queue_tree_fits(r->tree, a->g->queue, a->req).fits)
+		return 0;
+	rc = policy_place(&r->p->nodes, &r->fits, &r->p->arena, a->specs, a->n, a->out, &why);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0)
+		return 0;
+	for (size_t k = 0; k < a->n; k++)
+		policy_nodes_use(&r->p->nodes, a->out[k], a->specs[k], +1);
+	return 1;
+}
+
+/* Evict v[0..n) in order until the gang fits, then give back what is not
+ * needed: the victims left marked in keep[] (1 = evict); the count, 0
+ * when it never fits. The table and usage are as before on return. */
+static int try_set(struct plan_run *r, struct attempt *a, const struct cand *v, size_t n,
+                   uint8_t *keep)
+{
+	size_t k, taken = 0;
+	int rc = 0;
+
+	for (k = 0; k < n && rc == 0; k++) {
+		struct plan_gang *x = &r->p->gangs[v[k].gang];
+
+		keep[k] = 0;
+		if (x->queue != a->g->queue && over_nominal(r, x->queue, a->req) <= 0)
+			continue; /* its queue no longer borrows */
+		release(r, x, +1);
+		keep[k] = 1;
+		if ((rc = fits_now(r, a)) < 0)
+			return rc;
+	}
+	if (rc == 0) {
+		for (size_t j = 0; j < k; j++)
+			if (keep[j])
+				release(r, &r->p->gangs[v[j].gang], -1);
+		return 0;
+	}
+	/* Most valuable first: whoever is not needed stays. */
+	for (size_t j = k; j-- > 0;) {
+		if (!keep[j])
+			continue;
+		release(r, &r->p->gangs[v[j].gang], -1);
+		if ((rc = fits_now(r, a)) < 0)
+			return rc;
+		if (rc == 1) {
+			keep[j] = 0;
+		} else {
+			release(r, &r->p->gangs[v[j].gang], +1);
+			taken++;
+		}
+	}
+	for (size_t j = 0; j < k; j++)
+		if (keep[j])
+			release(r, &r->p->gangs[v[j].gang], -1);
+	for (size_t j = k; j < n; j++)
+		keep[j] = 0;
+	return (int)taken;
+}
+
+/* The best victim set found so far. */
+struct best {
+	size_t count;
+	int32_t top_priority;
+	struct cand *set;
+};
+
+static void consider(struct best *b, const struct cand *v, size_t n, const uint8_t *keep,
+                     size_t count)
+{
+	int32_t top = INT32_MIN;
+	size_t m = 0;
+
+	for (size_t k = 0; k < n; k++)
+		if (keep[k] && v[k].priority > top)
+			top = v[k].priority;
+	if (b->count && (count > b->count || (count == b->count && top >= b->top_priority)))
+		return;
+	for (size_t k = 0; k < n; k++)
+		if (keep[k])
+			b->set[m++] = v[k];
+	b->count = m;
+	b->top_priority = top;
+}
+
+/* Candidates with a pod in domain d of level l, in candidate order. */
+static size_t in_domain(struct plan_run *r, const struct cand *c, size_t nc, unsigned l,
+                        uint32_t d, struct cand *out, int64_t *gpus)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+	size_t n = 0;
+
+	*gpus = t->level[l].free_gpu[d];
+	for (size_t k = 0; k < nc; k++) {
+		bool there = false;
+
+		for (uint32_t b = r->p->gangs[c[k].gang].bound_first; b; b = r->bound[b - 1].next) {
+			const struct plan_bound *x = &r->bound[b - 1];
+
+			if (t->domain[(size_t)x->node * t->nlevels + l] == d) {
+				there = true;
+				*gpus += policy_spec_gpus(x->pod->spec);
+			}
+		}
+		if (there)
+			out[n++] = c[k];
+	}
+	return n;
+}
+
+/* Distinct domains of level l that hold candidates' pods. */
+static size_t domains_of(struct plan_run *r, const struct cand *c, size_t nc, unsigned l,
+                         uint32_t *out, size_t cap)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+	size_t n = 0;
+
+	for (size_t k = 0; k < nc && n < cap; k++)
+		for (uint32_t b = r->p->gangs[c[k].gang].bound_first; b && n < cap;
+		     b = r->bound[b - 1].next) {
+			uint32_t d = t->domain[(size_t)r->bound[b - 1].node * t->nlevels + l];
+			size_t j = 0;
+
+			while (j < n && out[j] != d)
+				j++;
+			if (d != POLICY_NO_DOMAIN && j == n)
+				out[n++] = d;
+		}
+	return n;
+}
+
+#define PLAN_PREEMPT_DOMAINS 64
+
+static int search(struct plan_run *r, struct attempt *a, const struct cand *c, size_t nc,
+                  struct best *b)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+	struct cand *sub = arena_alloc(&r->p->arena, (nc + 1) * sizeof(*sub));
+	uint8_t *keep = arena_alloc(&r->p->arena, nc + 1);
+	uint32_t dom[PLAN_PREEMPT_DOMAINS];
+	int64_t want = 0;
+	int rc;
+
+	if (!sub || !keep)
+		return -ENOMEM;
+	for (size_t k = 0; k < a->n; k++)
+		want += policy_spec_gpus(a->specs[k]);
+	for (unsigned l = t->nlevels; l-- > 0 && !b->count;) {
+		size_t nd = domains_of(r, c, nc, l, dom, PLAN_PREEMPT_DOMAINS);
+
+		for (size_t k = 0; k < nd; k++) {
+			int64_t gpus;
+			size_t ns = in_domain(r, c, nc, l, dom[k], sub, &gpus);
+
+			if (gpus < want)
+				continue;
+			if ((rc = try_set(r, a, sub, ns, keep)) < 0)
+				return rc;
+			if (rc > 0)
+				consider(b, sub, ns, keep, (size_t)rc);
+		}
+	}
+	if (b->count)
+		return 0;
+	/* No single domain: the whole cluster, as placement itself falls
+	 * back to. */
+	if ((rc = try_set(r, a, c, nc, keep)) < 0)
+		return rc;
+	if (rc > 0)
+		consider(b, c, nc, keep, (size_t)rc);
+	return 0;
+}
+
+/* ---- acting on it ---------------------------------------------------- */
+
+static int add_eviction(struct plan_run *r, const struct plan_bound *x, uint32_t victim,
+                        uint32_t preemptor)
+{
+	struct plan *p = r->p;
+
+	if (x->pod->deleting)
+		return 0; /* already on its way out */
+	if (p->nevictions == r->cap_evictions) {
+		size_t ncap = r->cap_evictions ? 2 * r->cap_evictions : 64;
+		struct plan_evict *v = arena_alloc(&p->arena, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		if (p->nevictions)
+			memcpy(v, p->evictions, p->nevictions * sizeof(*v));
+		p->evictions = v;
+		r->cap_evictions = ncap;
+	}
+	p->evictions[p->nevictions++] =
+	    (struct plan_evict){x->pod, p->nodes.node[x->node]->name, victim, preemptor};
+	return 0;
+}
+
+/* Victim v makes way for g: off the table, out of its queue, and every
+ * member still running asked to leave. */
+static int evict(struct plan_run *r, struct plan_gang *v, struct plan_gang *g)
+{
+	uint32_t vi = (uint32_t)(v - r->p->gangs), gi = (uint32_t)(g - r->p->gangs);
+	int rc;
+
+	release(r, v, +1);
+	v->preempted_by = gi + 1;
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
+		if ((rc = add_eviction(r, &r->bound[b - 1], vi, gi)) < 0)
+			return rc;
+	return 0;
+}
+
+static int hold_new(struct plan_run *r, struct plan_gang *g, const struct best *b)
+{
+	struct plan_hold *h = malloc(sizeof(*h) + b->count * sizeof(h->victim[0]));
+	int rc;
+
+	if (!h)
+		return -ENOMEM;
+	h->since_s = r->in->now_s;
+	h->nvictims = (uint32_t)b->count;
+	for (size_t k = 0; k < b->count; k++)
+		h->victim[k] = r->p->gangs[b->set[k].gang].key;
+	free(kubeapi_idmap_del(&r->p->holds, g->key));
+	if ((rc = kubeapi_idmap_put(&r->p->holds, g->key, h)) < 0)
+		free(h);
+	return rc;
+}
+
+static const char *victim_names(struct plan_run *r, const struct best *b)
+{
+	char buf[512];
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (size_t k = 0; k < b->count && len < sizeof(buf); k++) {
+		const struct plan_gang *v = &r->p->gangs[b->set[k].gang];
+
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s/%s", k ? ", " : "",
+		                        plan__str(r, v->ns), plan__str(r, v->name));
+	}
+	return plan__printf(r, "%s", buf);
+}
+
+static bool may_preempt(const struct plan_run *r, const struct plan_gang *g,
+                        const struct kubeapi_pod *const *pods, size_t n)
+{
+	const struct config_queue *q =
+	    g->queue == QUEUE_NONE ? NULL : queue_set_queue(r->in->qs, g->queue);
+
+	if (!q || (q->preemption.within_queue == CONFIG_WITHIN_QUEUE_NEVER &&
+	           q->preemption.reclaim_within_cohort == CONFIG_RECLAIM_NEVER))
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (pods[k]->spec->preempt_never)
+			return false;
+	return true;
+}
+
+int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                  size_t n)
+{
+	int64_t req[QUEUE_MAX_SLOTS];
+	struct attempt a = {g, NULL, n, NULL, req, 0};
+	struct best b = {0};
+	struct cand *c;
+	size_t nc;
+	int rc;
+
+	if (!may_preempt(r, g, pods, n) || r->preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
+		return 0;
+	r->preemptors++;
+	plan__request(r, req, pods, n);
+	if ((rc = candidates(r, g, req, &c, &nc)) < 0 || nc == 0)
+		return rc;
+	a.specs = plan__specs(r, pods, n);
+	a.out = arena_alloc(&r->p->arena, n * sizeof(*a.out));
+	b.set = arena_alloc(&r->p->arena, nc * sizeof(*b.set));
+	if (!a.specs || !a.out || !b.set)
+		return -ENOMEM;
+	if ((rc = search(r, &a, c, nc, &b)) < 0 || b.count == 0)
+		return rc;
+	for (size_t k = 0; k < b.count; k++)
+		if ((rc = evict(r, &r->p->gangs[b.set[k].gang], g)) < 0)
+			return rc;
+	/* The freed room is the preemptor's from now on. */
+	if ((rc = fits_now(r, &(struct attempt){g, a.specs, n, a.out, req, 0})) != 1)
+		return rc < 0 ? rc : 0;
+	for (size_t k = 0; k < n; k++)
+		policy_nodes_use(&r->p->nodes, a.out[k], a.specs[k], -1);
+	queue_tree_charge(r->tree, g->queue, req, +1);
+	/* Capacity grew for the others too: what failed before may fit. */
+	kubeapi_idmap_free(&r->memo);
+	if ((rc = hold_new(r, g, &b)) < 0)
+		return rc;
+	r->p->stats.preemptions++;
+	r->p->stats.victims += b.count;
+	g->state = PLAN_PREEMPTING;
+	g->message = plan__printf(r, "gang %s/%s: preempting %zu gang(s) to make room: %s",
+	                          plan__str(r, g->ns), plan__str(r, g->name), b.count,
+	                          victim_names(r, &b));
+	return 1;
+}
+
+/* ---- holds ----------------------------------------------------------- */
+
+/* One hold's turn, before everyone else's: 1 kept, 0 to drop, <0 error.
+ * The victims still there are taken off the table (their pods end soon),
+ * the preemptor is placed in the room, and bound once nobody is left. */
+static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_hold *h)
+{
+	uint32_t have = g->bound + g->succeeded;
+	uint32_t need = have < g->min_member ? g->min_member - have : g->npending ? 1 : 0;
+	struct plan_gang **gone = arena_alloc(&r->p->arena, (h->nvictims + 1) * sizeof(*gone));
+	uint32_t left = 0, ngone = 0, *out = arena_alloc(&r->p->arena, (need + 1) * sizeof(*out));
+	int rc;
+
+	if (!gone || !out)
+		return -ENOMEM;
+	if (g->state != PLAN_RUNNING || !need || need > g->npending ||
+	    r->in->now_s - h->since_s > PLAN_HOLD_TIMEOUT_S ||
+	    (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)))
+		return 0;
+	for (uint32_t k = 0; k < h->nvictims; k++) {
+		long vi = plan__gang_index(r, h->victim[k]);
+		struct plan_gang *v = vi < 0 ? NULL : &r->p->gangs[vi];
+
+		if (!v || !v->bound_first || v->preempted_by)
+			continue;
+		left += v->bound;
+		release(r, v, +1);
+		gone[ngone++] = v;
+	}
+	if ((rc = plan__place(r, g, g->pending, need, out)) <= 0) {
+		while (ngone--) /* the room is gone: plan afresh */
+			release(r, gone[ngone], -1);
+		return rc;
+	}
+	for (uint32_t k = 0; k < ngone; k++) {
+		/* Asked again: the run layer sends each eviction once, and
+		 * again only after one failed. */
+		release(r, gone[k], -1);
+		if ((rc = evict(r, gone[k], g)) < 0)
+			return rc;
+	}
+	if (left == 0) {
+		g->first_bind = (uint32_t)r->p->nbinds;
+		if ((rc = plan__add_binds(r, g, g->pending, need, out)) < 0)
+			return rc;
+		g->nbind = need;
+		g->state = PLAN_ADMITTED;
+		g->message = NULL;
+		r->p->stats.admitted_gangs++;
+		return 0; /* done: the hold ends */
+	}
+	g->state = PLAN_PREEMPTING;
+	g->message = plan__printf(r,
+	                          "gang %s/%s: preempting %u gang(s) to make room: waiting for "
+	                          "%u pod(s) to end",
+	                          plan__str(r, g->ns), plan__str(r, g->name), h->nvictims, left);
+	return 1;
+}
+
+int plan__holds(struct plan_run *r)
+{
+	struct kubeapi_idmap *m = &r->p->holds;
+	uint64_t *keys;
+	size_t n = 0;
+	int rc;
+
+	if (!m->n)
+		return 0;
+	if (!(keys = arena_alloc(&r->p->arena, m->n * sizeof(*keys))))
+		return -ENOMEM;
+	for (size_t s = 0; s < m->nslots; s++)
+		if (m->slots[s].key)
+			keys[n++] = m->slots[s].key;
+	for (size_t k = 0; k < n; k++) {
+		long gi = plan__gang_index(r, keys[k]);
+
+		struct plan_gang *g = gi < 0 ? NULL : &r->p->gangs[gi];
+
+		rc = g ? hold_turn(r, g, kubeapi_idmap_get(m, keys[k])) : 0;
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			continue;
+		free(kubeapi_idmap_del(m, keys[k]));
+		if (g && g->state == PLAN_WAITING) {
+			/* Its normal turn comes in the order. */
+			g->state = PLAN_RUNNING;
+			g->message = NULL;
+		}
+	}
+	return 0;
+}
