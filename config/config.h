@@ -18,6 +18,7 @@
 #ifndef MUSTER_CONFIG_CONFIG_H
 #define MUSTER_CONFIG_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,6 +100,12 @@ struct config_quota {
 struct config_preemption {
 	enum config_within_queue within_queue;
 	enum config_reclaim reclaim_within_cohort;
+	/** A running gang of the queue is not preempted, nor reclaimed, before
+	 *  it has run this long, so a restart's cost is paid for; default 0. */
+	int64_t min_runtime_ms;
+	/** false: no gang of the queue is ever evicted by preemption or
+	 *  reclaim (it may still wait for quota); default true. */
+	bool preemptible;
 };
 
 struct config_cohort;
@@ -132,6 +139,17 @@ struct config_cohort {
 	const struct config_cohort *parent; /**< NULL at the top */
 };
 
+/** Most waiting gangs that may hold a reservation. */
+#define CONFIG_MAX_RESERVATIONS 1000
+
+/** Backfill: the first `reservations` waiting gangs in the order that do
+ *  not fit hold the capacity they will need, at the time it frees up; a
+ *  gang behind them starts now only if it ends before, or stays outside,
+ *  those reservations. 1 is EASY backfill, 0 turns reservations off. */
+struct config_backfill {
+	int64_t reservations; /**< 0..CONFIG_MAX_RESERVATIONS, default 1 */
+};
+
 struct config_topology {
 	struct config_strings levels; /**< node label keys, coarse to fine */
 };
@@ -144,6 +162,7 @@ struct config {
 	size_t n_flavors;
 	struct config_topology topology;
 	char *default_queue; /**< NULL when not given */
+	struct config_backfill backfill;
 	struct config_cohort *cohorts;
 	size_t n_cohorts;
 	struct config_queue *queues; /**< the queues outside any cohort */
@@ -153,6 +172,18 @@ struct config {
 	size_t n_all_queues;
 	size_t n_all_cohorts;
 };
+
+/** Longest text config_duration_parse() accepts, in bytes. */
+#define CONFIG_MAX_DURATION_TEXT 64
+
+/** Parse s[0..len) (need not be NUL-terminated; no byte past len is read)
+ *  as a duration into *ms: the file's syntax ("90s", "10m", "1h30m",
+ *  "500ms", "0") or a bare non-negative integer of seconds ("600"), as the
+ *  annotation muster.dev/expected-runtime is written. Returns 0, or
+ *  -EINVAL (and *ms untouched) when s is empty, longer than
+ *  CONFIG_MAX_DURATION_TEXT, malformed, signed, or too large for int64
+ *  milliseconds. O(len). */
+int config_duration_parse(const char *s, size_t len, int64_t *ms);
 
 /** The errors of one load: the first CONFIG_MAX_ERRORS messages, each
  *  "FILE:LINE:COLUMN: message" (or "FILE: message"), sorted by position,

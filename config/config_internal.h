@@ -55,13 +55,14 @@ struct config__loader {
 
 /* The kinds of value a key may hold. */
 enum config__kind {
-	CONFIG__STRING,  /* char *, non-empty */
-	CONFIG__STRINGS, /* struct config_strings, each non-empty */
-	CONFIG__INT,     /* int64_t within [min, max] */
-	CONFIG__DURATION,
-	CONFIG__ENUM,   /* int, index into names */
-	CONFIG__MAP,    /* a mapping whose keys (sub) fill the same object */
-	CONFIG__CUSTOM, /* fn */
+	CONFIG__STRING,   /* char *, non-empty */
+	CONFIG__STRINGS,  /* struct config_strings, each non-empty */
+	CONFIG__INT,      /* int64_t within [min, max] */
+	CONFIG__DURATION, /* int64_t milliseconds */
+	CONFIG__BOOL,     /* bool: true or false */
+	CONFIG__ENUM,     /* int, index into names */
+	CONFIG__MAP,      /* a mapping whose keys (sub) fill the same object */
+	CONFIG__CUSTOM,   /* fn */
 };
 
 struct config__table;
@@ -121,9 +122,10 @@ void *config__calloc(struct config__loader *l, size_t n, size_t size);
 void config__walk(struct config__loader *l, const yaml_node_t *n, const struct config__table *t,
                   void *obj);
 
-/* Parses a Go-style duration ("90s", "1h30m", "500ms") into milliseconds.
- * Returns 0, -EINVAL if malformed, -ERANGE if too long for an int64. */
-int config__duration_ms(const char *s, int64_t *ms);
+/* Parses a Go-style duration ("90s", "1h30m", "500ms") in s[0..len) into
+ * milliseconds, reading no byte past len. Returns 0, -EINVAL if
+ * malformed, -ERANGE if too long for an int64. */
+int config__duration_ms(const char *s, size_t len, int64_t *ms);
 
 /* The value of a queue's "quota" key into the queue obj; quota_map.c. */
 void config__set_quota(struct config__loader *l, const yaml_node_t *n, void *obj);

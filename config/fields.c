@@ -1,7 +1,7 @@
 /*
  * The table-driven walk of a mapping (see struct config__field) and the
- * scalar kinds: strings, lists of strings, bounded integers, durations and
- * enums.
+ * scalar kinds: strings, lists of strings, bounded integers, durations,
+ * booleans and enums; and the duration parser, public for annotations.
  *
  * Cost. A walk checks each key of the mapping against the table and looks
  * each field of the table up in the mapping: O(pairs * fields) per
@@ -172,14 +172,32 @@ static void set_duration(struct config__loader *l, const yaml_node_t *n,
 
 	if (!config__expect(l, n, YAML_SCALAR_NODE, f->key))
 		return;
-	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length ||
-	    config__duration_ms((const char *)n->data.scalar.value, &ms)) {
+	if (config__duration_ms((const char *)n->data.scalar.value, n->data.scalar.length, &ms)) {
 		config__error(
 		    l, n, "expected a duration such as 90s, 10m, 1h30m or 500ms for '%s', got '%s'",
 		    f->key, n->data.scalar.value);
 		return;
 	}
 	*(int64_t *)at(obj, f->offset) = ms;
+}
+
+/* YAML 1.2's core schema: what Kubernetes' own YAML reads as a boolean.
+ * YAML 1.1's yes/no/on/off are refused, as they surprise more than help. */
+static void set_bool(struct config__loader *l, const yaml_node_t *n, const struct config__field *f,
+                     void *obj)
+{
+	static const char *const names[] = {"true", "True", "TRUE", "false", "False", "FALSE"};
+
+	if (!config__expect(l, n, YAML_SCALAR_NODE, f->key))
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (scalar_is(n, names[i])) {
+			*(bool *)at(obj, f->offset) = i < 3;
+			return;
+		}
+	}
+	config__error(l, n, "expected true or false for '%s', got '%s'", f->key,
+	              n->data.scalar.value);
 }
 
 /* "A, B or C" into buf, for messages. */
@@ -228,6 +246,9 @@ static void apply(struct config__loader *l, const yaml_node_t *n, const struct c
 		break;
 	case CONFIG__DURATION:
 		set_duration(l, n, f, obj);
+		break;
+	case CONFIG__BOOL:
+		set_bool(l, n, f, obj);
 		break;
 	case CONFIG__ENUM:
 		set_enum(l, n, f, obj);
@@ -335,13 +356,14 @@ static const struct {
     {"s", 1000},
 };
 
-static int duration_unit(const char **s, int64_t *ms)
+/* The unit at s[0..len), its length in *used and its size in *ms. */
+static int duration_unit(const char *s, size_t len, size_t *used, int64_t *ms)
 {
 	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-		size_t len = strlen(duration_units[i].suffix);
+		size_t n = strlen(duration_units[i].suffix);
 
-		if (strncmp(*s, duration_units[i].suffix, len) == 0) {
-			*s += len;
+		if (len >= n && memcmp(s, duration_units[i].suffix, n) == 0) {
+			*used = n;
 			*ms = duration_units[i].ms;
 			return 0;
 		}
@@ -349,32 +371,65 @@ static int duration_unit(const char **s, int64_t *ms)
 	return -EINVAL;
 }
 
+/* The decimal digits at s[*i..len) into *n, advancing *i past them.
+ * -EINVAL when there are none, -ERANGE when they overflow an int64. */
+static int duration_number(const char *s, size_t len, size_t *i, int64_t *n)
+{
+	size_t start = *i;
+
+	*n = 0;
+	for (; *i < len && s[*i] >= '0' && s[*i] <= '9'; (*i)++)
+		if (__builtin_mul_overflow(*n, 10, n) || __builtin_add_overflow(*n, s[*i] - '0', n))
+			return -ERANGE;
+	return *i == start ? -EINVAL : 0;
+}
+
 /* Whole numbers only: Go's fractions ("1.5h") and units below a
- * millisecond ("ns", "us") are not accepted. "0" alone is zero. */
-int config__duration_ms(const char *s, int64_t *ms)
+ * millisecond ("ns", "us") are not accepted. "0" alone is zero. A NUL
+ * byte is not a digit nor a unit, so it is refused like any other. */
+int config__duration_ms(const char *s, size_t len, int64_t *ms)
 {
 	int64_t total = 0;
+	size_t i = 0;
 
-	if (strcmp(s, "0") == 0) {
+	if (len == 1 && s[0] == '0') {
 		*ms = 0;
 		return 0;
 	}
-	if (*s == '\0')
+	if (len == 0)
 		return -EINVAL;
-	while (*s) {
-		int64_t n = 0, unit;
+	while (i < len) {
+		int64_t n, unit;
+		size_t used;
+		int rc = duration_number(s, len, &i, &n);
 
-		if (*s < '0' || *s > '9')
+		if (rc)
+			return rc;
+		if (duration_unit(s + i, len - i, &used, &unit))
 			return -EINVAL;
-		for (; *s >= '0' && *s <= '9'; s++)
-			if (__builtin_mul_overflow(n, 10, &n) ||
-			    __builtin_add_overflow(n, *s - '0', &n))
-				return -ERANGE;
-		if (duration_unit(&s, &unit))
-			return -EINVAL;
+		i += used;
 		if (__builtin_mul_overflow(n, unit, &n) || __builtin_add_overflow(total, n, &total))
 			return -ERANGE;
 	}
 	*ms = total;
+	return 0;
+}
+
+/* The annotation's form adds bare seconds ("600") to the file's; every
+ * failure is -EINVAL, as the caller only needs to know it cannot use it. */
+int config_duration_parse(const char *s, size_t len, int64_t *ms)
+{
+	int64_t n, v;
+	size_t i = 0;
+
+	if (!s || len == 0 || len > CONFIG_MAX_DURATION_TEXT)
+		return -EINVAL;
+	if (duration_number(s, len, &i, &n) == 0 && i == len) {
+		if (__builtin_mul_overflow(n, 1000, &v))
+			return -EINVAL;
+	} else if (config__duration_ms(s, len, &v)) {
+		return -EINVAL;
+	}
+	*ms = v;
 	return 0;
 }

@@ -161,7 +161,6 @@ out:
 	return rc;
 }
 
-/* Walks the document into l->cfg; returns how it went. */
 /* What a GPU cluster puts under quota when the file does not say. */
 static int set_default_resources(struct config_strings *r)
 {
@@ -177,6 +176,7 @@ static int set_default_resources(struct config_strings *r)
 	return 0;
 }
 
+/* Walks the document into l->cfg; returns how it went. */
 static int walk(struct config__loader *l)
 {
 	yaml_node_t *root = yaml_document_get_root_node(&l->doc);
@@ -189,6 +189,7 @@ static int walk(struct config__loader *l)
 	if (!l->cfg)
 		return -ENOMEM;
 	l->cfg->scheduler_name = strdup("muster");
+	l->cfg->backfill.reservations = 1; /* EASY backfill */
 	if (!l->cfg->scheduler_name || set_default_resources(&l->cfg->resources) < 0)
 		return -ENOMEM;
 	config__walk(l, root, &config__root_table, l->cfg);

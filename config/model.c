@@ -1,8 +1,9 @@
 /*
  * The format itself: one table per kind of mapping (root, flavor,
- * topology, cohort, queue, preemption, quota entry) and the handlers for
- * the values that are more than a scalar: the lists of flavors, cohorts
- * and queues, and node labels. Quota maps are quota_map.c's.
+ * topology, backfill, cohort, queue, preemption, quota entry) and the
+ * handlers for the values that are more than a scalar: the lists of
+ * flavors, cohorts and queues, and node labels. Quota maps are
+ * quota_map.c's.
  *
  * Lists are allocated once at their final size (the YAML sequence tells
  * it), so pointers into them (a queue's parent, the names remembered for
@@ -69,6 +70,12 @@ static const struct config__field preemption_fields[] = {
      .kind = CONFIG__ENUM,
      .offset = offsetof(struct config_queue, preemption.reclaim_within_cohort),
      .names = reclaim_names},
+    {.key = "minRuntime",
+     .kind = CONFIG__DURATION,
+     .offset = offsetof(struct config_queue, preemption.min_runtime_ms)},
+    {.key = "preemptible",
+     .kind = CONFIG__BOOL,
+     .offset = offsetof(struct config_queue, preemption.preemptible)},
 };
 static const struct config__table preemption_table = {"preemption", FIELDS(preemption_fields)};
 
@@ -114,6 +121,7 @@ static void read_queues(struct config__loader *l, const yaml_node_t *n,
 
 		q->weight = 1;
 		q->gang_timeout_ms = CONFIG_DEFAULT_GANG_TIMEOUT_MS;
+		q->preemption.preemptible = true;
 		q->parent = parent;
 		config__walk(l, config__node(l, n->data.sequence.items.start[i]), &queue_table, q);
 	}
@@ -296,6 +304,15 @@ static const struct config__field topology_fields[] = {
 };
 static const struct config__table topology_table = {"topology", FIELDS(topology_fields)};
 
+static const struct config__field backfill_fields[] = {
+    {.key = "reservations",
+     .kind = CONFIG__INT,
+     .offset = offsetof(struct config, backfill.reservations),
+     .min = 0,
+     .max = CONFIG_MAX_RESERVATIONS},
+};
+static const struct config__table backfill_table = {"backfill", FIELDS(backfill_fields)};
+
 /* Resources and flavors come before cohorts and queues: the walk follows
  * this order, whatever the file's, so quotas can refer to both. */
 static const struct config__field root_fields[] = {
@@ -308,6 +325,7 @@ static const struct config__field root_fields[] = {
     {.key = "defaultQueue",
      .kind = CONFIG__STRING,
      .offset = offsetof(struct config, default_queue)},
+    {.key = "backfill", .kind = CONFIG__MAP, .sub = &backfill_table},
     {.key = "cohorts", .kind = CONFIG__CUSTOM, .fn = set_root_cohorts},
     {.key = "queues", .kind = CONFIG__CUSTOM, .fn = set_root_queues},
 };

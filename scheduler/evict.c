@@ -29,8 +29,8 @@
 
 struct sched_evicted {
 	struct sched *s;
-	uint64_t key;          /* the pod's */
-	uint64_t victim;       /* gang keys */
+	uint64_t key;    /* the pod's */
+	uint64_t victim; /* gang keys */
 	uint64_t preemptor;
 	char note[320];
 	uint8_t done;

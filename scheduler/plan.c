@@ -21,7 +21,6 @@
 #include "kubeapi/intern.h"
 #include "scheduler/plan_internal.h"
 
-
 /* Placements that failed this cycle for gangs of one spec, per static
  * fit (the nodes a spec may use at all). Capacity only shrinks during a
  * cycle, so a later gang of the same fit that asks at least as much per
@@ -75,7 +74,8 @@ const char *plan__printf(struct plan_run *r, const char *fmt, ...)
 /* ---- amounts --------------------------------------------------------- */
 
 /* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
-static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s, uint16_t f)
+static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
+                    uint16_t f)
 {
 	int64_t amount[CONFIG_MAX_SLOTS];
 
@@ -151,7 +151,8 @@ static int build_nodes(struct plan_run *r)
 
 /* ---- gangs ----------------------------------------------------------- */
 
-static const struct kubeapi_podgroup *find_group(const struct plan_run *r, const struct kubeapi_pod *pod)
+static const struct kubeapi_podgroup *find_group(const struct plan_run *r,
+                                                 const struct kubeapi_pod *pod)
 {
 	uint64_t key = (uint64_t)pod->ns << 32 | pod->group;
 	const struct kubeapi_idmap *first = r->in->groups, *second = r->in->vcgroups;
@@ -183,8 +184,8 @@ static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
 		label = kubeapi_labels_get(pod->muster, r->queue_label);
 	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)
 		volcano = pg->queue;
-	queue_resolve(r->in->qs, label ? plan__str(r, label) : NULL, volcano ? plan__str(r, volcano) : NULL,
-	              plan__str(r, pod->ns), res);
+	queue_resolve(r->in->qs, label ? plan__str(r, label) : NULL,
+	              volcano ? plan__str(r, volcano) : NULL, plan__str(r, pod->ns), res);
 	return res->node;
 }
 
@@ -195,7 +196,8 @@ static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct 
 	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
 		return;
 	g->state = PLAN_NO_QUEUE;
-	g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns), plan__str(r, g->name), res.reason);
+	g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns), plan__str(r, g->name),
+	                          res.reason);
 }
 
 static int32_t group_priority(const struct plan_run *r, const struct kubeapi_podgroup *pg)
@@ -250,9 +252,9 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 			g->fixed_priority = g->priority != INT32_MIN;
 		} else {
 			g->state = PLAN_INCOMPLETE;
-			g->message =
-			    plan__printf(r, "gang %s/%s: PodGroup %s/%s not found", plan__str(r, g->ns),
-			            plan__str(r, g->name), plan__str(r, g->ns), plan__str(r, g->name));
+			g->message = plan__printf(r, "gang %s/%s: PodGroup %s/%s not found",
+			                          plan__str(r, g->ns), plan__str(r, g->name),
+			                          plan__str(r, g->ns), plan__str(r, g->name));
 		}
 	}
 	if (kubeapi_idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
@@ -447,10 +449,10 @@ static void quota_message(struct plan_run *r, struct plan_gang *g, const struct 
 	fmt_amount(need, sizeof(need), rname, req[v->slot]);
 	g->state = PLAN_WAITING;
 	r->quota_failed = 1;
-	g->message =
-	    plan__printf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more", plan__str(r, g->ns),
-	            plan__str(r, g->name), queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
-	            queue_tree_name(r->tree, v->node), used, limit, res, need);
+	g->message = plan__printf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more",
+	                          plan__str(r, g->ns), plan__str(r, g->name),
+	                          queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
+	                          queue_tree_name(r->tree, v->node), used, limit, res, need);
 }
 
 static void place_message(struct plan_run *r, struct plan_gang *g, const struct policy_why *why,
@@ -478,9 +480,10 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 		                         ? kubeapi_model_resource_name(r->in->model, why->short_res)
 		                         : "resources");
 	g->state = PLAN_WAITING;
-	g->message = plan__printf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
-	                     plan__str(r, g->ns), plan__str(r, g->name), why->placed, n, r->p->nodes.n,
-	                     len ? ": " : "", detail);
+	g->message =
+	    plan__printf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
+	                 plan__str(r, g->ns), plan__str(r, g->name), why->placed, n, r->p->nodes.n,
+	                 len ? ": " : "", detail);
 }
 
 static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node)
@@ -572,8 +575,8 @@ long plan__gang_index(const struct plan_run *r, uint64_t key)
 	return at ? (long)at - 1 : -1;
 }
 
-const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct kubeapi_pod *const *pods,
-                                           size_t n)
+const struct kubeapi_podspec **plan__specs(struct plan_run *r,
+                                           const struct kubeapi_pod *const *pods, size_t n)
 {
 	const struct kubeapi_podspec **specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
 
@@ -586,8 +589,8 @@ const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct kube
  * it holds (and req is what to charge), else 0 with the members taken off
  * their nodes again and the message set. */
 static int flavor_quota(struct plan_run *r, struct plan_gang *g,
-                        const struct kubeapi_podspec *const *specs, size_t n,
-                        const uint32_t *out, int64_t *req)
+                        const struct kubeapi_podspec *const *specs, size_t n, const uint32_t *out,
+                        int64_t *req)
 {
 	struct policy_nodes *t = &r->p->nodes;
 	struct queue_verdict v;
@@ -839,8 +842,8 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	p->nbinds = 0;
 	p->evictions = NULL;
 	p->nevictions = 0;
-	r->resv = arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1,
-	                       sizeof(*r->resv));
+	r->resv =
+	    arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1, sizeof(*r->resv));
 	if (!r->resv)
 		return -ENOMEM;
 	return build_nodes(r);

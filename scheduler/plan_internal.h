@@ -43,9 +43,9 @@ struct plan_resv {
 	uint32_t nmembers;
 	const struct kubeapi_podspec **specs; /* members, and the node of each */
 	uint32_t *at;
-	uint32_t n;      /* distinct nodes */
-	uint32_t *node;  /* node indexes */
-	int64_t *extra;  /* n x nres: free at start_s after the reservation */
+	uint32_t n;     /* distinct nodes */
+	uint32_t *node; /* node indexes */
+	int64_t *extra; /* n x nres: free at start_s after the reservation */
 };
 
 /* The room held for a preemptor while its victims end (plan.holds). */
@@ -110,8 +110,8 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
                 size_t n, uint32_t *out);
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                     size_t n, const uint32_t *out);
-const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct kubeapi_pod *const *pods,
-                                           size_t n);
+const struct kubeapi_podspec **plan__specs(struct plan_run *r,
+                                           const struct kubeapi_pod *const *pods, size_t n);
 
 /* plan_time.c */
 int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,

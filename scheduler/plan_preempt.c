@@ -172,7 +172,8 @@ static double over_nominal(const struct plan_run *r, int q, const int64_t *req)
 static bool within_nominal(const struct plan_run *r, int q, const int64_t *req)
 {
 	for (unsigned s = 0; s < r->nslots; s++)
-		if (req[s] && queue_tree_demand(r->tree, q, s) + req[s] > queue_tree_quota(r->tree, q, s))
+		if (req[s] &&
+		    queue_tree_demand(r->tree, q, s) + req[s] > queue_tree_quota(r->tree, q, s))
 			return false;
 	return true;
 }
@@ -375,8 +376,8 @@ static void consider(struct best *b, const struct cand *v, size_t n, const uint8
 }
 
 /* Candidates with a pod in domain d of level l, in candidate order. */
-static size_t in_domain(struct plan_run *r, const struct cand *c, size_t nc, unsigned l,
-                        uint32_t d, struct cand *out, int64_t *gpus)
+static size_t in_domain(struct plan_run *r, const struct cand *c, size_t nc, unsigned l, uint32_t d,
+                        struct cand *out, int64_t *gpus)
 {
 	const struct policy_nodes *t = &r->p->nodes;
 	size_t n = 0;
@@ -588,9 +589,9 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	r->p->stats.preemptions++;
 	r->p->stats.victims += b.count;
 	g->state = PLAN_PREEMPTING;
-	g->message = plan__printf(r, "gang %s/%s: preempting %zu gang(s) to make room: %s",
-	                          plan__str(r, g->ns), plan__str(r, g->name), b.count,
-	                          victim_names(r, &b));
+	g->message =
+	    plan__printf(r, "gang %s/%s: preempting %zu gang(s) to make room: %s",
+	                 plan__str(r, g->ns), plan__str(r, g->name), b.count, victim_names(r, &b));
 	return 1;
 }
 

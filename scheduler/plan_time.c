@@ -170,7 +170,8 @@ static int build_ends(struct plan_run *r)
 		    (rc = add_end(r, &cap, end, (uint32_t)i, b->pod->spec)) < 0)
 			return rc;
 	}
-	qsort(r->ends, r->nends, sizeof(*r->ends), by_end);
+	if (r->nends)
+		qsort(r->ends, r->nends, sizeof(*r->ends), by_end);
 	r->ends_built = 1;
 	return 0;
 }
@@ -292,6 +293,11 @@ static int64_t search_start(struct plan_run *r, struct search *x, int *err)
 		else
 			lo = mid;
 	}
+	/* Everything that ends at that moment has ended: the placement then
+	 * sees all the room of that moment, and need not take what is free
+	 * now and could be backfilled. */
+	while (hi > 0 && hi < x->nev && x->ev[hi].end_s == x->ev[hi - 1].end_s)
+		hi++;
 	seek(x, hi);
 	if ((rc = fits(r, x, true)) != 1) {
 		*err = rc < 0 ? rc : -ENOSPC;
@@ -326,8 +332,8 @@ static int install(struct plan_run *r, struct plan_gang *g, struct search *x, in
 	}
 	v->gang = (uint32_t)(g - r->p->gangs);
 	v->start_s = start;
-	v->end_s = start == PLAN_NEVER || g->runtime_s == PLAN_NEVER ? PLAN_NEVER
-	                                                              : start + g->runtime_s;
+	v->end_s =
+	    start == PLAN_NEVER || g->runtime_s == PLAN_NEVER ? PLAN_NEVER : start + g->runtime_s;
 	v->nmembers = (uint32_t)x->n;
 	v->specs = x->specs;
 	v->at = x->out;
@@ -351,8 +357,9 @@ static void append_start(struct plan_run *r, struct plan_gang *g, const struct p
 	time_t t = (time_t)v->start_s;
 
 	if (v->start_s == PLAN_NEVER) {
-		g->message = plan__printf(r, "%s; expected start unknown (reservation on %u node(s))",
-		                          g->message ? g->message : "", v->n);
+		g->message =
+		    plan__printf(r, "%s; expected start unknown (reservation on %u node(s))",
+		                 g->message ? g->message : "", v->n);
 		return;
 	}
 	gmtime_r(&t, &tm);

@@ -1,6 +1,7 @@
 /*
  * config: the example file field by field, nested cohorts, defaults,
- * durations and lookups. Bad input is test_errors.c.
+ * preemption and backfill keys, durations (in the file and through
+ * config_duration_parse()) and lookups. Bad input is test_errors.c.
  *
  * Expected numbers are worked out by hand: 2Ti = 2 * 2^40 = 2199023255552
  * bytes, 512Gi = 512 * 2^30 = 549755813888, 256 cpu = 256000 milli-cores,
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +58,7 @@ static void check_top(const struct config *c)
 	assert_string_equal(c->topology.levels.v[0], "topology.kubernetes.io/zone");
 	assert_string_equal(c->topology.levels.v[3], "kubernetes.io/hostname");
 	assert_string_equal(c->default_queue, "best-effort");
+	assert_int_equal(c->backfill.reservations, 1);
 	assert_int_equal(c->n_cohorts, 2);
 	assert_int_equal(c->n_queues, 1);
 	assert_int_equal(c->n_all_cohorts, 3);
@@ -82,6 +85,8 @@ static void check_team_a(const struct config_cohort *research)
 	             CONFIG_UNLIMITED);
 	assert_int_equal(q->preemption.within_queue, CONFIG_WITHIN_QUEUE_LOWER_PRIORITY);
 	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_ANY);
+	assert_int_equal(q->preemption.min_runtime_ms, 1800000);
+	assert_true(q->preemption.preemptible);
 	assert_int_equal(q->gang_timeout_ms, 600000);
 	assert_int_equal(q->default_runtime_ms, 14400000);
 }
@@ -100,6 +105,8 @@ static void check_team_b(const struct config_cohort *research)
 	             CONFIG_UNLIMITED);
 	assert_int_equal(q->preemption.within_queue, CONFIG_WITHIN_QUEUE_NEVER);
 	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_NEVER);
+	assert_int_equal(q->preemption.min_runtime_ms, 0);
+	assert_true(q->preemption.preemptible);
 	assert_int_equal(q->gang_timeout_ms, 5400000);
 	assert_int_equal(q->default_runtime_ms, 0);
 }
@@ -123,6 +130,8 @@ static void check_production(const struct config_cohort *prod)
 	assert_int_equal(q->preemption.within_queue,
 	                 CONFIG_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY);
 	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_LOWER_PRIORITY);
+	assert_int_equal(q->preemption.min_runtime_ms, 0);
+	assert_false(q->preemption.preemptible);
 	assert_int_equal(q->gang_timeout_ms, 90000);
 }
 
@@ -206,16 +215,86 @@ static void test_defaults(void **state)
 	assert_null(c->default_queue);
 	assert_int_equal(c->n_flavors, 0);
 	assert_int_equal(c->topology.levels.n, 0);
+	assert_int_equal(c->backfill.reservations, 1);
 	q = &c->queues[0];
 	assert_int_equal(q->weight, 1);
 	assert_int_equal(q->ordering, CONFIG_ORDERING_BEST_EFFORT_FIFO);
 	assert_int_equal(q->preemption.within_queue, CONFIG_WITHIN_QUEUE_NEVER);
 	assert_int_equal(q->preemption.reclaim_within_cohort, CONFIG_RECLAIM_NEVER);
+	assert_int_equal(q->preemption.min_runtime_ms, 0);
+	assert_true(q->preemption.preemptible);
 	assert_int_equal(q->gang_timeout_ms, 300000);
 	assert_int_equal(q->default_runtime_ms, 0);
 	assert_int_equal(q->namespaces.n, 0);
 	expect_quota(&q->quotas[0], 0, CONFIG_NO_FLAVOR, 2000, CONFIG_UNLIMITED, CONFIG_UNLIMITED);
 	config_free(&c);
+}
+
+/* ---- preemption and backfill keys ---------------------------------------- */
+
+/* Every spelling of a boolean accepted, and a mapping present but empty
+ * (or null) keeping the defaults. */
+static void test_preemption_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		bool want;
+	} bools[] = {
+	    {"true", true},   {"True", true},   {"TRUE", true},       {"false", false},
+	    {"False", false}, {"FALSE", false}, {"\"false\"", false},
+	};
+	char text[256];
+	struct config *c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
+		snprintf(text, sizeof(text),
+		         "queues: [{name: q, preemption: {preemptible: %s, minRuntime: 1h30m}}]\n",
+		         bools[i].text);
+		if (parse(text, &c, NULL) != 0)
+			fail_msg("preemptible: %s rejected", bools[i].text);
+		if (c->queues[0].preemption.preemptible != bools[i].want)
+			fail_msg("preemptible: %s read as %d", bools[i].text,
+			         c->queues[0].preemption.preemptible);
+		assert_int_equal(c->queues[0].preemption.min_runtime_ms, 5400000);
+		assert_int_equal(c->queues[0].preemption.within_queue, CONFIG_WITHIN_QUEUE_NEVER);
+		config_free(&c);
+	}
+	assert_int_equal(parse("cohorts: [{name: c, queues: [{name: q, preemption: {}}]}]\n"
+	                       "queues: [{name: r, preemption: {preemptible: ~}}]\n",
+	                       &c, NULL),
+	                 0);
+	assert_true(config_find_queue(c, "q")->preemption.preemptible);
+	assert_true(config_find_queue(c, "r")->preemption.preemptible);
+	assert_int_equal(config_find_queue(c, "q")->preemption.min_runtime_ms, 0);
+	config_free(&c);
+}
+
+static void test_backfill_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		int64_t want;
+	} rows[] = {
+	    {"backfill: {reservations: 0}\n", 0},
+	    {"backfill: {reservations: 1}\n", 1},
+	    {"backfill: {reservations: 8}\n", 8},
+	    {"backfill: {reservations: 1000}\n", 1000},
+	    {"backfill: {}\n", 1},
+	    {"backfill: {reservations: ~}\n", 1},
+	    {"backfill:\n", 1},
+	};
+	struct config *c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (parse(rows[i].text, &c, NULL) != 0)
+			fail_msg("rejected: %s", rows[i].text);
+		if (c->backfill.reservations != rows[i].want)
+			fail_msg("%s: reservations %lld, want %lld", rows[i].text,
+			         (long long)c->backfill.reservations, (long long)rows[i].want);
+		config_free(&c);
+	}
 }
 
 /* ---- durations --------------------------------------------------------- */
@@ -270,6 +349,103 @@ static void test_durations(void **state)
 	}
 }
 
+/* config_duration_parse(): the file's syntax plus bare seconds, never
+ * more than len bytes read. Each input is copied into a buffer of exactly
+ * its length, so ASan reports a read past len. */
+static const struct {
+	const char *in;
+	int64_t ms; /* -1: rejected */
+} annotation_durations[] = {
+    {"90s", 90000},
+    {"10m", 600000},
+    {"1h30m", 5400000},
+    {"500ms", 500},
+    {"0", 0},
+    {"600", 600000},
+    {"0600", 600000},
+    {"1", 1000},
+    {"9223372036854775", INT64_C(9223372036854775000)},
+    {"9223372036854776", -1},    /* seconds * 1000 overflows */
+    {"9223372036854775808", -1}, /* overflows as a number */
+    {"9223372036854775807ms", INT64_MAX},
+    {"9223372036854775808ms", -1},
+    {"2562047788015h", INT64_C(9223372036854000000)},
+    {"2562047788016h", -1},
+    {"", -1},
+    {"-1", -1},
+    {"-90s", -1},
+    {"+600", -1},
+    {" 600", -1},
+    {"600 ", -1},
+    {"1.5h", -1},
+    {"1d", -1},
+    {"h", -1},
+    {"10m5", -1},
+    {"5s10", -1},
+    {"1us", -1},
+    {"0000000000000000000000000000000000000000000000000000000000000001", 1000}, /* 64 bytes */
+    {"00000000000000000000000000000000000000000000000000000000000000001", -1},  /* 65 bytes */
+};
+
+static void test_duration_parse(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(annotation_durations) / sizeof(annotation_durations[0]);
+	     i++) {
+		size_t len = strlen(annotation_durations[i].in);
+		char *exact = malloc(len ? len : 1);
+		int64_t ms = -42;
+		int rc;
+
+		assert_non_null(exact);
+		memcpy(exact, annotation_durations[i].in, len);
+		rc = config_duration_parse(exact, len, &ms);
+		free(exact);
+		if (annotation_durations[i].ms < 0) {
+			if (rc != -EINVAL || ms != -42)
+				fail_msg("'%s' gave %d (%lld ms), want -EINVAL and *ms untouched",
+				         annotation_durations[i].in, rc, (long long)ms);
+			continue;
+		}
+		if (rc != 0 || ms != annotation_durations[i].ms)
+			fail_msg("'%s' gave %d, %lld ms; want %lld ms", annotation_durations[i].in,
+			         rc, (long long)ms, (long long)annotation_durations[i].ms);
+	}
+}
+
+/* len, not a NUL, ends the text; the longest text taken is 64 bytes. */
+static void test_duration_parse_len(void **state)
+{
+	char buf[80];
+	int64_t ms = 0;
+
+	(void)state;
+	assert_int_equal(config_duration_parse("90sXYZ", 3, &ms), 0);
+	assert_int_equal(ms, 90000);
+	assert_int_equal(config_duration_parse("600junk", 3, &ms), 0);
+	assert_int_equal(ms, 600000);
+	assert_int_equal(config_duration_parse("10ms", 3, &ms), 0); /* "10m" */
+	assert_int_equal(ms, 600000);
+	assert_int_equal(config_duration_parse("1h30m", 2, &ms), 0);
+	assert_int_equal(ms, 3600000);
+	assert_int_equal(config_duration_parse("90s", 0, &ms), -EINVAL);
+	assert_int_equal(config_duration_parse(NULL, 0, &ms), -EINVAL);
+	assert_int_equal(config_duration_parse("9\0s", 3, &ms), -EINVAL);
+	assert_int_equal(config_duration_parse("5\0", 2, &ms), -EINVAL);
+
+	/* 64 bytes (zeros, then "5s") are taken; one byte more is refused. */
+	memset(buf, '0', sizeof(buf));
+	buf[CONFIG_MAX_DURATION_TEXT - 2] = '5';
+	buf[CONFIG_MAX_DURATION_TEXT - 1] = 's';
+	assert_int_equal(config_duration_parse(buf, CONFIG_MAX_DURATION_TEXT, &ms), 0);
+	assert_int_equal(ms, 5000);
+	buf[CONFIG_MAX_DURATION_TEXT - 1] = '0';
+	buf[CONFIG_MAX_DURATION_TEXT] = 's';
+	ms = -42;
+	assert_int_equal(config_duration_parse(buf, CONFIG_MAX_DURATION_TEXT + 1, &ms), -EINVAL);
+	assert_int_equal(ms, -42);
+}
+
 /* ---- lookups ----------------------------------------------------------- */
 
 static void test_queue_for_namespace(void **state)
@@ -299,8 +475,15 @@ static void test_queue_for_namespace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    TEST(test_example),   TEST(test_nested_cohorts),      TEST(test_defaults),
-	    TEST(test_durations), TEST(test_queue_for_namespace),
+	    TEST(test_example),
+	    TEST(test_nested_cohorts),
+	    TEST(test_defaults),
+	    TEST(test_preemption_keys),
+	    TEST(test_backfill_keys),
+	    TEST(test_durations),
+	    TEST(test_duration_parse),
+	    TEST(test_duration_parse_len),
+	    TEST(test_queue_for_namespace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

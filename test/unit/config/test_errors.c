@@ -63,7 +63,7 @@ struct bad {
 static const struct bad bad_files[] = {
     {"unknown key at the root", "colour: blue\n",
      {"t.yaml:1:1: unknown key 'colour' in the configuration; expected schedulerName, "
-      "resources, flavors, topology, defaultQueue, cohorts or queues"}},
+      "resources, flavors, topology, defaultQueue, backfill, cohorts or queues"}},
     {"unknown key in a queue", Q1 "    wieght: 2\n",
      {"t.yaml:3:5: unknown key 'wieght' in queue; expected name, namespaces, weight, "
       "ordering, quota, preemption, gangTimeout or defaultRuntime"}},
@@ -128,6 +128,31 @@ static const struct bad bad_files[] = {
     {"unknown reclaimWithinCohort",
      "queues: [{name: q, preemption: {reclaimWithinCohort: all}}]\n",
      {"t.yaml:1:54: unknown reclaimWithinCohort 'all'; expected Never, LowerPriority or Any"}},
+    {"unknown key in preemption", "queues: [{name: q, preemption: {minRunTime: 1m}}]\n",
+     {"t.yaml:1:33: unknown key 'minRunTime' in preemption; expected withinQueue, "
+      "reclaimWithinCohort, minRuntime or preemptible"}},
+    {"bad minRuntime", "queues: [{name: q, preemption: {minRuntime: soon}}]\n",
+     {"t.yaml:1:45: expected a duration such as 90s, 10m, 1h30m or 500ms for "
+      "'minRuntime', got 'soon'"}},
+    {"negative minRuntime", "queues: [{name: q, preemption: {minRuntime: -5m}}]\n",
+     {"t.yaml:1:45: expected a duration such as 90s, 10m, 1h30m or 500ms for "
+      "'minRuntime', got '-5m'"}},
+    {"preemptible not a boolean", "queues: [{name: q, preemption: {preemptible: yes}}]\n",
+     {"t.yaml:1:46: expected true or false for 'preemptible', got 'yes'"}},
+    {"preemptible a list", "queues: [{name: q, preemption: {preemptible: [true]}}]\n",
+     {"t.yaml:1:46: expected a string for 'preemptible', got a list"}},
+    {"reservations above 1000", "backfill: {reservations: 1001}\n",
+     {"t.yaml:1:26: expected an integer from 0 to 1000 for 'reservations', got '1001'"}},
+    {"reservations negative", "backfill: {reservations: -1}\n",
+     {"t.yaml:1:26: expected an integer from 0 to 1000 for 'reservations', got '-1'"}},
+    {"reservations not an integer", "backfill: {reservations: many}\n",
+     {"t.yaml:1:26: expected an integer from 0 to 1000 for 'reservations', got 'many'"}},
+    {"reservations a fraction", "backfill: {reservations: 1.5}\n",
+     {"t.yaml:1:26: expected an integer from 0 to 1000 for 'reservations', got '1.5'"}},
+    {"unknown key in backfill", "backfill: {depth: 2}\n",
+     {"t.yaml:1:12: unknown key 'depth' in backfill; expected reservations"}},
+    {"backfill not a mapping", "backfill: [1]\n",
+     {"t.yaml:1:11: expected a mapping for 'backfill', got a list"}},
     {"bad duration", "queues: [{name: q, defaultRuntime: 4 hours}]\n",
      {"t.yaml:1:36: expected a duration such as 90s, 10m, 1h30m or 500ms for "
       "'defaultRuntime', got '4 hours'"}},
@@ -198,7 +223,8 @@ static void test_many_errors_in_one_file(void **state)
 {
 	static const char *const want[] = {
 	    "t.yaml:2:1: unknown key 'colour' in the configuration; expected schedulerName, "
-	    "resources, flavors, topology, defaultQueue, cohorts or queues",
+	    "resources, flavors, topology, defaultQueue, backfill, cohorts or "
+	    "queues",
 	    "t.yaml:5:13: expected an integer from 1 to 1000000 for 'weight', got '0'",
 	    "t.yaml:9:32: expected a quantity such as 16, 500m or 2Ti for 'nominal', got 'x'",
 	    "t.yaml:9:36: quota on 'gpu', which is not listed in 'resources' (cpu)",

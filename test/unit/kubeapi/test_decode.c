@@ -569,6 +569,7 @@ static void test_pod_bound_deleting(void **state)
 	assert_int_equal(o.pod.deleting, 1);
 	assert_int_equal(o.pod.deleted_s, 1795280178); /* 2026-11-21T16:56:18Z */
 	assert_int_equal(o.pod.created_s, 1795280154);
+	assert_int_equal(o.pod.started_s, 1795280154); /* 2026-11-21T16:55:54Z */
 	assert_string_equal(S(m, s->scheduler), "default-scheduler");
 	assert_int_equal(s->active_deadline_s, -1);
 
@@ -1043,6 +1044,42 @@ static void test_pod_timestamps(void **state)
 			fail_msg("deletionTimestamp \"%s\" accepted or misreported", bad[i]);
 		cJSON_Delete(doc);
 	}
+}
+
+/* status.startTime: read as the metadata times are; absent (or null, as
+ * before the kubelet takes the pod) is 0; a malformed one fails the pod. */
+static void test_pod_start_time(void **state)
+{
+	struct kubeapi_model *m = *state;
+	cJSON *doc = item("pods.json", "job1-6pjkl");
+	union obj o;
+
+	set_path(doc, "status startTime", cJSON_CreateString("2026-11-21T18:55:51.5+02:00"));
+	decode_ok(m, POD, doc, &o);
+	assert_int_equal(o.pod.started_s, 1795280151);
+	kubeapi_pod_release(m, &o.pod);
+	cJSON_Delete(doc);
+
+	doc = item("pods.json", "bound");
+	set_path(doc, "status startTime", NULL);
+	decode_ok(m, POD, doc, &o);
+	assert_int_equal(o.pod.started_s, 0);
+	kubeapi_pod_release(m, &o.pod);
+	set_path(doc, "status startTime", cJSON_CreateNull());
+	decode_ok(m, POD, doc, &o);
+	assert_int_equal(o.pod.started_s, 0);
+	kubeapi_pod_release(m, &o.pod);
+	cJSON_Delete(doc);
+
+	doc = item("pods.json", "job1-6pjkl");
+	set_path(doc, "status startTime", cJSON_CreateString("2026-11-21T16:55:51"));
+	expect_bad(m, POD, doc, "status.startTime: not an RFC 3339 time: \"2026-11-21T16:55:51\"");
+	cJSON_Delete(doc);
+	doc = item("pods.json", "job1-6pjkl");
+	set_path(doc, "status startTime", cJSON_CreateNumber(1795280151));
+	expect_bad(m, POD, doc, "status.startTime: ");
+	cJSON_Delete(doc);
+	assert_clean(m);
 }
 
 /* UIDs: 36 characters, dashes at 8, 13, 18 and 23, hex in either case. */
@@ -2317,6 +2354,7 @@ int main(void)
 	    T(test_pod_owner),
 	    T(test_pod_phase_and_condition),
 	    T(test_pod_timestamps),
+	    T(test_pod_start_time),
 	    T(test_pod_uid),
 	    T(test_pod_resource_version),
 	    T(test_pod_empty_node_name),

@@ -88,14 +88,14 @@ static void world_free(struct world *w)
 }
 
 struct podopt {
-	const char *node;     /* NULL: pending */
-	int priority;         /* spec.priority */
-	long started;         /* seconds after BASE_S (also its creation) */
-	long deadline;        /* activeDeadlineSeconds, 0: none */
-	const char *runtime;  /* muster.dev/expected-runtime, NULL: none */
-	const char *app;      /* label app=..., NULL: none */
-	int deleting;         /* metadata.deletionTimestamp set */
-	const char *noevict;  /* muster.dev/preemptible value, NULL: none */
+	const char *node;    /* NULL: pending */
+	int priority;        /* spec.priority */
+	long started;        /* seconds after BASE_S (also its creation) */
+	long deadline;       /* activeDeadlineSeconds, 0: none */
+	const char *runtime; /* muster.dev/expected-runtime, NULL: none */
+	const char *app;     /* label app=..., NULL: none */
+	int deleting;        /* metadata.deletionTimestamp set */
+	const char *noevict; /* muster.dev/preemptible value, NULL: none */
 };
 
 static void stamp(char *buf, size_t len, long s)
@@ -138,10 +138,11 @@ static void pod(struct world *w, const char *ns, const char *name, const char *g
 	                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
 	                "\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"}}}]},"
 	                "\"status\":{\"phase\":\"%s\"%s%s%s}}",
-	                name, ns, ++w->s.seq, created, del, labels, ann, o->priority, o->node ? ",\"nodeName\":\"" : "",
-	                o->node ? o->node : "", o->node ? "\"" : "", extra, gpus,
-	                o->node ? "Running" : "Pending", o->node ? ",\"startTime\":\"" : "",
-	                o->node ? created : "", o->node ? "\"" : "");
+	                name, ns, ++w->s.seq, created, del, labels, ann, o->priority,
+	                o->node ? ",\"nodeName\":\"" : "", o->node ? o->node : "",
+	                o->node ? "\"" : "", extra, gpus, o->node ? "Running" : "Pending",
+	                o->node ? ",\"startTime\":\"" : "", o->node ? created : "",
+	                o->node ? "\"" : "");
 	if (!p || kubeapi_pod_decode(w->s.model, j, p, &err) != 0) {
 		char b[512];
 
@@ -178,12 +179,13 @@ static void pdb(struct world *w, const char *ns, const char *app, int allowed)
 {
 	struct kubeapi_pdb *b = calloc(1, sizeof(*b));
 	struct kubeapi_decode_error err;
-	cJSON *j = synth_parse("{\"metadata\":{\"name\":\"pdb-%s\",\"namespace\":\"%s\","
-	                       "\"uid\":\"00000000-0000-0000-0001-%012lx\",\"resourceVersion\":\"1\","
-	                       "\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
-	                       "\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"%s\"}}},"
-	                       "\"status\":{\"disruptionsAllowed\":%d}}",
-	                       app, ns, ++w->s.seq, app, allowed);
+	cJSON *j =
+	    synth_parse("{\"metadata\":{\"name\":\"pdb-%s\",\"namespace\":\"%s\","
+	                "\"uid\":\"00000000-0000-0000-0001-%012lx\",\"resourceVersion\":\"1\","
+	                "\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
+	                "\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"%s\"}}},"
+	                "\"status\":{\"disruptionsAllowed\":%d}}",
+	                app, ns, ++w->s.seq, app, allowed);
 
 	assert_non_null(b);
 	assert_int_equal(kubeapi_pdb_decode(w->s.model, j, b, &err), 0);
@@ -394,7 +396,8 @@ static void test_min_runtime(void **state)
 	world_init(&w, 1, 2);
 	gang(&w, "y", "new", 1, 8, on("n-0-0", NULL),
 	     (struct podopt){.priority = 1, .started = 3600 - 300});
-	gang(&w, "y", "old", 1, 8, on("n-0-1", NULL), (struct podopt){.priority = 1, .started = 600});
+	gang(&w, "y", "old", 1, 8, on("n-0-1", NULL),
+	     (struct podopt){.priority = 1, .started = 600});
 	gang(&w, "y", "H", 1, 8, NULL, (struct podopt){.priority = 100, .started = 3590});
 	cycle(&w);
 	assert_string_equal(victims(&w, buf, sizeof(buf)), "old");
@@ -456,8 +459,8 @@ static void test_reservation_and_backfill(void **state)
 
 	(void)state;
 	world_init(&w, 1, 2);
-	pod(&w, "s", "R", NULL, 4, &(struct podopt){.node = "n-0-0", .started = 3600 - 50,
-	                                              .deadline = 100});
+	pod(&w, "s", "R", NULL, 4,
+	    &(struct podopt){.node = "n-0-0", .started = 3600 - 50, .deadline = 100});
 	pod(&w, "s", "F", NULL, 8, &(struct podopt){.node = "n-0-1", .started = 10});
 	gang(&w, "s", "H", 1, 8, NULL, (struct podopt){.started = 3000});
 	gang(&w, "s", "L", 1, 4, NULL, (struct podopt){.started = 3001, .runtime = "100s"});
