@@ -123,6 +123,13 @@ bench-e2e: all
 bench-plan: all
 	$(BUILD)/bench/plan_cycle --sweep
 
+# One planner cycle with priority preemption, reclaim and reservations
+# (bench/README.md), then the same across cluster sizes.
+.PHONY: bench-plan-preempt
+bench-plan-preempt: all
+	$(BUILD)/bench/plan_cycle 5000 --preempt
+	$(BUILD)/bench/plan_cycle --sweep --preempt
+
 bench-alibaba: all
 	$(BUILD)/bench/alibaba_pack
 

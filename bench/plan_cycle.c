@@ -5,7 +5,7 @@
  * would read from the cache.
  *
  * usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform]
- *                   [--unique-specs]
+ *                   [--unique-specs] [--preempt] [--reservations N]
  *   NODES     one cluster of that many GPU nodes (default 5000)
  *   --sweep   500, 1000, 2000 and 5000 nodes, each in a child process so
  *             that each size's peak RSS is its own; a table at the end
@@ -17,6 +17,10 @@
  *             would have; by default gangs share 12 specs (GPUs x CPUs per
  *             GPU), which lets the planner's per-spec memos answer most
  *             gangs
+ *   --preempt the same cluster with priorities, runtimes, preemption and
+ *             reservations (below)
+ *   --reservations  backfill.reservations of the config (default: not
+ *             written, so the config's default, 1; with --preempt 4)
  *
  * The cluster, for N nodes (all fixed-seed, xorshift64*):
  *   - N nodes of 8 GPUs, 96 CPUs, 1 TiB; racks of 32 nodes
@@ -39,6 +43,36 @@
  *     0) and "best-effort" (10%, the defaultQueue). All BestEffortFIFO,
  *     the costlier ordering: a gang that does not fit does not stop the
  *     queue.
+ *   - The cycle's clock (plan_input.now_s) is 2026-01-01T12:00:00Z in both
+ *     modes; the default mode gives no runtimes, so it changes nothing
+ *     there.
+ *
+ * --preempt (mode=preempt): the same nodes, pods and gangs (the shape is
+ * drawn from the same stream; what follows from a second one), and:
+ *   - every queue has preemption {withinQueue: LowerPriority,
+ *     reclaimWithinCohort: Any} and defaultRuntime 2h; backfill
+ *     {reservations: 4} (or --reservations);
+ *   - running work (Muster's gangs, its CPU-only pods, and the GPU pods of
+ *     default-scheduler): 15% of it at spec.priority 10, the rest 0; a
+ *     runtime of 1..16 h, 40% given as activeDeadlineSeconds, 30% as the
+ *     PodGroup's muster.dev/expected-runtime, 30% none of its own (the
+ *     queue's 2h; default-scheduler's pods then have none at all and never
+ *     end); started (creationTimestamp, as no startTime is written) a
+ *     uniform 0..95% of its runtime ago, as a snapshot of running work is,
+ *     5% already 100..150% (past their estimate: "any moment now"), at most
+ *     12 h ago. So the timeline of ends is spread over the next 16 hours.
+ *   - pending gangs: 3% at priority 100 (these may preempt lower-priority
+ *     gangs of their queue; any gang of a queue within its nominal quota
+ *     may reclaim from a queue that borrows, and team-a runs above its
+ *     nominal), the rest 0; runtimes 30% short (10, 20 or 30 min as
+ *     activeDeadlineSeconds: the ones that can backfill before a
+ *     reservation starts), 30% long (4, 8, 12 or 24 h as the PodGroup's
+ *     annotation), 40% none of their own (the queue's 2h).
+ *   Deadlines and priorities are in the pod spec, so they split the 12
+ *   shared specs of pending gangs into 93 (at 5,000 nodes).
+ *   The run fails (a WARNING line, exit status 1) if the cycle made no
+ *   preemption or no reservation (unless --reservations 0): a benchmark of
+ *   paths that were never taken would measure nothing.
  *
  * Measured: plan_cycle() on the same input `reps` times (nothing is bound
  * between cycles, so every cycle does the same work; the first also grows
@@ -47,10 +81,25 @@
  * stats. Building the cluster (JSON decode) is setup, reported, not
  * measured as part of the cycle.
  *
- * Output: one line of key=value per size, then (with --sweep) a table.
+ * Holds: a cycle that preempts leaves in the plan (plan.holds) the room it
+ * holds for each preemptor, and the next cycle replays those first. With
+ * nothing bound or evicted between reps the holds would pile up (up to 16
+ * more a cycle), so every timed cycle would do different work. So before
+ * each timed cycle the holds are dropped (plan_hold_drop(), untimed): every
+ * rep is the first cycle after the decision, with a warm arena, as in the
+ * default mode; the arena is not freed (plan_free()), which would add its
+ * regrowth to each rep and to no rep of the default mode. Then one more
+ * cycle keeping the last rep's holds is timed and reported on its own
+ * (held_*): the cycle after a preemption, while the victims are still
+ * terminating, replaying the holds and trying new preemptors. The stats on
+ * the line are the last timed rep's.
+ *
+ * Output: one line of key=value per size, then (with --sweep) a table, and
+ * in preempt mode a second one of the preemption and reservation stats.
  */
 #include <errno.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +121,15 @@
 #define MAX_GANG       64
 #define MAX_REPS       50
 #define SEED           0x6d75737465720001ull /* "muster" 1 */
+#define TIME_SEED      0x6d75737465720002ull /* --preempt's own stream */
+#define DAY0_S         1767225600L           /* 2026-01-01T00:00:00Z */
+#define NOW_S          (DAY0_S + 12 * 3600L) /* the cycle's clock */
+#define MAX_AGE_S      (NOW_S - DAY0_S)      /* creation times are on day 0 */
+#define DEFAULT_RT     "2h"
+#define DEFAULT_RT_S   (2 * 3600L)
+#define RUNNING_PRIO   10
+#define HIGH_PRIO      100
+#define PREEMPT_RESV   4
 
 /* ---- a deterministic PRNG --------------------------------------------- */
 
@@ -127,11 +185,14 @@ static const struct team teams[] = {
 #define DAEMON_M            100
 #define CPU_PER_GPU_RUNNING 8
 
+/* %s: the backfill line, then each queue's extra keys (empty strings in
+ * the default mode, which leaves the YAML as it was). */
 static const char yaml_fmt[] =
     "resources: [cpu, memory, nvidia.com/gpu]\n"
     "topology:\n"
     "  levels: [topology.kubernetes.io/zone, muster.dev/rack, kubernetes.io/hostname]\n"
     "defaultQueue: best-effort\n"
+    "%s"
     "cohorts:\n"
     "  - name: cluster\n"
     "    cohorts:\n"
@@ -140,24 +201,31 @@ static const char yaml_fmt[] =
     "          - name: team-a\n"
     "            namespaces: [team-a]\n"
     "            quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
-    "{nominal: %ldGi}}\n"
+    "{nominal: %ldGi}}\n%s"
     "          - name: team-b\n"
     "            namespaces: [team-b]\n"
     "            quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
-    "{nominal: %ldGi}}\n"
+    "{nominal: %ldGi}}\n%s"
     "          - name: team-c\n"
     "            namespaces: [team-c]\n"
     "            quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
-    "{nominal: %ldGi}}\n"
+    "{nominal: %ldGi}}\n%s"
     "    queues:\n"
     "      - name: inference\n"
     "        namespaces: [inference]\n"
     "        quota: {nvidia.com/gpu: {nominal: %ld, borrowingLimit: 0}, cpu: {nominal: %ld}, "
-    "memory: {nominal: %ldGi}}\n"
+    "memory: {nominal: %ldGi}}\n%s"
     "      - name: best-effort\n"
     "        namespaces: [batch]\n"
     "        quota: {nvidia.com/gpu: {nominal: %ld}, cpu: {nominal: %ld}, memory: "
-    "{nominal: %ldGi}}\n";
+    "{nominal: %ldGi}}\n%s";
+
+/* Each queue's keys with --preempt, at the two indentations of yaml_fmt. */
+#define PREEMPT_KEYS(indent)                                                                       \
+	indent "preemption: {withinQueue: LowerPriority, reclaimWithinCohort: Any}\n" indent       \
+	       "defaultRuntime: " DEFAULT_RT "\n"
+static const char queue_keys_inner[] = PREEMPT_KEYS("            ");
+static const char queue_keys_outer[] = PREEMPT_KEYS("        ");
 
 enum mix { MIX_SMALL, MIX_UNIFORM };
 
@@ -166,10 +234,21 @@ struct opts {
 	int reps;
 	int sweep;
 	int unique_specs;
+	int preempt;
+	int reservations; /* backfill.reservations, or -1: not written */
 	enum mix mix;
 };
 
 /* ---- the world -------------------------------------------------------- */
+
+/* What --preempt adds to a pod and its PodGroup: spec JSON (priority,
+ * activeDeadlineSeconds), annotations, and the creation time. */
+struct times {
+	char spec[80];  /* inside of spec, or "" */
+	char ann[80];   /* inside of the PodGroup's annotations, or "" */
+	long created_s; /* seconds into 2026-01-01 */
+	int prio;       /* spec.priority */
+};
 
 struct world {
 	struct synth s;
@@ -178,18 +257,26 @@ struct world {
 	struct plan plan;
 	struct rng rng;
 	int nodes;
+	/* --preempt: priorities and runtimes from a stream of their own, so
+	 * the cluster's shape is the same in both modes */
+	int preempt;
+	struct rng trng;
 	/* what was built */
 	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods;
 	long pending_gpus, gang_size_hist[7]; /* 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64 */
+	long running_prio, pending_prio, pending_short, pending_long; /* --preempt */
 	/* the running gang being filled */
 	char cur_name[32];
 	int cur_team, cur_left, cur_count; /* cur_team < 0: other scheduler */
+	struct times cur_times;
 	long seq;
 };
 
-static int make_config(struct world *w)
+static int make_config(struct world *w, const struct opts *o)
 {
-	char yaml[sizeof(yaml_fmt) + 512];
+	char yaml[sizeof(yaml_fmt) + 5 * sizeof(queue_keys_inner) + 512], backfill[64] = "";
+	const char *in = o->preempt ? queue_keys_inner : "",
+	           *out = o->preempt ? queue_keys_outer : "";
 	long gpus = (long)w->nodes * NODE_GPUS, cpus = (long)w->nodes * 96;
 	long mem_gi = (long)w->nodes * 1024;
 	long q[NTEAMS][3];
@@ -201,8 +288,12 @@ static int make_config(struct world *w)
 		q[t][1] = cpus * teams[t].quota_pct / 100;
 		q[t][2] = mem_gi * teams[t].quota_pct / 100;
 	}
-	snprintf(yaml, sizeof(yaml), yaml_fmt, q[0][0], q[0][1], q[0][2], q[1][0], q[1][1], q[1][2],
-	         q[2][0], q[2][1], q[2][2], q[3][0], q[3][1], q[3][2], q[4][0], q[4][1], q[4][2]);
+	if (o->reservations >= 0)
+		snprintf(backfill, sizeof(backfill), "backfill: {reservations: %d}\n",
+		         o->reservations);
+	snprintf(yaml, sizeof(yaml), yaml_fmt, backfill, q[0][0], q[0][1], q[0][2], in, q[1][0],
+	         q[1][1], q[1][2], in, q[2][0], q[2][1], q[2][2], in, q[3][0], q[3][1], q[3][2],
+	         out, q[4][0], q[4][1], q[4][2], out);
 	config_errors_init(&errs);
 	rc = config_parse("plan_cycle.yaml", yaml, strlen(yaml), &w->cfg, &errs);
 	if (rc < 0) {
@@ -233,12 +324,97 @@ static void make_nodes(struct world *w)
 	}
 }
 
+/* ---- --preempt: priorities, runtimes, start times ------------------- */
+
+/* The spec JSON of a priority and a deadline (0: none of either). */
+static void times_spec(struct times *t, int prio, long deadline_s)
+{
+	int len = 0;
+
+	t->prio = prio;
+	t->spec[0] = 0;
+	if (prio)
+		len = snprintf(t->spec, sizeof(t->spec), "\"priority\":%d", prio);
+	if (deadline_s)
+		snprintf(t->spec + len, sizeof(t->spec) - (size_t)len,
+		         "%s\"activeDeadlineSeconds\":%ld", len ? "," : "", deadline_s);
+}
+
+/* Running work: 15% at priority 10; a runtime of 1..16 h, 40% as
+ * activeDeadlineSeconds, 30% as the PodGroup's annotation (grouped work
+ * only; else the queue's default), 30% the queue's default; started a
+ * uniform 0..95% of its runtime ago, 5% past it (100..150%), at most
+ * MAX_AGE_S ago. */
+static void running_times(struct world *w, int grouped, struct times *t)
+{
+	static const unsigned src_w[] = {40, 30, 30}; /* deadline, annotation, default */
+	int prio = rng_unit(&w->trng) < 0.15 ? RUNNING_PRIO : 0;
+	int src = rng_pick(&w->trng, src_w, 3);
+	long runtime = 3600L * (1 + (long)(rng_next(&w->trng) % 16)), age;
+	double frac =
+	    rng_unit(&w->trng) < 0.05 ? 1.0 + 0.5 * rng_unit(&w->trng) : 0.95 * rng_unit(&w->trng);
+
+	if (src == 1 && !grouped)
+		src = 2;
+	if (src == 2)
+		runtime = DEFAULT_RT_S;
+	age = (long)(frac * (double)runtime);
+	t->created_s = MAX_AGE_S - (age < MAX_AGE_S ? age : MAX_AGE_S);
+	times_spec(t, prio, src == 0 ? runtime : 0);
+	t->ann[0] = 0;
+	if (src == 1)
+		snprintf(t->ann, sizeof(t->ann), "\"muster.dev/expected-runtime\":\"%ldh\"",
+		         runtime / 3600);
+}
+
+/* A pending gang: 3% at priority 100; 30% short (10, 20 or 30 min, as
+ * activeDeadlineSeconds), 30% long (4, 8, 12 or 24 h, as the PodGroup's
+ * annotation), 40% none of its own (the queue's default). */
+static void pending_times(struct world *w, long k, struct times *t)
+{
+	static const int long_h[] = {4, 8, 12, 24};
+	int prio = rng_unit(&w->trng) < 0.03 ? HIGH_PRIO : 0;
+	double u = rng_unit(&w->trng);
+	long deadline = 0;
+
+	t->created_s = k + 1;
+	t->ann[0] = 0;
+	if (u < 0.3) {
+		deadline = 600L * (1 + (long)(rng_next(&w->trng) % 3));
+		w->pending_short++;
+	} else if (u < 0.6) {
+		snprintf(t->ann, sizeof(t->ann), "\"muster.dev/expected-runtime\":\"%dh\"",
+		         long_h[rng_next(&w->trng) % 4]);
+		w->pending_long++;
+	}
+	times_spec(t, prio, deadline);
+	w->pending_prio += prio != 0;
+}
+
+/* The extra spec JSON of t for synth_pod_sized(), or NULL. */
+static const char *spec_of(const struct times *t)
+{
+	return t->spec[0] ? t->spec : NULL;
+}
+
+/* A PodGroup, with t's creation time and annotations under --preempt. */
+static void put_group(struct world *w, const char *ns, const char *name, int members,
+                      const struct times *t)
+{
+	if (!w->preempt)
+		synth_group(&w->s, ns, name, members, t->created_s, NULL);
+	else
+		synth_group_at(&w->s, ns, name, members, DAY0_S + t->created_s,
+		               t->ann[0] ? t->ann : NULL);
+}
+
 /* Close the running gang being filled: its PodGroup, minMember = members. */
 static void close_running_gang(struct world *w)
 {
 	if (w->cur_count > 0 && w->cur_team >= 0) {
-		synth_group(&w->s, teams[w->cur_team].ns, w->cur_name, w->cur_count, 0, NULL);
+		put_group(w, teams[w->cur_team].ns, w->cur_name, w->cur_count, &w->cur_times);
 		w->running_gangs++;
+		w->running_prio += w->cur_times.prio != 0;
 	}
 	w->cur_count = 0;
 	w->cur_left = 0;
@@ -263,6 +439,9 @@ static void open_running_gang(struct world *w)
 	w->cur_left = 1 + (int)(rng_next(&w->rng) % 8);
 	w->cur_count = 0;
 	snprintf(w->cur_name, sizeof(w->cur_name), "rg-%06ld", ++w->seq);
+	memset(&w->cur_times, 0, sizeof(w->cur_times));
+	if (w->preempt)
+		running_times(w, w->cur_team >= 0, &w->cur_times);
 }
 
 /* One running GPU pod of `gpus` on node `node`, in the current gang. */
@@ -275,11 +454,13 @@ static void running_gpu_pod(struct world *w, const char *node, int gpus)
 	if (w->cur_team < 0) {
 		snprintf(name, sizeof(name), "%s-%d", w->cur_name, w->cur_count);
 		synth_pod(&w->s, "ml-platform", name, NULL, "default-scheduler",
-		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, 0, NULL);
+		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, w->cur_times.created_s,
+		          spec_of(&w->cur_times));
 	} else {
 		snprintf(name, sizeof(name), "%s-%d", w->cur_name, w->cur_count);
 		synth_pod(&w->s, teams[w->cur_team].ns, name, w->cur_name, "muster",
-		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, 0, NULL);
+		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, w->cur_times.created_s,
+		          spec_of(&w->cur_times));
 	}
 	w->cur_count++;
 	w->cur_left--;
@@ -333,9 +514,13 @@ static void fill_node(struct world *w, int i)
 	w->running_pods += 2;
 	running_shares(share);
 	for (pods += 2; pods < PODS_PER_NODE; pods++) {
+		struct times t = {0};
+
+		if (w->preempt)
+			running_times(w, 0, &t);
 		snprintf(name, sizeof(name), "cpu-%05d-%d", i, pods);
 		synth_pod(&w->s, teams[rng_pick(&w->rng, share, NTEAMS)].ns, name, NULL, "muster",
-		          CPU_POD_M, 0, node, 0, NULL);
+		          CPU_POD_M, 0, node, t.created_s, spec_of(&t));
 		w->running_pods++;
 	}
 }
@@ -383,7 +568,8 @@ static void pending_gang(struct world *w, long k, const struct opts *o)
 	const char *ns;
 	int size, gpus;
 	long cpu_m;
-	char group[32], name[48], mem[32] = "1Gi";
+	char group_name[32], name[48], mem[32] = "1Gi";
+	struct times tm = {.created_s = k + 1};
 
 	for (size_t t = 0; t < NTEAMS; t++)
 		share[t] = teams[t].pending;
@@ -393,12 +579,14 @@ static void pending_gang(struct world *w, long k, const struct opts *o)
 	cpu_m = gpus * cpu_per_gpu[rng_next(&w->rng) % 3] * 1000L;
 	if (o->unique_specs)
 		snprintf(mem, sizeof(mem), "%ldMi", 1024 + k);
-	snprintf(group, sizeof(group), "pg-%06ld", k);
-	synth_group(&w->s, ns, group, size, k + 1, NULL);
+	if (w->preempt)
+		pending_times(w, k, &tm);
+	snprintf(group_name, sizeof(group_name), "pg-%06ld", k);
+	put_group(w, ns, group_name, size, &tm);
 	for (int m = 0; m < size; m++) {
-		snprintf(name, sizeof(name), "%s-%02d", group, m);
-		synth_pod_sized(&w->s, ns, name, group, "muster", cpu_m, mem, gpus, NULL, k + 1,
-		                NULL);
+		snprintf(name, sizeof(name), "%s-%02d", group_name, m);
+		synth_pod_sized(&w->s, ns, name, group_name, "muster", cpu_m, mem, gpus, NULL,
+		                tm.created_s, spec_of(&tm));
 	}
 	w->pending_gangs++;
 	w->pending_pods += size;
@@ -413,7 +601,9 @@ static int world_build(struct world *w, int nodes, const struct opts *o)
 	memset(w, 0, sizeof(*w));
 	w->nodes = nodes;
 	w->rng.s = SEED;
-	if ((rc = synth_init(&w->s)) < 0 || (rc = make_config(w)) < 0)
+	w->trng.s = TIME_SEED;
+	w->preempt = o->preempt;
+	if ((rc = synth_init(&w->s)) < 0 || (rc = make_config(w, o)) < 0)
 		return rc;
 	make_nodes(w);
 	for (int i = 0; i < nodes; i++)
@@ -500,6 +690,14 @@ struct result {
 	struct plan_stats st;
 	long admitted, wait_quota, wait_nodes, other_state, binds, bound_gpus;
 	long free_gpus_before, size_hist[7];
+	/* --preempt: the workload, the timed reps' evictions and gangs
+	 * preempting, and the cycle that replays the last rep's holds */
+	int resv_depth;
+	long running_prio, pending_prio, pending_short, pending_long;
+	long evictions, evicted_gpus, preempting;
+	double held_ms, held_cpu_ms;
+	long held_holds, held_preempting;
+	struct plan_stats held_st;
 };
 
 /* Gangs by outcome, telling quota waits from placement waits by the
@@ -513,6 +711,8 @@ static void count_states(const struct plan *p, struct result *r)
 			continue;
 		if (g->state == PLAN_ADMITTED)
 			r->admitted++;
+		else if (g->state == PLAN_PREEMPTING)
+			r->preempting++;
 		else if (g->state == PLAN_WAITING && g->message &&
 		         strstr(g->message, "members fit"))
 			r->wait_nodes++;
@@ -522,8 +722,39 @@ static void count_states(const struct plan *p, struct result *r)
 			r->other_state++;
 	}
 	r->binds = (long)p->nbinds;
+	r->evictions = (long)p->nevictions;
+	for (size_t k = 0; k < p->nevictions; k++)
+		r->evicted_gpus += policy_spec_gpus(p->evictions[k].pod->spec);
 	for (size_t k = 0; k < p->nbinds; k++)
 		r->bound_gpus += policy_spec_gpus(p->binds[k].pod->spec);
+}
+
+/* Drop the holds (plan.holds) the last cycle left: the next one plans
+ * afresh, as the first did. (Deleting moves entries: restart the scan.) */
+static void drop_holds(struct plan *p)
+{
+	while (p->holds.n)
+		for (size_t i = 0; i < p->holds.nslots; i++)
+			if (p->holds.slots[i].key)
+				plan_hold_drop(p, p->holds.slots[i].key);
+}
+
+/* One more cycle on the last rep's holds: the cycle after a preemption. */
+static int held_cycle(struct world *w, const struct plan_input *in, struct result *r)
+{
+	struct result tmp = {0};
+	double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	int rc;
+
+	r->held_holds = (long)w->plan.holds.n;
+	if ((rc = plan_cycle(&w->plan, in)) < 0)
+		return rc;
+	r->held_ms = (now_s() - t0) * 1e3;
+	r->held_cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
+	r->held_st = w->plan.stats;
+	count_states(&w->plan, &tmp);
+	r->held_preempting = tmp.preempting;
+	return 0;
 }
 
 static int run_cycles(struct world *w, int reps, struct result *r)
@@ -536,13 +767,17 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	    .vcgroups = &w->s.vcgroups,
 	    .qs = w->qs,
 	    .scheduler = synth_id(&w->s, "muster"),
+	    .now_s = NOW_S,
 	};
 	double ms[MAX_REPS], cpu[MAX_REPS];
 	int rc;
 
 	for (int k = 0; k < reps; k++) {
-		double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+		double t0, c0;
 
+		drop_holds(&w->plan); /* none in the default mode */
+		t0 = now_s();
+		c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 		if ((rc = plan_cycle(&w->plan, &in)) < 0)
 			return rc;
 		ms[k] = (now_s() - t0) * 1e3;
@@ -558,7 +793,7 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	r->cpu_median_ms = cpu[reps / 2];
 	r->st = w->plan.stats;
 	count_states(&w->plan, r);
-	return 0;
+	return w->preempt ? held_cycle(w, &in, r) : 0;
 }
 
 static void print_line(const struct result *r, const struct opts *o)
@@ -574,7 +809,9 @@ static void print_line(const struct result *r, const struct opts *o)
 	    "stat_nodes=%zu stat_pods=%zu stat_gangs=%zu stat_pending_gangs=%zu "
 	    "placement_tries=%zu memo_hits=%zu admitted_gangs=%zu binds=%ld bound_gpus=%ld "
 	    "waiting_quota=%ld waiting_nodes=%ld other_state=%ld "
-	    "gang_sizes=1:%ld,2-3:%ld,4-7:%ld,8-15:%ld,16-31:%ld,32-63:%ld,64:%ld\n",
+	    "gang_sizes=1:%ld,2-3:%ld,4-7:%ld,8-15:%ld,16-31:%ld,32-63:%ld,64:%ld "
+	    "mode=%s resv_depth=%d preemptions=%zu victims=%zu evictions=%ld preempt_tries=%zu "
+	    "reservations=%zu backfilled=%zu reserve_tries=%zu",
 	    r->nodes, o->mix == MIX_SMALL ? "small" : "uniform",
 	    o->unique_specs ? "per-gang" : "shared", o->reps, r->running_pods, r->running_gpus,
 	    r->free_gpus_before, r->running_gangs, r->pending_gangs, r->pending_pods,
@@ -584,7 +821,21 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->st.arena_bytes, r->st.nodes, r->st.pods, r->st.gangs, r->st.pending_gangs,
 	    r->st.placement_tries, r->st.memo_hits, r->st.admitted_gangs, r->binds, r->bound_gpus,
 	    r->wait_quota, r->wait_nodes, r->other_state, r->size_hist[0], r->size_hist[1],
-	    r->size_hist[2], r->size_hist[3], r->size_hist[4], r->size_hist[5], r->size_hist[6]);
+	    r->size_hist[2], r->size_hist[3], r->size_hist[4], r->size_hist[5], r->size_hist[6],
+	    o->preempt ? "preempt" : "default", r->resv_depth, r->st.preemptions, r->st.victims,
+	    r->evictions, r->st.preempt_tries, r->st.reservations, r->st.backfilled,
+	    r->st.reserve_tries);
+	if (o->preempt)
+		printf(" running_prio10_gangs=%ld pending_prio100_gangs=%ld pending_short=%ld "
+		       "pending_long=%ld preempting_gangs=%ld evicted_gpus=%ld held_holds=%ld "
+		       "held_cycle_ms=%.2f "
+		       "held_cycle_cpu_ms=%.2f held_preemptions=%zu held_preempting_gangs=%ld "
+		       "held_admitted_gangs=%zu held_preempt_tries=%zu",
+		       r->running_prio, r->pending_prio, r->pending_short, r->pending_long,
+		       r->preempting, r->evicted_gpus, r->held_holds, r->held_ms, r->held_cpu_ms,
+		       r->held_st.preemptions, r->held_preempting, r->held_st.admitted_gangs,
+		       r->held_st.preempt_tries);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -614,14 +865,23 @@ static int run_size(int nodes, const struct opts *o, struct result *r)
 	r->pending_pods = w.pending_pods;
 	r->pending_gpus = w.pending_gpus;
 	memcpy(r->size_hist, w.gang_size_hist, sizeof(r->size_hist));
+	r->resv_depth = w.cfg->backfill.reservations;
+	r->running_prio = w.running_prio;
+	r->pending_prio = w.pending_prio;
+	r->pending_short = w.pending_short;
+	r->pending_long = w.pending_long;
 	if ((rc = run_cycles(&w, o->reps, r)) < 0) {
 		fprintf(stderr, "plan_cycle: plan_cycle: %s\n", strerror(-rc));
 		world_free(&w);
 		return rc;
 	}
+	/* With preemption the planner may bind on the room of victims whose
+	 * pods have not ended yet: say so, it is a finding, not a bench bug. */
 	if (r->bound_gpus > r->free_gpus_before)
-		fprintf(stderr, "plan_cycle: %ld GPUs bound, only %ld were free\n", r->bound_gpus,
-		        r->free_gpus_before);
+		fprintf(stderr, "plan_cycle: %ld GPUs bound, only %ld were free%s\n", r->bound_gpus,
+		        r->free_gpus_before,
+		        r->evictions ? " (the rest on the room of evicted pods still running)"
+		                     : "");
 	r->heap_cycle = heap_bytes();
 	r->rss_cycle = rss_bytes();
 	r->rss_peak = peak_rss_bytes();
@@ -678,16 +938,47 @@ static void print_table(const struct result *r, size_t n)
 	       "VmHWM of the process for that size.\n");
 }
 
+/* --preempt: what the timed cycles preempted and reserved, and the cycle
+ * after, which replays their holds. */
+static void print_preempt_table(const struct result *r, size_t n)
+{
+	printf("\n%6s | %7s %7s %9s %7s | %5s %8s %7s | %5s %8s %7s\n", "nodes", "preempt",
+	       "victims", "evictions", "p.tries", "resv", "backfill", "r.tries", "holds",
+	       "held cpu", "new");
+	printf("%6s | %7s %7s %9s %7s | %5s %8s %7s | %5s %8s %7s\n", "", "", "", "", "", "", "",
+	       "", "", "ms", "preempt");
+	for (size_t k = 0; k < n; k++)
+		printf("%6d | %7zu %7zu %9ld %7zu | %5zu %8zu %7zu | %5ld %8.1f %7zu\n", r[k].nodes,
+		       r[k].st.preemptions, r[k].st.victims, r[k].evictions, r[k].st.preempt_tries,
+		       r[k].st.reservations, r[k].st.backfilled, r[k].st.reserve_tries,
+		       r[k].held_holds, r[k].held_cpu_ms, r[k].held_st.preemptions);
+	printf("\nheld: one more cycle keeping the last timed cycle's holds (the victims still "
+	       "running).\n");
+}
+
+/* Did a --preempt run take the paths it is there to time? */
+static bool exercised(const struct result *r, const struct opts *o)
+{
+	bool ok = r->st.preemptions > 0 && (r->resv_depth == 0 || r->st.reservations > 0);
+
+	if (o->preempt && !ok)
+		printf(
+		    "WARNING: plan_cycle nodes=%d mode=preempt: preemptions=%zu reservations=%zu: "
+		    "the cycle did not exercise both preemption and reservations\n",
+		    r->nodes, r->st.preemptions, r->st.reservations);
+	return !o->preempt || ok;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
-	                "[--unique-specs]\n");
+	                "[--unique-specs] [--preempt] [--reservations N]\n");
 	return 2;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	*o = (struct opts){.nodes = 5000, .reps = 5, .mix = MIX_SMALL};
+	*o = (struct opts){.nodes = 5000, .reps = 5, .mix = MIX_SMALL, .reservations = -1};
 	for (int i = 1; i < argc; i++) {
 		const char *next = i + 1 < argc ? argv[i + 1] : "";
 
@@ -695,6 +986,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->sweep = 1;
 		} else if (strcmp(argv[i], "--unique-specs") == 0) {
 			o->unique_specs = 1;
+		} else if (strcmp(argv[i], "--preempt") == 0) {
+			o->preempt = 1;
+		} else if (strcmp(argv[i], "--reservations") == 0 && next[0] >= '0' &&
+		           next[0] <= '9') {
+			o->reservations = atoi(next);
+			i++;
 		} else if (strcmp(argv[i], "--reps") == 0) {
 			o->reps = atoi(next);
 			i++;
@@ -710,7 +1007,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	return o->reps >= 1 && o->reps <= MAX_REPS && o->nodes >= RACK_NODES ? 0 : -1;
+	if (o->preempt && o->reservations < 0)
+		o->reservations = PREEMPT_RESV;
+	return o->reps >= 1 && o->reps <= MAX_REPS && o->nodes >= RACK_NODES &&
+	               o->reservations <= 1000
+	           ? 0
+	           : -1;
 }
 
 int main(int argc, char **argv)
@@ -718,16 +1020,21 @@ int main(int argc, char **argv)
 	static const int sizes[] = {500, 1000, 2000, 5000};
 	struct result res[4];
 	struct opts o;
+	int bad = 0;
 
 	if (parse_args(argc, argv, &o) < 0)
 		return usage();
 	if (!o.sweep)
-		return run_size(o.nodes, &o, &res[0]) < 0;
+		return run_size(o.nodes, &o, &res[0]) < 0 || !exercised(&res[0], &o);
 	for (size_t k = 0; k < 4; k++)
 		if (run_child(sizes[k], &o, &res[k]) < 0) {
 			fprintf(stderr, "plan_cycle: the run with %d nodes failed\n", sizes[k]);
 			return 1;
 		}
 	print_table(res, 4);
-	return 0;
+	if (o.preempt)
+		print_preempt_table(res, 4);
+	for (size_t k = 0; k < 4; k++)
+		bad |= !exercised(&res[k], &o);
+	return bad;
 }

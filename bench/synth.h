@@ -213,4 +213,140 @@ static inline void synth_free(struct synth *s)
 	kubeapi_model_free(&s->model);
 }
 
+/* ---- pods and PodGroups at any time, in any state ------------------------
+ * For simulations that move objects through their lives: each call writes
+ * the object as the API server would send it at that point and replaces
+ * (releasing) any object of the same key. Times are unix seconds. */
+
+#include <time.h>
+
+/* `t` as RFC 3339 UTC ("2026-01-01T00:10:00Z") into buf (>= 32 bytes). */
+static inline const char *synth_time(char *buf, size_t len, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+/* Puts v under key in map, releasing the pod it replaces. */
+static inline void synth_put_pod(struct synth *s, uint64_t key, struct kubeapi_pod *v)
+{
+	struct kubeapi_pod *old = kubeapi_idmap_get(&s->pods, key);
+
+	if (old) {
+		kubeapi_pod_release(s->model, old);
+		free(old);
+	}
+	if (kubeapi_idmap_put(&s->pods, key, v) < 0)
+		abort();
+}
+
+/* What synth_pod_at() writes. Zero fields are left out of the JSON. */
+struct synth_pod_desc {
+	const char *ns, *name;
+	const char *group;       /* PodGroup (scheduler-plugins label), or NULL */
+	const char *sched;       /* spec.schedulerName */
+	long cpu_m;              /* cpu request, millicores */
+	const char *memory;      /* memory request; NULL: "1Gi" */
+	int gpus;                /* nvidia.com/gpu request (the taint is tolerated) */
+	const char *node;        /* spec.nodeName; NULL: pending */
+	const char *phase;       /* status.phase; NULL: Running with a node, else Pending */
+	int64_t created_s;       /* metadata.creationTimestamp */
+	int64_t started_s;       /* status.startTime; 0: absent */
+	int64_t deadline_s;      /* spec.activeDeadlineSeconds; 0: absent */
+	const char *annotations; /* the inside of metadata.annotations, or NULL */
+};
+
+/* The pod d describes, decoded and put in s->pods (replacing the pod of
+ * that key, if any). Owned by s; aborts on a decode error. */
+static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct synth_pod_desc *d)
+{
+	struct kubeapi_pod *p = calloc(1, sizeof(*p));
+	struct kubeapi_decode_error err;
+	char gpu[64] = "", created[32], started[64] = "", deadline[64] = "", node[320] = "";
+	char group[320] = "", ann[1024] = "";
+	const char *phase = d->phase ? d->phase : d->node ? "Running" : "Pending";
+	cJSON *o;
+
+	if (d->gpus > 0)
+		snprintf(gpu, sizeof(gpu), ",\"nvidia.com/gpu\":\"%d\"", d->gpus);
+	if (d->started_s > 0) {
+		char t[32];
+
+		snprintf(started, sizeof(started), ",\"startTime\":\"%s\"",
+		         synth_time(t, sizeof(t), d->started_s));
+	}
+	if (d->deadline_s > 0)
+		snprintf(deadline, sizeof(deadline), ",\"activeDeadlineSeconds\":%lld",
+		         (long long)d->deadline_s);
+	if (d->node)
+		snprintf(node, sizeof(node), ",\"nodeName\":\"%s\"", d->node);
+	if (d->group)
+		snprintf(group, sizeof(group),
+		         ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s\"}", d->group);
+	if (d->annotations)
+		snprintf(ann, sizeof(ann), ",\"annotations\":{%s}", d->annotations);
+	o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	                "\"creationTimestamp\":\"%s\"%s%s},"
+	                "\"spec\":{\"schedulerName\":\"%s\"%s%s,"
+	                "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
+	                "\"effect\":\"NoSchedule\"}],"
+	                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
+	                "\"cpu\":\"%ldm\",\"memory\":\"%s\"%s}}}]},"
+	                "\"status\":{\"phase\":\"%s\"%s}}",
+	                d->name, d->ns, ++s->seq,
+	                synth_time(created, sizeof(created), d->created_s), group, ann, d->sched,
+	                node, deadline, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, phase,
+	                started);
+	if (!p || kubeapi_pod_decode(s->model, o, p, &err) != 0) {
+		char b[512];
+		fprintf(stderr, "synth: pod: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
+		abort();
+	}
+	cJSON_Delete(o);
+	synth_put_pod(s, synth_key(s, d->ns, d->name), p);
+	return p;
+}
+
+/* A scheduler-plugins PodGroup created at unix time created_s, with
+ * annotations (the inside of metadata.annotations, or NULL), replacing
+ * the PodGroup of that key, if any. */
+static inline const struct kubeapi_podgroup *synth_group_at(struct synth *s, const char *ns,
+                                                            const char *name, int min_member,
+                                                            int64_t created_s,
+                                                            const char *annotations)
+{
+	struct kubeapi_podgroup *g = calloc(1, sizeof(*g)), *old;
+	struct kubeapi_decode_error err;
+	uint64_t key = synth_key(s, ns, name);
+	char t[32];
+	cJSON *o =
+	    synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	                "\"creationTimestamp\":\"%s\"%s%s%s},"
+	                "\"spec\":{\"minMember\":%d}}",
+	                name, ns, ++s->seq, synth_time(t, sizeof(t), created_s),
+	                annotations ? ",\"annotations\":{" : "", annotations ? annotations : "",
+	                annotations ? "}" : "", min_member);
+
+	if (!g ||
+	    kubeapi_podgroup_decode(s->model, KUBEAPI_PG_SCHEDULER_PLUGINS, o, g, &err) != 0) {
+		char b[512];
+		fprintf(stderr, "synth: group: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));
+		abort();
+	}
+	cJSON_Delete(o);
+	if ((old = kubeapi_idmap_get(&s->groups, key))) {
+		kubeapi_podgroup_release(s->model, old);
+		free(old);
+	}
+	if (kubeapi_idmap_put(&s->groups, key, g) < 0)
+		abort();
+	return g;
+}
+
 #endif /* MUSTER_BENCH_SYNTH_H */

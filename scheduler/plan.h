@@ -12,10 +12,16 @@
  *   3. queue usage counted again from the bound and assumed members of
  *      every gang, so usage is always what runs (a reload of the
  *      configuration loses nothing);
- *   4. the gangs with members to place, in the queue module's order: each
+ *   4. preemptors holding room (plan.holds) go first: placed as if their
+ *      victims were gone, bound once they are (plan_preempt.c);
+ *   5. the gangs with members to place, in the queue module's order: each
  *      must fit its quota along the cohort tree and be placed whole
  *      (policy_place); admitted ones are charged at once, so the rest of
- *      the cycle sees them.
+ *      the cycle sees them. One that does not fit may preempt, if its
+ *      queue allows (plan_preempt.c), else the first
+ *      backfill.reservations of them hold a reservation, and every later
+ *      gang may use reserved nodes only as far as it cannot delay them
+ *      (plan_time.c).
  *
  * No I/O: the scheduler turns the result into bindings and status. All
  * memory of a cycle is in the plan's arena, valid until the next cycle.

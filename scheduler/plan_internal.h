@@ -59,10 +59,16 @@ struct plan_hold {
  * pod's default grace period is 30 s, so this is ten of them. */
 #define PLAN_HOLD_TIMEOUT_S 300
 
-/* Preemptors tried per cycle, and fit checks per preemptor: preemption is
- * a search, and a full cluster must not make every cycle slow. */
-#define PLAN_PREEMPTORS_PER_CYCLE 16
-#define PLAN_PREEMPT_CHECKS       256
+/* Preemption is a search, and a full cluster must not make every cycle
+ * slow: at most this many preemptors per cycle, fit checks (each a
+ * placement over the node table, 0.3 to 1 ms at 5,000 nodes) per
+ * preemptor and per cycle, and domains with an answer per level before
+ * the best of them is taken. A preemptor left without budget waits for
+ * the next cycle. */
+#define PLAN_PREEMPTORS_PER_CYCLE     16
+#define PLAN_PREEMPT_CHECKS           64
+#define PLAN_PREEMPT_CHECKS_PER_CYCLE 128
+#define PLAN_PREEMPT_ANSWERS          4
 
 struct plan_run {
 	struct plan *p;
@@ -85,9 +91,11 @@ struct plan_run {
 	size_t nbound, cap_bound;
 	struct plan_resv *resv; /* cfg->backfill.reservations of them */
 	size_t nresv;
-	size_t preemptors;    /* tried this cycle */
-	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
-	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
+	size_t preemptors;     /* tried this cycle */
+	size_t preempt_checks; /* fit checks this cycle */
+	void *cand_buf;        /* preemption candidates, one array per cycle */
+	uint8_t preemption;    /* some queue may preempt: every bound gang a record */
+	uint8_t quota_failed;  /* the last plan__place failed on quota, not room */
 	/* The timeline of running work, built on the first reservation: bound
 	 * pods with a known end, by end; and those without one. */
 	struct plan_ends *ends;

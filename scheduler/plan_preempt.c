@@ -220,24 +220,50 @@ static int by_cost(const void *a, const void *b)
 	return (x->gang > y->gang) - (x->gang < y->gang);
 }
 
+/* Does the gang ask for GPUs? (req is per quota slot; the pods say.) */
+static bool req_gpus(const struct plan_run *r, const struct plan_gang *g, const int64_t *req)
+{
+	(void)req;
+	for (uint32_t m = 0; m < g->npending; m++)
+		if (policy_spec_gpus(g->pending[m]->spec) > 0)
+			return true;
+	(void)r;
+	return false;
+}
+
+static bool holds_gpus(const struct plan_run *r, const struct plan_gang *v)
+{
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
+		if (policy_spec_gpus(r->bound[b - 1].pod->spec) > 0)
+			return true;
+	return false;
+}
+
 static int candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
                       struct cand **out, size_t *nout)
 {
 	const struct config_queue *gq = queue_set_queue(r->in->qs, g->queue);
 	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
 	               within_nominal(r, g->queue, req);
-	struct cand *c;
+	bool gpus = req_gpus(r, g, req);
+	struct cand *c = r->cand_buf;
 	size_t n = 0;
 
 	*out = NULL;
 	*nout = 0;
-	if (!gq || !(c = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
-		return gq ? -ENOMEM : 0;
+	if (!gq)
+		return 0;
+	if (!c && !(c = r->cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
+		return -ENOMEM;
 	for (size_t k = 0; k < r->p->ngangs; k++) {
 		struct plan_gang *v = &r->p->gangs[k];
 
 		if (v == g || !v->bound_first || v->protected_ || v->preempted_by ||
 		    v->queue == QUEUE_NONE || v->state == PLAN_PREEMPTING)
+			continue;
+		/* GPUs are what a GPU gang lacks: evicting a CPU pod for it
+		 * would free nothing it can use. */
+		if (gpus && !holds_gpus(r, v))
 			continue;
 		if (!may_take(r, g, gq, v, reclaim))
 			continue;
@@ -286,9 +312,10 @@ static int fits_now(struct plan_run *r, struct attempt *a)
 	struct policy_why why;
 	int rc;
 
-	if (a->checks >= PLAN_PREEMPT_CHECKS)
-		return 0;
+	if (a->checks >= PLAN_PREEMPT_CHECKS || r->preempt_checks >= PLAN_PREEMPT_CHECKS_PER_CYCLE)
+		return -EAGAIN; /* out of budget: no answer, not "no" */
 	a->checks++;
+	r->preempt_checks++;
 	r->p->stats.preempt_tries++;
 	if (!queue_tree_fits(r->tree, a->g->queue, a->req).fits)
 		return 0;
@@ -302,52 +329,103 @@ static int fits_now(struct plan_run *r, struct attempt *a)
 	return 1;
 }
 
-/* Evict v[0..n) in order until the gang fits, then give back what is not
- * needed: the victims left marked in keep[] (1 = evict); the count, 0
- * when it never fits. The table and usage are as before on return. */
-static int try_set(struct plan_run *r, struct attempt *a, const struct cand *v, size_t n,
-                   uint8_t *keep)
+/* Victim v's usage out of (+1) or back into (-1) its queue only. */
+static void uncharge(struct plan_run *r, struct plan_gang *v, int sign)
 {
-	size_t k, taken = 0;
-	int rc = 0;
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next) {
+		int64_t req[QUEUE_MAX_SLOTS];
 
-	for (k = 0; k < n && rc == 0; k++) {
+		plan__request(r, req, &r->bound[b - 1].pod, 1);
+		queue_tree_charge(r->tree, v->queue, req, -sign);
+	}
+}
+
+/* The candidates of v[0..n) that may go together, in order, into f:
+ * reclaim takes from another queue only while it still borrows, counting
+ * the ones before it as gone. Returns how many. */
+static size_t still_borrowing(struct plan_run *r, struct attempt *a, const struct cand *v, size_t n,
+                              struct cand *f)
+{
+	size_t m = 0;
+
+	for (size_t k = 0; k < n; k++) {
 		struct plan_gang *x = &r->p->gangs[v[k].gang];
 
-		keep[k] = 0;
 		if (x->queue != a->g->queue && over_nominal(r, x->queue, a->req) <= 0)
-			continue; /* its queue no longer borrows */
-		release(r, x, +1);
-		keep[k] = 1;
-		if ((rc = fits_now(r, a)) < 0)
-			return rc;
-	}
-	if (rc == 0) {
-		for (size_t j = 0; j < k; j++)
-			if (keep[j])
-				release(r, &r->p->gangs[v[j].gang], -1);
-		return 0;
-	}
-	/* Most valuable first: whoever is not needed stays. */
-	for (size_t j = k; j-- > 0;) {
-		if (!keep[j])
 			continue;
-		release(r, &r->p->gangs[v[j].gang], -1);
-		if ((rc = fits_now(r, a)) < 0)
-			return rc;
-		if (rc == 1) {
-			keep[j] = 0;
-		} else {
-			release(r, &r->p->gangs[v[j].gang], +1);
-			taken++;
-		}
+		uncharge(r, x, +1);
+		f[m++] = v[k];
 	}
-	for (size_t j = 0; j < k; j++)
-		if (keep[j])
-			release(r, &r->p->gangs[v[j].gang], -1);
-	for (size_t j = k; j < n; j++)
-		keep[j] = 0;
-	return (int)taken;
+	for (size_t k = 0; k < m; k++)
+		uncharge(r, &r->p->gangs[f[k].gang], -1);
+	return m;
+}
+
+/* Release (on = 1) or put back (on = 0) f[j], keeping rel[j] = whether
+ * it is released now. */
+static void set_released(struct plan_run *r, const struct cand *f, uint8_t *rel, size_t j,
+                         uint8_t on)
+{
+	if (rel[j] == on)
+		return;
+	release(r, &r->p->gangs[f[j].gang], on ? +1 : -1);
+	rel[j] = on;
+}
+
+/* Exactly f[0..to) released. */
+static void release_prefix(struct plan_run *r, const struct cand *f, uint8_t *rel, size_t m,
+                           size_t to)
+{
+	for (size_t j = 0; j < m; j++)
+		set_released(r, f, rel, j, j < to);
+}
+
+/* The shortest prefix of f (found by binary search: releasing more only
+ * frees more) after which the gang fits, then each of it given back, most
+ * valuable first, when the gang still fits without it. rel[k] = 1 for the
+ * victims left; returns their count, 0 when the gang never fits or the
+ * search ran out of budget (evicting on a guess would over-evict). The
+ * table and usage are as before on return. */
+static int try_set(struct plan_run *r, struct attempt *a, const struct cand *f, size_t m,
+                   uint8_t *rel)
+{
+	size_t lo = 0, hi = m, taken = 0;
+	int rc;
+
+	memset(rel, 0, m);
+	release_prefix(r, f, rel, m, m);
+	if ((rc = fits_now(r, a)) <= 0)
+		goto out;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		release_prefix(r, f, rel, m, mid);
+		if ((rc = fits_now(r, a)) < 0)
+			goto out;
+		if (rc)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	release_prefix(r, f, rel, m, hi);
+	for (size_t j = hi; j-- > 0;) {
+		set_released(r, f, rel, j, 0);
+		if ((rc = fits_now(r, a)) < 0)
+			goto out;
+		if (rc == 0)
+			set_released(r, f, rel, j, 1);
+	}
+	for (size_t j = 0; j < m; j++)
+		taken += rel[j];
+	rc = (int)taken;
+out:
+	/* Put everything back; rel[] keeps the answer when there is one. */
+	for (size_t j = 0; j < m; j++)
+		if (rel[j])
+			release(r, &r->p->gangs[f[j].gang], -1);
+	if (rc <= 0)
+		memset(rel, 0, m);
+	return rc > 0 ? rc : rc == -EAGAIN ? 0 : rc;
 }
 
 /* The best victim set found so far. */
@@ -375,92 +453,123 @@ static void consider(struct best *b, const struct cand *v, size_t n, const uint8
 	b->top_priority = top;
 }
 
-/* Candidates with a pod in domain d of level l, in candidate order. */
-static size_t in_domain(struct plan_run *r, const struct cand *c, size_t nc, unsigned l, uint32_t d,
-                        struct cand *out, int64_t *gpus)
+/* A candidate with pods in a domain, and the GPUs they hold there. */
+struct member {
+	uint32_t domain, cand; /* cand: index into the candidate order */
+	int64_t gpus;
+};
+
+static int by_domain(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+
+	if (x->domain != y->domain)
+		return x->domain < y->domain ? -1 : 1;
+	return (x->cand > y->cand) - (x->cand < y->cand);
+}
+
+/* Every (domain of level l, candidate) pair, by domain then candidate
+ * order, one per pair: O(candidates' pods x log). */
+static size_t members_of(struct plan_run *r, const struct cand *c, size_t nc, unsigned l,
+                         struct member *out)
 {
 	const struct policy_nodes *t = &r->p->nodes;
-	size_t n = 0;
+	size_t n = 0, w = 0;
 
-	*gpus = t->level[l].free_gpu[d];
-	for (size_t k = 0; k < nc; k++) {
-		bool there = false;
-
+	for (size_t k = 0; k < nc; k++)
 		for (uint32_t b = r->p->gangs[c[k].gang].bound_first; b; b = r->bound[b - 1].next) {
 			const struct plan_bound *x = &r->bound[b - 1];
+			uint32_t d = t->domain[(size_t)x->node * t->nlevels + l];
 
-			if (t->domain[(size_t)x->node * t->nlevels + l] == d) {
-				there = true;
-				*gpus += policy_spec_gpus(x->pod->spec);
-			}
+			if (d != POLICY_NO_DOMAIN)
+				out[n++] =
+				    (struct member){d, (uint32_t)k, policy_spec_gpus(x->pod->spec)};
 		}
-		if (there)
-			out[n++] = c[k];
+	qsort(out, n, sizeof(*out), by_domain);
+	for (size_t k = 0; k < n; k++) {
+		if (w && out[w - 1].domain == out[k].domain && out[w - 1].cand == out[k].cand) {
+			out[w - 1].gpus += out[k].gpus;
+			continue;
+		}
+		out[w++] = out[k];
+	}
+	return w;
+}
+
+/* A domain's candidates, from members mb[0..n) of one domain, into sub;
+ * with the domain's free GPUs, the GPUs it could have. */
+static size_t domain_cands(struct plan_run *r, const struct cand *c, unsigned l,
+                           const struct member *mb, size_t n, struct cand *sub, int64_t *gpus)
+{
+	*gpus = r->p->nodes.level[l].free_gpu[mb[0].domain];
+	for (size_t k = 0; k < n; k++) {
+		sub[k] = c[mb[k].cand];
+		*gpus += mb[k].gpus;
 	}
 	return n;
 }
 
-/* Distinct domains of level l that hold candidates' pods. */
-static size_t domains_of(struct plan_run *r, const struct cand *c, size_t nc, unsigned l,
-                         uint32_t *out, size_t cap)
+/* Try one set of candidates; 1 when it gave an answer. */
+static int try_cands(struct plan_run *r, struct attempt *a, const struct cand *sub, size_t ns,
+                     struct cand *f, uint8_t *keep, struct best *b)
 {
-	const struct policy_nodes *t = &r->p->nodes;
-	size_t n = 0;
+	size_t m = still_borrowing(r, a, sub, ns, f);
+	int rc;
 
-	for (size_t k = 0; k < nc && n < cap; k++)
-		for (uint32_t b = r->p->gangs[c[k].gang].bound_first; b && n < cap;
-		     b = r->bound[b - 1].next) {
-			uint32_t d = t->domain[(size_t)r->bound[b - 1].node * t->nlevels + l];
-			size_t j = 0;
-
-			while (j < n && out[j] != d)
-				j++;
-			if (d != POLICY_NO_DOMAIN && j == n)
-				out[n++] = d;
-		}
-	return n;
+	if (!m || (rc = try_set(r, a, f, m, keep)) == 0)
+		return 0;
+	if (rc < 0)
+		return rc;
+	consider(b, f, m, keep, (size_t)rc);
+	return 1;
 }
-
-#define PLAN_PREEMPT_DOMAINS 64
 
 static int search(struct plan_run *r, struct attempt *a, const struct cand *c, size_t nc,
                   struct best *b)
 {
 	const struct policy_nodes *t = &r->p->nodes;
-	struct cand *sub = arena_alloc(&r->p->arena, (nc + 1) * sizeof(*sub));
-	uint8_t *keep = arena_alloc(&r->p->arena, nc + 1);
-	uint32_t dom[PLAN_PREEMPT_DOMAINS];
+	size_t npods = 0;
+	struct cand *sub, *f;
+	struct member *mb;
+	uint8_t *keep;
 	int64_t want = 0;
 	int rc;
 
-	if (!sub || !keep)
+	for (size_t k = 0; k < nc; k++)
+		npods += r->p->gangs[c[k].gang].bound;
+	sub = arena_alloc(&r->p->arena, (nc + 1) * sizeof(*sub));
+	f = arena_alloc(&r->p->arena, (nc + 1) * sizeof(*f));
+	keep = arena_alloc(&r->p->arena, nc + 1);
+	mb = arena_alloc(&r->p->arena, (npods + 1) * sizeof(*mb));
+	if (!sub || !f || !keep || !mb)
 		return -ENOMEM;
 	for (size_t k = 0; k < a->n; k++)
 		want += policy_spec_gpus(a->specs[k]);
 	for (unsigned l = t->nlevels; l-- > 0 && !b->count;) {
-		size_t nd = domains_of(r, c, nc, l, dom, PLAN_PREEMPT_DOMAINS);
+		size_t n = members_of(r, c, nc, l, mb), answers = 0;
 
-		for (size_t k = 0; k < nd; k++) {
+		for (size_t i = 0, j;
+		     i < n && answers < PLAN_PREEMPT_ANSWERS && a->checks < PLAN_PREEMPT_CHECKS;
+		     i = j) {
 			int64_t gpus;
-			size_t ns = in_domain(r, c, nc, l, dom[k], sub, &gpus);
+			size_t ns;
 
+			for (j = i; j < n && mb[j].domain == mb[i].domain; j++)
+				;
+			ns = domain_cands(r, c, l, &mb[i], j - i, sub, &gpus);
 			if (gpus < want)
 				continue;
-			if ((rc = try_set(r, a, sub, ns, keep)) < 0)
+			if ((rc = try_cands(r, a, sub, ns, f, keep, b)) < 0)
 				return rc;
-			if (rc > 0)
-				consider(b, sub, ns, keep, (size_t)rc);
+			answers += (size_t)rc;
 		}
 	}
 	if (b->count)
 		return 0;
 	/* No single domain: the whole cluster, as placement itself falls
 	 * back to. */
-	if ((rc = try_set(r, a, c, nc, keep)) < 0)
-		return rc;
-	if (rc > 0)
-		consider(b, c, nc, keep, (size_t)rc);
-	return 0;
+	rc = try_cands(r, a, c, nc, f, keep, b);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- acting on it ---------------------------------------------------- */
@@ -488,14 +597,13 @@ static int add_eviction(struct plan_run *r, const struct plan_bound *x, uint32_t
 	return 0;
 }
 
-/* Victim v makes way for g: off the table, out of its queue, and every
- * member still running asked to leave. */
+/* Victim v makes way for g: every member still running asked to leave
+ * (it keeps its room in the table until it is gone). */
 static int evict(struct plan_run *r, struct plan_gang *v, struct plan_gang *g)
 {
 	uint32_t vi = (uint32_t)(v - r->p->gangs), gi = (uint32_t)(g - r->p->gangs);
 	int rc;
 
-	release(r, v, +1);
 	v->preempted_by = gi + 1;
 	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
 		if ((rc = add_eviction(r, &r->bound[b - 1], vi, gi)) < 0)
@@ -562,10 +670,10 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 
 	if (!may_preempt(r, g, pods, n) || r->preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
 		return 0;
-	r->preemptors++;
 	plan__request(r, req, pods, n);
 	if ((rc = candidates(r, g, req, &c, &nc)) < 0 || nc == 0)
 		return rc;
+	r->preemptors++;
 	a.specs = plan__specs(r, pods, n);
 	a.out = arena_alloc(&r->p->arena, n * sizeof(*a.out));
 	b.set = arena_alloc(&r->p->arena, nc * sizeof(*b.set));
@@ -574,16 +682,25 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	if ((rc = search(r, &a, c, nc, &b)) < 0 || b.count == 0)
 		return rc;
 	for (size_t k = 0; k < b.count; k++)
+		release(r, &r->p->gangs[b.set[k].gang], +1);
+	r->preempt_checks--; /* the placement of an answer is not a search */
+	rc = fits_now(r, &(struct attempt){g, a.specs, n, a.out, req, 0});
+	if (rc == 1) {
+		/* The room is the preemptor's from now on. */
+		for (size_t k = 0; k < n; k++)
+			policy_nodes_use(&r->p->nodes, a.out[k], a.specs[k], -1);
+		queue_tree_charge(r->tree, g->queue, req, +1);
+	}
+	/* The victims run until they are gone: what they free beyond the
+	 * preemptor's room is nobody's until then (a pod bound there now
+	 * would find the node still full). */
+	for (size_t k = 0; k < b.count; k++)
+		release(r, &r->p->gangs[b.set[k].gang], -1);
+	if (rc != 1)
+		return rc < 0 && rc != -EAGAIN ? rc : 0;
+	for (size_t k = 0; k < b.count; k++)
 		if ((rc = evict(r, &r->p->gangs[b.set[k].gang], g)) < 0)
 			return rc;
-	/* The freed room is the preemptor's from now on. */
-	if ((rc = fits_now(r, &(struct attempt){g, a.specs, n, a.out, req, 0})) != 1)
-		return rc < 0 ? rc : 0;
-	for (size_t k = 0; k < n; k++)
-		policy_nodes_use(&r->p->nodes, a.out[k], a.specs[k], -1);
-	queue_tree_charge(r->tree, g->queue, req, +1);
-	/* Capacity grew for the others too: what failed before may fit. */
-	kubeapi_idmap_free(&r->memo);
 	if ((rc = hold_new(r, g, &b)) < 0)
 		return rc;
 	r->p->stats.preemptions++;
@@ -630,7 +747,8 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 		return rc;
 	}
 	for (uint32_t k = 0; k < ngone; k++) {
-		/* Asked again: the run layer sends each eviction once, and
+		/* Still running: their room beyond the preemptor's is nobody's
+		 * yet. Asked again: the run layer sends each eviction once, and
 		 * again only after one failed. */
 		release(r, gone[k], -1);
 		if ((rc = evict(r, gone[k], g)) < 0)
