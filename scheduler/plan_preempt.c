@@ -42,6 +42,7 @@
 
 struct cand {
 	uint32_t gang;
+	uint32_t pos; /* in the candidate order: lower goes first */
 	uint8_t other_queue;
 	double over; /* its queue's use beyond nominal, as a fraction of it */
 	int32_t priority;
@@ -271,11 +272,14 @@ static int candidates(struct plan_run *r, struct plan_gang *g, const int64_t *re
 			continue; /* reclaim takes back only what is borrowed */
 		if (budget_refuses(r, v))
 			continue;
-		c[n++] = (struct cand){(uint32_t)k, v->queue != g->queue,
-		                       v->queue != g->queue ? over_nominal(r, v->queue, req) : 0,
-		                       v->priority, v->started_s};
+		c[n++] = (struct cand){
+		    (uint32_t)k,          0,
+		    v->queue != g->queue, v->queue != g->queue ? over_nominal(r, v->queue, req) : 0,
+		    v->priority,          v->started_s};
 	}
 	qsort(c, n, sizeof(*c), by_cost);
+	for (size_t k = 0; k < n; k++)
+		c[k].pos = (uint32_t)k;
 	*out = c;
 	*nout = n;
 	return 0;
@@ -428,10 +432,13 @@ out:
 	return rc > 0 ? rc : rc == -EAGAIN ? 0 : rc;
 }
 
-/* The best victim set found so far. */
+/* The best victim set found so far: the fewest victims, then the lowest
+ * highest priority among them, then the ones furthest ahead in the
+ * candidate order (its most valuable member the least valuable). */
 struct best {
 	size_t count;
 	int32_t top_priority;
+	uint32_t last_pos;
 	struct cand *set;
 };
 
@@ -439,13 +446,20 @@ static void consider(struct best *b, const struct cand *v, size_t n, const uint8
                      size_t count)
 {
 	int32_t top = INT32_MIN;
+	uint32_t last = 0;
 	size_t m = 0;
 
-	for (size_t k = 0; k < n; k++)
+	for (size_t k = 0; k < n; k++) {
 		if (keep[k] && v[k].priority > top)
 			top = v[k].priority;
-	if (b->count && (count > b->count || (count == b->count && top >= b->top_priority)))
+		if (keep[k] && v[k].pos > last)
+			last = v[k].pos;
+	}
+	if (b->count && (count > b->count ||
+	                 (count == b->count && (top > b->top_priority ||
+	                                        (top == b->top_priority && last >= b->last_pos)))))
 		return;
+	b->last_pos = last;
 	for (size_t k = 0; k < n; k++)
 		if (keep[k])
 			b->set[m++] = v[k];

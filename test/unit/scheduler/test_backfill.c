@@ -1,0 +1,1359 @@
+/*
+ * scheduler/plan over time: reservations and backfill as a policy, checked
+ * by a small discrete-event simulator around plan_cycle() that text
+ * scenarios drive (test/unit/scheduler/scenarios/, one .txt file each, and
+ * a README).
+ *
+ * A scenario, one directive a line, `#` to the end of a line a comment:
+ *
+ *   nodes N gpus G [racks R]    N nodes of G GPUs (96 CPUs, 1 TiB), named
+ *                               n-<rack>-<i>, split evenly over R racks
+ *                               (label muster.dev/rack; default 1)
+ *   reservations N              the config's `backfill: {reservations: N}`;
+ *                               without it the key is left out (default 1)
+ *   default-runtime D           the queue's defaultRuntime (D: 600, 600s,
+ *                               10m, 1h30m)
+ *   tick S                      also plan every S seconds while a gang waits
+ *                               (default: only at arrivals and completions)
+ *   gang NAME at T pods N gpus G runtime R [declared D | declared none |
+ *        group-declared D | deadline D]
+ *                               a PodGroup NAME (minMember N) and N pods of G
+ *                               GPUs (and 1 CPU), created at second T, each
+ *                               running R seconds once bound. What the
+ *                               planner is told: the pods' annotation
+ *                               muster.dev/expected-runtime (`declared`, the
+ *                               default, equal to R), the PodGroup's
+ *                               (`group-declared`), spec.activeDeadlineSeconds
+ *                               (`deadline`: the pod fails at D if R > D),
+ *                               or nothing (`declared none`).
+ *   expect NAME start T         the gang starts (is bound) at second T
+ *   expect NAME promised T      the first start it was promised while
+ *                               reserved (plan_gang.expected_start_s) is T,
+ *                               or `unknown` (PLAN_NEVER)
+ *   expect NAME reserved        it held a reservation in some cycle
+ *   expect NAME never-reserved  it never did
+ *   expect NAME later-than reservations N
+ *                               it starts strictly later than in this same
+ *                               scenario run with `reservations N`
+ *   Any expectation but later-than may end in `when reservations N`: it is
+ *   then about that run of the scenario instead of the scenario's own.
+ *
+ * The simulation: a virtual clock in whole seconds from 2026-01-01T00:00Z
+ * (plan_input.now_s). Events are arrivals and completions (and ticks). At
+ * each event time the finished pods become Succeeded (or Failed, past a
+ * deadline), the arrivals are created Pending, and plan_cycle() runs; its
+ * binds are applied at once (each pod written again bound, Running, with
+ * status.startTime now), and the cycle runs again at the same time until
+ * it binds nothing. A gang runs its R seconds from its bind.
+ *
+ * Checks, for every run of every scenario:
+ *   1. the expectations of the file, exactly;
+ *   2. the guarantee: a gang that was ever reserved starts no later than
+ *      the first start it was promised (skipped, with a note, when some
+ *      gang's declared runtime is below its actual one);
+ *   3. every gang starts;
+ *   4. gangs are bound whole (every member in one cycle, never again),
+ *      nodes are never over-committed, no evictions, no promise in the past.
+ * A failing run prints its timeline (every run does with MUSTER_SIM_TRACE
+ * set in the environment).
+ *
+ * Scenarios are read from $MUSTER_SCENARIOS, else from SCENARIOS (relative
+ * to the top of the tree, where make runs the tests). Arguments name the
+ * scenario files to run (basenames); none: all of them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench/synth.h"
+#include "config/config.h"
+#include "queue/queue.h"
+#include "scheduler/plan.h"
+
+#define SCENARIOS "test/unit/scheduler/scenarios/"
+
+#define EPOCH_S     1767225600 /* 2026-01-01T00:00:00Z: second 0 of a scenario */
+#define NS          "sim"
+#define SCHED       "muster"
+#define MAX_GANGS   64
+#define MAX_PODS    64
+#define MAX_NODES   64
+#define MAX_EXPECT  128
+#define MAX_RUNS    4
+#define MAX_TOKENS  24
+#define MAX_TIME    (30 * 24 * 3600) /* a scenario's clock stops here */
+#define MAX_CYCLES  100000
+#define TEXT_CAP    (1 << 20) /* trace and failure text of one run */
+#define RES_DEFAULT -1        /* no `backfill:` key in the config */
+#define RES_BASE    -2        /* an expectation about the scenario's own run */
+#define NO_TIME     INT64_MIN
+
+/* ---- scenarios --------------------------------------------------------- */
+
+enum declared { DECL_POD, DECL_GROUP, DECL_DEADLINE, DECL_NONE };
+
+struct sgang {
+	char name[32];
+	int64_t at, runtime; /* arrival, actual runtime (s) */
+	int pods, gpus;
+	enum declared decl;
+	char declared[32];  /* the annotation value as written */
+	int64_t declared_s; /* its seconds; 0 for DECL_NONE */
+};
+
+enum expect_kind {
+	EXPECT_START,
+	EXPECT_PROMISED,
+	EXPECT_RESERVED,
+	EXPECT_NEVER_RESERVED,
+	EXPECT_LATER,
+};
+
+struct expect {
+	int line, gang;
+	enum expect_kind kind;
+	int64_t t;
+	int run;   /* reservations of the run it is about, or RES_BASE */
+	int other; /* EXPECT_LATER: the run compared with */
+};
+
+struct scenario {
+	char name[64];
+	int nodes, gpus, racks;
+	int reservations; /* or RES_DEFAULT */
+	char default_runtime[32];
+	int64_t tick;
+	struct sgang gang[MAX_GANGS];
+	int ngangs;
+	struct expect expect[MAX_EXPECT];
+	int nexpect;
+};
+
+/* The parser's state for one line. */
+struct line {
+	struct scenario *sc;
+	int no;
+	char *tok[MAX_TOKENS];
+	int n;
+	char *err;
+	size_t errlen;
+};
+
+static __attribute__((format(printf, 2, 3))) int bad(struct line *l, const char *fmt, ...)
+{
+	size_t off = (size_t)snprintf(l->err, l->errlen, "%s:%d: ", l->sc->name, l->no);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (off < l->errlen)
+		vsnprintf(l->err + off, l->errlen - off, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* A non-negative whole number up to max. */
+static int number(const char *s, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "600", "600s", "10m", "1h30m" in seconds (> 0). */
+static int duration(const char *s, int64_t *out)
+{
+	int64_t total = 0;
+
+	if (number(s, MAX_TIME, out) == 0)
+		return *out > 0 ? 0 : -EINVAL;
+	while (*s) {
+		char *end;
+		long long v;
+
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = strtoll(s, &end, 10);
+		if (v > MAX_TIME || (*end != 's' && *end != 'm' && *end != 'h'))
+			return -EINVAL;
+		total += v * (*end == 'h' ? 3600 : *end == 'm' ? 60 : 1);
+		if (total > MAX_TIME)
+			return -EINVAL;
+		s = end + 1;
+	}
+	*out = total;
+	return total > 0 ? 0 : -EINVAL;
+}
+
+/* Token i as a number (what names it, for the message). */
+static int num_at(struct line *l, int i, const char *what, int64_t max, int64_t *out)
+{
+	if (i >= l->n)
+		return bad(l, "%s: missing", what);
+	if (number(l->tok[i], max, out) < 0)
+		return bad(l, "%s: expected a whole number up to %" PRId64 ", got '%s'", what, max,
+		           l->tok[i]);
+	return 0;
+}
+
+/* Token i must be word. */
+static int word_at(struct line *l, int i, const char *word)
+{
+	if (i >= l->n)
+		return bad(l, "expected '%s' after '%s'", word, l->tok[i - 1]);
+	if (strcmp(l->tok[i], word) != 0)
+		return bad(l, "expected '%s', got '%s'", word, l->tok[i]);
+	return 0;
+}
+
+static int gang_index(const struct scenario *sc, const char *name)
+{
+	for (int k = 0; k < sc->ngangs; k++)
+		if (strcmp(sc->gang[k].name, name) == 0)
+			return k;
+	return -1;
+}
+
+/* nodes N gpus G [racks R] */
+static int d_nodes(struct line *l)
+{
+	struct scenario *sc = l->sc;
+	int64_t n, g, r = 1;
+	int rc;
+
+	if ((rc = num_at(l, 1, "nodes", MAX_NODES, &n)) < 0 || (rc = word_at(l, 2, "gpus")) < 0 ||
+	    (rc = num_at(l, 3, "gpus", 1024, &g)) < 0)
+		return rc;
+	if (l->n > 4 &&
+	    ((rc = word_at(l, 4, "racks")) < 0 || (rc = num_at(l, 5, "racks", n, &r)) < 0))
+		return rc;
+	if (l->n > 6 || (l->n > 4 && l->n != 6))
+		return bad(l, "usage: nodes N gpus G [racks R]");
+	if (n < 1 || r < 1 || n % r != 0)
+		return bad(l, "%" PRId64 " nodes do not split evenly into %" PRId64 " racks", n, r);
+	if (sc->nodes)
+		return bad(l, "nodes given twice");
+	sc->nodes = (int)n;
+	sc->gpus = (int)g;
+	sc->racks = (int)r;
+	return 0;
+}
+
+static int d_reservations(struct line *l)
+{
+	int64_t v;
+	int rc;
+
+	if (l->n != 2)
+		return bad(l, "usage: reservations N");
+	if ((rc = num_at(l, 1, "reservations", 100, &v)) < 0)
+		return rc;
+	l->sc->reservations = (int)v;
+	return 0;
+}
+
+static int d_default_runtime(struct line *l)
+{
+	int64_t v;
+
+	if (l->n != 2)
+		return bad(l, "usage: default-runtime D");
+	if (duration(l->tok[1], &v) < 0 || strlen(l->tok[1]) >= sizeof(l->sc->default_runtime))
+		return bad(l, "default-runtime: not a duration: '%s'", l->tok[1]);
+	snprintf(l->sc->default_runtime, sizeof(l->sc->default_runtime), "%s", l->tok[1]);
+	return 0;
+}
+
+static int d_tick(struct line *l)
+{
+	if (l->n != 2)
+		return bad(l, "usage: tick S");
+	return num_at(l, 1, "tick", 3600, &l->sc->tick);
+}
+
+/* The optional tail of a gang line: what the planner is told. */
+static int gang_declared(struct line *l, struct sgang *g)
+{
+	static const char *const words[] = {"declared", "group-declared", "deadline"};
+	int k;
+
+	g->decl = DECL_POD;
+	g->declared_s = g->runtime;
+	snprintf(g->declared, sizeof(g->declared), "%" PRId64, g->runtime);
+	if (l->n == 10)
+		return 0;
+	for (k = 0; k < 3 && strcmp(l->tok[10], words[k]) != 0; k++)
+		;
+	if (l->n != 12 || k == 3)
+		return bad(l, "after the runtime: declared D, declared none, group-declared D or "
+		              "deadline D");
+	g->decl = k == 0 ? DECL_POD : k == 1 ? DECL_GROUP : DECL_DEADLINE;
+	if (k == 0 && strcmp(l->tok[11], "none") == 0) {
+		g->decl = DECL_NONE;
+		g->declared_s = 0;
+		g->declared[0] = 0;
+		return 0;
+	}
+	if (duration(l->tok[11], &g->declared_s) < 0 || strlen(l->tok[11]) >= sizeof(g->declared))
+		return bad(l, "%s: not a duration: '%s'", l->tok[10], l->tok[11]);
+	if (g->decl == DECL_DEADLINE && number(l->tok[11], MAX_TIME, &g->declared_s) < 0)
+		return bad(l, "deadline: seconds, without a unit: '%s'", l->tok[11]);
+	snprintf(g->declared, sizeof(g->declared), "%s", l->tok[11]);
+	return 0;
+}
+
+/* gang NAME at T pods N gpus G runtime R [...] */
+static int d_gang(struct line *l)
+{
+	struct scenario *sc = l->sc;
+	struct sgang *g = &sc->gang[sc->ngangs];
+	int64_t v;
+	int rc;
+
+	if (l->n < 10)
+		return bad(l, "usage: gang NAME at T pods N gpus G runtime R [declared D]");
+	if (sc->ngangs == MAX_GANGS)
+		return bad(l, "more than %d gangs", MAX_GANGS);
+	if (strlen(l->tok[1]) >= 24 ||
+	    strspn(l->tok[1], "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(l->tok[1]))
+		return bad(l, "gang name '%s': up to 23 of [a-z0-9]", l->tok[1]);
+	if (gang_index(sc, l->tok[1]) >= 0)
+		return bad(l, "gang %s defined twice", l->tok[1]);
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", l->tok[1]);
+	if ((rc = word_at(l, 2, "at")) < 0 || (rc = num_at(l, 3, "at", MAX_TIME, &g->at)) < 0 ||
+	    (rc = word_at(l, 4, "pods")) < 0 || (rc = num_at(l, 5, "pods", MAX_PODS, &v)) < 0)
+		return rc;
+	g->pods = (int)v;
+	if ((rc = word_at(l, 6, "gpus")) < 0 || (rc = num_at(l, 7, "gpus", 1024, &v)) < 0)
+		return rc;
+	g->gpus = (int)v;
+	if ((rc = word_at(l, 8, "runtime")) < 0 || duration(l->tok[9], &g->runtime) < 0)
+		return rc < 0 ? rc : bad(l, "runtime: not a duration: '%s'", l->tok[9]);
+	if (g->pods < 1)
+		return bad(l, "gang %s: no pods", g->name);
+	if (!sc->nodes)
+		return bad(l, "gang before nodes");
+	if (g->gpus > sc->gpus || (int64_t)g->pods * g->gpus > (int64_t)sc->nodes * sc->gpus)
+		return bad(l, "gang %s can never fit %d nodes of %d GPUs", g->name, sc->nodes,
+		           sc->gpus);
+	if ((rc = gang_declared(l, g)) < 0)
+		return rc;
+	sc->ngangs++;
+	return 0;
+}
+
+/* [when reservations N] from token i: the run an expectation is about. */
+static int expect_run(struct line *l, int i, struct expect *e)
+{
+	int64_t v;
+	int rc;
+
+	e->run = RES_BASE;
+	if (l->n == i)
+		return 0;
+	if (l->n != i + 3 || strcmp(l->tok[i], "when") != 0)
+		return bad(l, "after the expectation: nothing, or 'when reservations N'");
+	if ((rc = word_at(l, i + 1, "reservations")) < 0 ||
+	    (rc = num_at(l, i + 2, "reservations", 100, &v)) < 0)
+		return rc;
+	e->run = (int)v;
+	return 0;
+}
+
+/* expect NAME what ... */
+static int d_expect(struct line *l)
+{
+	static const char *const what[] = {"start", "promised", "reserved", "never-reserved",
+	                                   "later-than"};
+	struct scenario *sc = l->sc;
+	struct expect *e = &sc->expect[sc->nexpect];
+	int k, rc;
+	int64_t v;
+
+	if (l->n < 3)
+		return bad(l, "usage: expect NAME start T | promised T | reserved | never-reserved "
+		              "| later-than reservations N");
+	if (sc->nexpect == MAX_EXPECT)
+		return bad(l, "more than %d expectations", MAX_EXPECT);
+	memset(e, 0, sizeof(*e));
+	e->line = l->no;
+	if ((e->gang = gang_index(sc, l->tok[1])) < 0)
+		return bad(l, "no gang %s (a gang is defined before what is expected of it)",
+		           l->tok[1]);
+	for (k = 0; k < 5 && strcmp(l->tok[2], what[k]) != 0; k++)
+		;
+	if (k == 5)
+		return bad(l,
+		           "expect: unknown '%s'; expected start, promised, reserved, "
+		           "never-reserved or later-than",
+		           l->tok[2]);
+	e->kind = (enum expect_kind)k;
+	if (e->kind == EXPECT_LATER) {
+		if (l->n != 5)
+			return bad(l, "usage: expect NAME later-than reservations N");
+		if ((rc = word_at(l, 3, "reservations")) < 0 ||
+		    (rc = num_at(l, 4, "reservations", 100, &v)) < 0)
+			return rc;
+		e->run = RES_BASE;
+		e->other = (int)v;
+	} else if (e->kind == EXPECT_PROMISED && l->n > 3 && strcmp(l->tok[3], "unknown") == 0) {
+		e->t = PLAN_NEVER;
+		if ((rc = expect_run(l, 4, e)) < 0)
+			return rc;
+	} else if (e->kind == EXPECT_START || e->kind == EXPECT_PROMISED) {
+		if ((rc = num_at(l, 3, what[k], MAX_TIME, &e->t)) < 0 ||
+		    (rc = expect_run(l, 4, e)) < 0)
+			return rc;
+	} else if ((rc = expect_run(l, 3, e)) < 0) {
+		return rc;
+	}
+	sc->nexpect++;
+	return 0;
+}
+
+static const struct directive {
+	const char *name;
+	int (*fn)(struct line *);
+} directives[] = {
+    {"nodes", d_nodes},
+    {"reservations", d_reservations},
+    {"default-runtime", d_default_runtime},
+    {"tick", d_tick},
+    {"gang", d_gang},
+    {"expect", d_expect},
+};
+
+static int parse_line(struct line *l, char *text)
+{
+	char *save = NULL, *t, *hash = strchr(text, '#');
+
+	if (hash)
+		*hash = 0;
+	l->n = 0;
+	for (t = strtok_r(text, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+		if (l->n == MAX_TOKENS)
+			return bad(l, "more than %d words", MAX_TOKENS);
+		l->tok[l->n++] = t;
+	}
+	if (l->n == 0)
+		return 0;
+	for (size_t k = 0; k < sizeof(directives) / sizeof(directives[0]); k++)
+		if (strcmp(l->tok[0], directives[k].name) == 0)
+			return directives[k].fn(l);
+	return bad(l, "unknown directive '%s'", l->tok[0]);
+}
+
+/* Parse text (NUL-terminated, modified) of the scenario called name into
+ * sc. 0, or -EINVAL with "NAME:LINE: what" in err. */
+static int scenario_parse(const char *name, char *text, struct scenario *sc, char *err,
+                          size_t errlen)
+{
+	struct line l = {.sc = sc, .err = err, .errlen = errlen};
+	char *next;
+	int rc;
+
+	memset(sc, 0, sizeof(*sc));
+	snprintf(sc->name, sizeof(sc->name), "%s", name);
+	sc->reservations = RES_DEFAULT;
+	for (char *p = text; p; p = next) {
+		next = strchr(p, '\n');
+		if (next)
+			*next++ = 0;
+		l.no++;
+		if ((rc = parse_line(&l, p)) < 0)
+			return rc;
+	}
+	if (!sc->nodes || !sc->ngangs) {
+		snprintf(err, errlen, "%s: no %s", name, !sc->nodes ? "nodes" : "gangs");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- text buffers ------------------------------------------------------- */
+
+/* Text that grows up to TEXT_CAP, then only counts what it dropped. */
+struct text {
+	char *buf;
+	size_t len, cap, dropped;
+};
+
+static __attribute__((format(printf, 2, 3))) void text_add(struct text *t, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = sizeof(line) - 1;
+	if (t->len + (size_t)n + 1 > t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 4096;
+		char *b;
+
+		while (cap < t->len + (size_t)n + 1)
+			cap *= 2;
+		if (cap > TEXT_CAP || !(b = realloc(t->buf, cap))) {
+			t->dropped += (size_t)n;
+			return;
+		}
+		t->buf = b;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, line, (size_t)n + 1);
+	t->len += (size_t)n;
+}
+
+static void text_free(struct text *t)
+{
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- the simulation ----------------------------------------------------- */
+
+struct gstate {
+	uint32_t name;          /* interned PodGroup name */
+	uint32_t pod[MAX_PODS]; /* interned pod names */
+	int node[MAX_PODS];     /* index into sim.node, -1 while pending */
+	int64_t start, end;     /* NO_TIME until bound */
+	int64_t promise;        /* first expected start while reserved, or NO_TIME */
+	int64_t promised_at;    /* when it was first given */
+	int64_t last_promise;
+	int reserved_cycles;
+	int arrived, finished;
+};
+
+/* One run of a scenario (with one reservations setting): what happened. */
+struct run {
+	int reservations; /* or RES_DEFAULT */
+	int simulated;    /* the run went (its configuration was accepted) */
+	int failed;       /* a check of the simulation failed */
+	int missed;       /* an expectation of the file failed */
+	struct gstate g[MAX_GANGS];
+	struct text trace, fails;
+};
+
+struct sim {
+	const struct scenario *sc;
+	struct run *run;
+	struct synth s;
+	struct config *cfg;
+	struct queue_set *qs;
+	struct plan plan;
+	int64_t now;
+	long cycles;
+	int fatal;   /* the run cannot go on */
+	uint32_t ns; /* interned NS */
+	int nnodes;
+	struct {
+		char name[32];
+		uint32_t id;
+		int free; /* GPUs */
+	} node[MAX_NODES];
+};
+
+static __attribute__((format(printf, 2, 3))) void sim_fail(struct sim *m, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	m->run->failed = 1;
+	text_add(&m->run->fails, "  t=%" PRId64 ": %s\n", m->now, msg);
+	text_add(&m->run->trace, "    !! %s\n", msg);
+}
+
+/* The configuration: one queue that every gang fits the quota of. */
+#define YAML_FMT                                                                                   \
+	"resources: [cpu, memory, nvidia.com/gpu]\n"                                               \
+	"topology:\n"                                                                              \
+	"  levels: [muster.dev/rack, kubernetes.io/hostname]\n"                                    \
+	"queues:\n"                                                                                \
+	"  - name: sim\n"                                                                          \
+	"    namespaces: [" NS "]\n"                                                               \
+	"    quota: {nvidia.com/gpu: {nominal: 100000}, cpu: {nominal: 100000}, memory: "          \
+	"{nominal: "                                                                               \
+	"1Pi}}\n"                                                                                  \
+	"%s%s%s%s%s%s"
+
+static int sim_config(struct sim *m)
+{
+	const struct scenario *sc = m->sc;
+	char yaml[2048], res[16] = "";
+	struct config_errors errs;
+	int rc;
+
+	if (m->run->reservations != RES_DEFAULT)
+		snprintf(res, sizeof(res), "%d", m->run->reservations);
+	snprintf(yaml, sizeof(yaml), YAML_FMT, sc->default_runtime[0] ? "    defaultRuntime: " : "",
+	         sc->default_runtime, sc->default_runtime[0] ? "\n" : "",
+	         res[0] ? "backfill: {reservations: " : "", res, res[0] ? "}\n" : "");
+	config_errors_init(&errs);
+	rc = config_parse("sim.yaml", yaml, strlen(yaml), &m->cfg, &errs);
+	if (rc < 0) {
+		for (size_t k = 0; k < errs.n; k++)
+			sim_fail(m, "config: %s", errs.v[k].msg);
+		sim_fail(m, "the configuration was refused (%d)", rc);
+	}
+	config_errors_clear(&errs);
+	if (rc == 0 && (rc = queue_set_build(m->cfg, &m->qs)) < 0)
+		sim_fail(m, "queue_set_build: %d", rc);
+	return rc;
+}
+
+static void sim_nodes(struct sim *m)
+{
+	const struct scenario *sc = m->sc;
+	int per_rack = sc->nodes / sc->racks;
+	char rack[16];
+
+	for (int k = 0; k < sc->nodes; k++) {
+		snprintf(m->node[k].name, sizeof(m->node[k].name), "n-%d-%d", k / per_rack,
+		         k % per_rack);
+		snprintf(rack, sizeof(rack), "r%d", k / per_rack);
+		synth_node(&m->s, m->node[k].name, NULL, rack, sc->gpus, NULL);
+		m->node[k].id = synth_id(&m->s, m->node[k].name);
+		m->node[k].free = sc->gpus;
+	}
+	m->nnodes = sc->nodes;
+}
+
+static int sim_init(struct sim *m, const struct scenario *sc, struct run *run)
+{
+	char name[64];
+
+	memset(m, 0, sizeof(*m));
+	m->sc = sc;
+	m->run = run;
+	for (int k = 0; k < sc->ngangs; k++)
+		run->g[k].start = run->g[k].end = run->g[k].promise = NO_TIME;
+	if (synth_init(&m->s) != 0 || sim_config(m) < 0)
+		return -EINVAL;
+	sim_nodes(m);
+	m->ns = synth_id(&m->s, NS);
+	for (int k = 0; k < sc->ngangs; k++) {
+		struct gstate *g = &run->g[k];
+
+		memset(g, 0, sizeof(*g));
+		g->name = synth_id(&m->s, sc->gang[k].name);
+		for (int p = 0; p < sc->gang[k].pods; p++) {
+			snprintf(name, sizeof(name), "%s-%d", sc->gang[k].name, p);
+			g->pod[p] = synth_id(&m->s, name);
+			g->node[p] = -1;
+		}
+		g->start = g->end = g->promise = g->last_promise = NO_TIME;
+	}
+	return 0;
+}
+
+static void sim_free(struct sim *m)
+{
+	plan_free(&m->plan);
+	queue_set_free(&m->qs);
+	config_free(&m->cfg);
+	synth_free(&m->s);
+}
+
+/* Member p of gang k as the API server would show it now: pending, or on
+ * its node in `phase`, started at the gang's start. */
+static void write_pod(struct sim *m, int k, int p, const char *phase)
+{
+	const struct sgang *sg = &m->sc->gang[k];
+	const struct gstate *g = &m->run->g[k];
+	char name[64], ann[128] = "";
+	struct synth_pod_desc d = {
+	    .ns = NS,
+	    .name = name,
+	    .group = sg->name,
+	    .sched = SCHED,
+	    .cpu_m = 1000,
+	    .gpus = sg->gpus,
+	    .node = g->node[p] >= 0 ? m->node[g->node[p]].name : NULL,
+	    .phase = phase,
+	    .created_s = EPOCH_S + sg->at,
+	    .started_s = g->start != NO_TIME ? EPOCH_S + g->start : 0,
+	    .deadline_s = sg->decl == DECL_DEADLINE ? sg->declared_s : 0,
+	    .annotations = sg->decl == DECL_POD ? ann : NULL,
+	};
+
+	snprintf(name, sizeof(name), "%s-%d", sg->name, p);
+	snprintf(ann, sizeof(ann), "\"muster.dev/expected-runtime\":\"%s\"", sg->declared);
+	synth_pod_at(&m->s, &d);
+}
+
+static void arrive(struct sim *m, int k)
+{
+	const struct sgang *sg = &m->sc->gang[k];
+	char ann[128];
+
+	snprintf(ann, sizeof(ann), "\"muster.dev/expected-runtime\":\"%s\"", sg->declared);
+	synth_group_at(&m->s, NS, sg->name, sg->pods, EPOCH_S + sg->at,
+	               sg->decl == DECL_GROUP ? ann : NULL);
+	for (int p = 0; p < sg->pods; p++)
+		write_pod(m, k, p, NULL);
+	m->run->g[k].arrived = 1;
+	text_add(&m->run->trace,
+	         "  t=%" PRId64 ": %s arrives (%d x %d GPUs, runtime %" PRId64 ", declared %s%s)\n",
+	         m->now, sg->name, sg->pods, sg->gpus, sg->runtime,
+	         sg->decl == DECL_NONE ? "none" : sg->declared,
+	         sg->decl == DECL_GROUP      ? " on the PodGroup"
+	         : sg->decl == DECL_DEADLINE ? " as deadline"
+	                                     : "");
+}
+
+/* Past a deadline shorter than its run, a pod is killed: Failed then. */
+static int killed(const struct sgang *sg)
+{
+	return sg->decl == DECL_DEADLINE && sg->declared_s < sg->runtime;
+}
+
+static void complete(struct sim *m, int k)
+{
+	const struct sgang *sg = &m->sc->gang[k];
+	struct gstate *g = &m->run->g[k];
+
+	for (int p = 0; p < sg->pods; p++) {
+		write_pod(m, k, p, killed(sg) ? "Failed" : "Succeeded");
+		m->node[g->node[p]].free += sg->gpus;
+	}
+	g->finished = 1;
+	text_add(&m->run->trace, "  t=%" PRId64 ": %s %s\n", m->now, sg->name,
+	         killed(sg) ? "fails at its deadline" : "ends");
+}
+
+static int sim_gang_of(const struct sim *m, uint32_t ns, uint32_t name)
+{
+	if (ns != m->ns)
+		return -1;
+	for (int k = 0; k < m->sc->ngangs; k++)
+		if (m->run->g[k].name == name)
+			return k;
+	return -1;
+}
+
+static int node_index(const struct sim *m, uint32_t id)
+{
+	for (int i = 0; i < m->nnodes; i++)
+		if (m->node[i].id == id)
+			return i;
+	return -1;
+}
+
+/* What the cycle says of gangs that wait: promises and reasons. */
+static void observe(struct sim *m)
+{
+	const struct plan *pl = &m->plan;
+
+	if (pl->nevictions)
+		sim_fail(m, "%zu evictions in a scenario without preemption", pl->nevictions);
+	for (size_t i = 0; i < pl->ngangs; i++) {
+		const struct plan_gang *pg = &pl->gangs[i];
+		int k = sim_gang_of(m, pg->ns, pg->name);
+		struct gstate *g;
+		int64_t at;
+
+		if (k < 0) {
+			sim_fail(m, "the plan has a gang the scenario does not");
+			continue;
+		}
+		g = &m->run->g[k];
+		if (pg->state == PLAN_WAITING && !pg->reserved)
+			text_add(&m->run->trace, "    %s waits: %s\n", m->sc->gang[k].name,
+			         pg->message ? pg->message : "(no message)");
+		if (!pg->reserved)
+			continue;
+		at = pg->expected_start_s == PLAN_NEVER ? PLAN_NEVER
+		                                        : pg->expected_start_s - EPOCH_S;
+		if (at == PLAN_NEVER)
+			text_add(&m->run->trace, "    %s reserved, start unknown\n",
+			         m->sc->gang[k].name);
+		else
+			text_add(&m->run->trace, "    %s reserved, start %" PRId64 "\n",
+			         m->sc->gang[k].name, at);
+		if (pg->state != PLAN_WAITING)
+			sim_fail(m, "%s is reserved in state %d, not waiting", m->sc->gang[k].name,
+			         pg->state);
+		if (at < m->now)
+			sim_fail(m, "%s promised a start in the past: %" PRId64,
+			         m->sc->gang[k].name, at);
+		if (g->promise == NO_TIME) {
+			g->promise = at;
+			g->promised_at = m->now;
+		}
+		g->last_promise = at;
+		g->reserved_cycles++;
+	}
+}
+
+/* The binds of the cycle: checked (whole gangs, capacity), then applied
+ * (pods bound and Running). Returns how many pods were bound. */
+static int apply_binds(struct sim *m)
+{
+	const struct plan *pl = &m->plan;
+	int count[MAX_GANGS] = {0};
+	int nb = 0;
+
+	for (size_t b = 0; b < pl->nbinds; b++) {
+		const struct kubeapi_pod *pod = pl->binds[b].pod;
+		int k = sim_gang_of(m, pod->ns, pod->group), p = -1, i;
+		struct gstate *g;
+
+		if (k < 0) {
+			sim_fail(m, "bind of a pod of no gang of the scenario");
+			continue;
+		}
+		g = &m->run->g[k];
+		for (int q = 0; q < m->sc->gang[k].pods; q++)
+			if (g->pod[q] == pod->name)
+				p = q;
+		i = node_index(m, pl->binds[b].node);
+		if (p < 0 || i < 0 || g->node[p] >= 0 || g->start != NO_TIME) {
+			sim_fail(m, "%s: bind of an unknown or already bound member",
+			         m->sc->gang[k].name);
+			continue;
+		}
+		g->node[p] = i;
+		m->node[i].free -= m->sc->gang[k].gpus;
+		if (m->node[i].free < 0)
+			sim_fail(m, "node %s over-committed by %d GPUs", m->node[i].name,
+			         -m->node[i].free);
+		count[k]++;
+		nb++;
+	}
+	for (int k = 0; k < m->sc->ngangs; k++) {
+		const struct sgang *sg = &m->sc->gang[k];
+		struct gstate *g = &m->run->g[k];
+		char where[512] = "";
+		size_t len = 0;
+
+		if (!count[k])
+			continue;
+		if (count[k] != sg->pods)
+			sim_fail(m, "%s: %d of %d members bound in one cycle", sg->name, count[k],
+			         sg->pods);
+		g->start = m->now;
+		g->end = m->now + (killed(sg) ? sg->declared_s : sg->runtime);
+		for (int p = 0; p < sg->pods; p++) {
+			if (g->node[p] < 0)
+				continue;
+			write_pod(m, k, p, NULL);
+			if (len < sizeof(where))
+				len += (size_t)snprintf(where + len, sizeof(where) - len, " %s",
+				                        m->node[g->node[p]].name);
+		}
+		text_add(&m->run->trace, "    %s starts on%s\n", sg->name, where);
+	}
+	return nb;
+}
+
+/* One cycle at m->now; returns the pods it bound, or -1. */
+static int cycle(struct sim *m)
+{
+	struct plan_input in = {
+	    .model = m->s.model,
+	    .nodes = &m->s.nodes,
+	    .pods = &m->s.pods,
+	    .groups = &m->s.groups,
+	    .vcgroups = &m->s.vcgroups,
+	    .qs = m->qs,
+	    .scheduler = synth_id(&m->s, SCHED),
+	    .now_s = EPOCH_S + m->now,
+	};
+	int rc;
+
+	if (++m->cycles > MAX_CYCLES) {
+		sim_fail(m, "more than %d cycles", MAX_CYCLES);
+		m->fatal = 1;
+		return -1;
+	}
+	if ((rc = plan_cycle(&m->plan, &in)) != 0) {
+		sim_fail(m, "plan_cycle: %d", rc);
+		m->fatal = 1;
+		return -1;
+	}
+	text_add(&m->run->trace, "  t=%" PRId64 ": cycle %ld\n", m->now, m->cycles);
+	observe(m);
+	return apply_binds(m);
+}
+
+/* The next event after m->now (arrival, completion, tick), or NO_TIME. */
+static int64_t next_event(const struct sim *m)
+{
+	int64_t t = NO_TIME;
+	int waiting = 0;
+
+	for (int k = 0; k < m->sc->ngangs; k++) {
+		const struct gstate *g = &m->run->g[k];
+		int64_t e = !g->arrived                           ? m->sc->gang[k].at
+		            : g->start != NO_TIME && !g->finished ? g->end
+		                                                  : NO_TIME;
+
+		waiting |= g->arrived && g->start == NO_TIME;
+		if (e != NO_TIME && (t == NO_TIME || e < t))
+			t = e;
+	}
+	if (waiting && m->sc->tick && (t == NO_TIME || m->now + m->sc->tick < t))
+		t = m->now + m->sc->tick;
+	return t;
+}
+
+static void sim_step(struct sim *m)
+{
+	int rounds = 0;
+
+	for (int k = 0; k < m->sc->ngangs; k++) {
+		struct gstate *g = &m->run->g[k];
+
+		if (g->start != NO_TIME && !g->finished && g->end <= m->now)
+			complete(m, k);
+	}
+	for (int k = 0; k < m->sc->ngangs; k++)
+		if (!m->run->g[k].arrived && m->sc->gang[k].at <= m->now)
+			arrive(m, k);
+	/* Binds are watch events: they bring another cycle, at the same time. */
+	while (cycle(m) > 0)
+		if (++rounds == 16) {
+			sim_fail(m, "still binding after %d cycles at one time", rounds);
+			break;
+		}
+}
+
+/* Does some gang run longer than the planner was told? */
+static int underestimated(const struct scenario *sc)
+{
+	for (int k = 0; k < sc->ngangs; k++)
+		if (sc->gang[k].decl != DECL_NONE && sc->gang[k].declared_s < sc->gang[k].runtime &&
+		    !killed(&sc->gang[k]))
+			return 1;
+	return 0;
+}
+
+/* Checks 2 and 3 once the clock has run out. */
+static void sim_finish(struct sim *m)
+{
+	const struct scenario *sc = m->sc;
+
+	for (int k = 0; k < sc->ngangs; k++) {
+		const struct gstate *g = &m->run->g[k];
+
+		if (g->start == NO_TIME) {
+			sim_fail(m, "%s never starts", sc->gang[k].name);
+			continue;
+		}
+		if (g->promise == NO_TIME || g->promise == PLAN_NEVER || underestimated(sc))
+			continue;
+		if (g->start > g->promise)
+			sim_fail(m,
+			         "%s starts at %" PRId64 ", after the %" PRId64
+			         " it was first promised (at t=%" PRId64 ")",
+			         sc->gang[k].name, g->start, g->promise, g->promised_at);
+	}
+}
+
+static void sim_run(struct sim *m)
+{
+	int64_t t;
+
+	while ((t = next_event(m)) != NO_TIME && !m->fatal) {
+		if (t > MAX_TIME) {
+			sim_fail(m, "the clock passed %d s", MAX_TIME);
+			m->fatal = 1;
+			break;
+		}
+		m->now = t;
+		sim_step(m);
+	}
+	sim_finish(m);
+}
+
+static const char *run_name(int reservations, char *buf, size_t len)
+{
+	if (reservations == RES_DEFAULT)
+		snprintf(buf, len, "reservations default");
+	else
+		snprintf(buf, len, "reservations %d", reservations);
+	return buf;
+}
+
+/* One run of sc, into run. */
+static void run_scenario(const struct scenario *sc, struct run *run)
+{
+	struct sim m;
+
+	if (sim_init(&m, sc, run) == 0) {
+		run->simulated = 1;
+		sim_run(&m);
+		if (underestimated(sc))
+			text_add(&run->trace,
+			         "  (a runtime is under-estimated: no guarantee checked)\n");
+	}
+	sim_free(&m);
+}
+
+/* The timeline and failures of a run that failed a check (of every run
+ * with MUSTER_SIM_TRACE set); then its text is freed. */
+static void run_report(const struct scenario *sc, struct run *run)
+{
+	char rn[32];
+
+	if (run->failed || run->missed || getenv("MUSTER_SIM_TRACE"))
+		fprintf(stderr, "%s, %s:\n%s%s%s%s", sc->name,
+		        run_name(run->reservations, rn, sizeof(rn)),
+		        run->trace.buf ? run->trace.buf : "",
+		        run->trace.dropped ? "  (trace cut short)\n" : "",
+		        run->fails.len ? "  failures:\n" : "",
+		        run->fails.buf ? run->fails.buf : "");
+	text_free(&run->trace);
+	text_free(&run->fails);
+}
+
+/* ---- expectations -------------------------------------------------------- */
+
+static struct run *run_of(struct run *runs, int n, int reservations)
+{
+	for (int k = 0; k < n; k++)
+		if (runs[k].reservations == reservations)
+			return &runs[k];
+	return NULL;
+}
+
+/* The runs a scenario needs: its own, then those its expectations name. */
+static int plan_runs(const struct scenario *sc, struct run *runs)
+{
+	int n = 0;
+
+	runs[n++].reservations = sc->reservations;
+	for (int k = 0; k < sc->nexpect; k++) {
+		const struct expect *e = &sc->expect[k];
+		int want[2] = {e->run, e->kind == EXPECT_LATER ? e->other : RES_BASE};
+
+		for (int w = 0; w < 2; w++)
+			if (want[w] != RES_BASE && !run_of(runs, n, want[w]) && n < MAX_RUNS)
+				runs[n++].reservations = want[w];
+	}
+	return n;
+}
+
+static __attribute__((format(printf, 3, 4))) int
+missed(const struct scenario *sc, const struct expect *e, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s:%d: %s: %s\n", sc->name, e->line, sc->gang[e->gang].name, msg);
+	return 1;
+}
+
+/* A time for a message: a number, "never" or "unknown". */
+static const char *when(int64_t t, char *buf, size_t len)
+{
+	if (t == NO_TIME)
+		return "never";
+	if (t == PLAN_NEVER)
+		return "unknown";
+	snprintf(buf, len, "%" PRId64, t);
+	return buf;
+}
+
+static int check_expect(const struct scenario *sc, const struct expect *e, struct run *runs, int n)
+{
+	struct run *r = run_of(runs, n, e->run == RES_BASE ? sc->reservations : e->run);
+	const struct gstate *g;
+	const struct run *o;
+	char rn[32], t1[24], t2[24];
+
+	if (!r)
+		return missed(sc, e, "that run was not simulated (at most %d runs)", MAX_RUNS);
+	if (!r->simulated)
+		return 1; /* its failure is printed with the run */
+	g = &r->g[e->gang];
+	run_name(r->reservations, rn, sizeof(rn));
+	switch (e->kind) {
+	case EXPECT_START:
+		if (g->start != e->t)
+			return missed(sc, e, "starts at %s, expected %" PRId64 " (%s)",
+			              when(g->start, t1, sizeof(t1)), e->t, rn);
+		return 0;
+	case EXPECT_PROMISED:
+		if (g->promise != e->t)
+			return missed(sc, e, "first promised %s, expected %s (%s)",
+			              when(g->promise, t1, sizeof(t1)), when(e->t, t2, sizeof(t2)),
+			              rn);
+		return 0;
+	case EXPECT_RESERVED:
+		return g->reserved_cycles ? 0 : missed(sc, e, "never reserved (%s)", rn);
+	case EXPECT_NEVER_RESERVED:
+		return !g->reserved_cycles
+		           ? 0
+		           : missed(sc, e, "reserved in %d cycles (%s)", g->reserved_cycles, rn);
+	case EXPECT_LATER:
+		if (!(o = run_of(runs, n, e->other)))
+			return missed(sc, e, "that run was not simulated (at most %d runs)",
+			              MAX_RUNS);
+		if (!o->simulated)
+			return 1;
+		if (g->start == NO_TIME || o->g[e->gang].start == NO_TIME ||
+		    g->start <= o->g[e->gang].start)
+			return missed(sc, e,
+			              "starts at %s (%s), not later than %s with reservations %d",
+			              when(g->start, t1, sizeof(t1)), rn,
+			              when(o->g[e->gang].start, t2, sizeof(t2)), e->other);
+		return 0;
+	}
+	return 0;
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len < 1 << 20 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len + 1))) {
+		if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[len] = 0;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static const char *scenario_dir(void)
+{
+	const char *d = getenv("MUSTER_SCENARIOS");
+
+	return d && *d ? d : SCENARIOS;
+}
+
+/* A cmocka test: the scenario file named by *state, every run of it. */
+static void test_scenario(void **state)
+{
+	const char *file = *state;
+	struct scenario *sc = calloc(1, sizeof(*sc));
+	struct run *runs = calloc(MAX_RUNS, sizeof(*runs));
+	char path[512], err[1024];
+	char *text;
+	int n, failures = 0;
+
+	assert_non_null(sc);
+	assert_non_null(runs);
+	snprintf(path, sizeof(path), "%s/%s", scenario_dir(), file);
+	if (!(text = read_text(path)))
+		snprintf(err, sizeof(err), "%s: cannot read", path);
+	else if (scenario_parse(file, text, sc, err, sizeof(err)) == 0)
+		err[0] = 0;
+	free(text);
+	if (err[0]) {
+		free(runs);
+		free(sc);
+		fail_msg("%s", err);
+	}
+	n = plan_runs(sc, runs);
+	for (int k = 0; k < n; k++) {
+		run_scenario(sc, &runs[k]);
+		failures += runs[k].failed;
+	}
+	for (int k = 0; k < sc->nexpect; k++) {
+		const struct expect *e = &sc->expect[k];
+		int miss = check_expect(sc, e, runs, n);
+		struct run *r = run_of(runs, n, e->run == RES_BASE ? sc->reservations : e->run);
+
+		failures += miss;
+		if (miss && r)
+			r->missed = 1;
+	}
+	for (int k = 0; k < n; k++)
+		run_report(sc, &runs[k]);
+	free(runs);
+	free(sc);
+	if (failures)
+		fail_msg("%s: %d failed checks", file, failures);
+}
+
+/* ---- the parser's own tests ---------------------------------------------- */
+
+/* Every bad line has a message that names the file, the line and the
+ * problem. */
+static void test_parse_errors(void **state)
+{
+	static const struct {
+		const char *text, *err;
+	} cases[] = {
+	    {"frobnicate 3\n", "t.txt:1: unknown directive 'frobnicate'"},
+	    {"# only a comment\n", "t.txt: no nodes"},
+	    {"nodes 4 gpus 8\n", "t.txt: no gangs"},
+	    {"nodes 4 gpus 8 racks 3\n", "t.txt:1: 4 nodes do not split evenly into 3 racks"},
+	    {"nodes four gpus 8\n", "t.txt:1: nodes: expected a whole number up to 64, got 'four'"},
+	    {"gang a at 0 pods 1 gpus 8 runtime 10\n", "t.txt:1: gang before nodes"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 2 gpus 8 runtime 10\n",
+	     "t.txt:2: gang a can never fit 1 nodes of 8 GPUs"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime soon\n",
+	     "t.txt:2: runtime: not a duration: 'soon'"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime 10 declared\n",
+	     "t.txt:2: after the runtime: declared D, declared none, group-declared D or deadline "
+	     "D"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime 10 deadline 1m\n",
+	     "t.txt:2: deadline: seconds, without a unit: '1m'"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime 10\ngang a at 1 pods 1 gpus 8 "
+	     "runtime 10\n",
+	     "t.txt:3: gang a defined twice"},
+	    {"nodes 1 gpus 8\nexpect b start 3\n",
+	     "t.txt:2: no gang b (a gang is defined before what is expected of it)"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime 10\nexpect a starts 3\n",
+	     "t.txt:3: expect: unknown 'starts'; expected start, promised, reserved, "
+	     "never-reserved "
+	     "or later-than"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime 10\nexpect a start 3 when 1\n",
+	     "t.txt:3: after the expectation: nothing, or 'when reservations N'"},
+	    {"nodes 1 gpus 8\ngang a at 0 pods 1 gpus 8 runtime 10\nexpect a later-than 1\n",
+	     "t.txt:3: usage: expect NAME later-than reservations N"},
+	};
+	struct scenario *sc = calloc(1, sizeof(*sc));
+	char text[512], err[512];
+
+	(void)state;
+	assert_non_null(sc);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		snprintf(text, sizeof(text), "%s", cases[k].text);
+		err[0] = 0;
+		assert_int_equal(scenario_parse("t.txt", text, sc, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, cases[k].err);
+	}
+	free(sc);
+}
+
+/* A good scenario reads as written. */
+static void test_parse(void **state)
+{
+	char text[] = "nodes 4 gpus 8 racks 2  # two racks\n"
+	              "reservations 2\n"
+	              "default-runtime 10m\n"
+	              "gang big at 10 pods 4 gpus 8 runtime 500 declared 1h30m\n"
+	              "gang x at 20 pods 1 gpus 2 runtime 60 declared none\n"
+	              "gang y at 30 pods 1 gpus 2 runtime 60 group-declared 2m\n"
+	              "gang z at 40 pods 1 gpus 2 runtime 60 deadline 30\n"
+	              "expect big start 1000 when reservations 1\n"
+	              "expect big later-than reservations 0\n"
+	              "expect big promised unknown\n";
+	struct scenario *sc = calloc(1, sizeof(*sc));
+	char err[256] = "";
+
+	(void)state;
+	assert_non_null(sc);
+	assert_int_equal(scenario_parse("t.txt", text, sc, err, sizeof(err)), 0);
+	assert_int_equal(sc->nodes, 4);
+	assert_int_equal(sc->racks, 2);
+	assert_int_equal(sc->reservations, 2);
+	assert_string_equal(sc->default_runtime, "10m");
+	assert_int_equal(sc->ngangs, 4);
+	assert_int_equal(sc->gang[0].declared_s, 5400);
+	assert_string_equal(sc->gang[0].declared, "1h30m");
+	assert_int_equal(sc->gang[1].decl, DECL_NONE);
+	assert_int_equal(sc->gang[2].decl, DECL_GROUP);
+	assert_int_equal(sc->gang[2].declared_s, 120);
+	assert_int_equal(sc->gang[3].decl, DECL_DEADLINE);
+	assert_true(killed(&sc->gang[3]));
+	assert_int_equal(sc->nexpect, 3);
+	assert_int_equal(sc->expect[0].run, 1);
+	assert_int_equal(sc->expect[1].kind, EXPECT_LATER);
+	assert_int_equal(sc->expect[1].other, 0);
+	assert_true(sc->expect[2].t == PLAN_NEVER);
+	free(sc);
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The scenario files: those named in argv, else every *.txt in the
+ * directory, sorted. NULL-terminated; the caller frees each and the array. */
+static char **scenario_files(int argc, char **argv, size_t *n)
+{
+	char **v = calloc(256, sizeof(*v));
+	DIR *d;
+	struct dirent *e;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (int k = 1; k < argc && *n < 255; k++)
+		v[(*n)++] = strdup(argv[k]);
+	if (argc > 1)
+		return v;
+	if (!(d = opendir(scenario_dir()))) {
+		fprintf(stderr, "test_backfill: cannot open %s: %s\n", scenario_dir(),
+		        strerror(errno));
+		return v;
+	}
+	while ((e = readdir(d)) && *n < 255) {
+		size_t len = strlen(e->d_name);
+
+		if (len > 4 && strcmp(e->d_name + len - 4, ".txt") == 0)
+			v[(*n)++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(v, *n, sizeof(*v), by_name);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	size_t n;
+	char **files = scenario_files(argc, argv, &n);
+	struct CMUnitTest *tests = calloc(n + 2, sizeof(*tests));
+	size_t nt = 0;
+	int rc;
+
+	if (!files || !tests)
+		return 1;
+	if (n == 0) {
+		fprintf(stderr, "test_backfill: no scenarios in %s\n", scenario_dir());
+		return 1;
+	}
+	tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_parse_errors);
+	tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_parse);
+	for (size_t k = 0; k < n; k++)
+		tests[nt++] = (struct CMUnitTest){files[k], test_scenario, NULL, NULL, files[k]};
+	rc = _cmocka_run_group_tests("test_backfill", tests, nt, NULL, NULL);
+	for (size_t k = 0; k < n; k++)
+		free(files[k]);
+	free(files);
+	free(tests);
+	return rc;
+}
