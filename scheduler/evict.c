@@ -3,8 +3,8 @@
  *
  * Each victim pod first gets the condition DisruptionTarget=True
  * (reason PreemptionByScheduler, as kube-scheduler writes it) naming the
- * preemptor, then a POST to pods/eviction, so PodDisruptionBudgets have
- * the last word, then, once accepted, a Preempted Event.
+ * preemptor and a Preempted Event, then a POST to pods/eviction, so
+ * PodDisruptionBudgets have the last word.
  *
  * Each pod is asked once. What can go wrong:
  *   - 429, a budget refused: the victim gang is marked refused for
@@ -74,11 +74,8 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 		return;
 	}
 	e->done = 1;
-	if (r->status >= 200 && r->status < 300) {
+	if (r->status >= 200 && r->status < 300)
 		s->n.evictions++;
-		if (pod)
-			sched_event(s, pod, "Normal", "Preempted", "Preempting", e->note);
-	}
 }
 
 static void on_condition(void *data, const struct kubeapi_response *r)
@@ -121,6 +118,10 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 		forget(s, key);
 		return rc;
 	}
+	/* The Event goes now, as kube-scheduler's does at its decision: once
+	 * the eviction is through, the pod may be gone from the cache before
+	 * the answer arrives. */
+	sched_event(s, v->pod, "Normal", "Preempted", "Preempting", e->note);
 	sched_log(s, "evicting %s/%s (gang %s/%s) for gang %s/%s", sched_str(s, v->pod->ns),
 	          sched_str(s, v->pod->name), sched_str(s, victim->ns), sched_str(s, victim->name),
 	          sched_str(s, g->ns), sched_str(s, g->name));

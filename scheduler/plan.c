@@ -736,6 +736,40 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 	return 1;
 }
 
+/* When Muster first saw gang g waiting: creation times have one-second
+ * resolution, and a gang that arrives in the same second as one already
+ * waiting (and holding a reservation, say) must not jump ahead of it. */
+static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
+{
+	struct plan *p = r->p;
+	uintptr_t seq = (uintptr_t)kubeapi_idmap_get(&p->seen, g->key);
+
+	if (!seq) {
+		seq = (uintptr_t)++p->seen_seq;
+		if (kubeapi_idmap_put(&p->seen, g->key, (void *)seq) < 0)
+			return g->key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
+	}
+	return seq;
+}
+
+/* Forget gangs that no longer wait. O(gangs remembered). */
+static void forget_seen(struct plan_run *r)
+{
+	struct kubeapi_idmap *m = &r->p->seen;
+	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; gone && i < m->nslots; i++) {
+		long k = m->slots[i].key ? plan__gang_index(r, m->slots[i].key) : 0;
+
+		if (m->slots[i].key && (k < 0 || r->p->gangs[k].npending == 0))
+			gone[n++] = m->slots[i].key;
+	}
+	for (size_t k = 0; k < n; k++)
+		kubeapi_idmap_del(m, gone[k]);
+	free(gone);
+}
+
 /* Gangs whose turn it is this cycle, as queue items. */
 static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t *gang_of_item,
                          size_t *np)
@@ -770,7 +804,7 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		plan__request(r, req, g->pending, g->npending);
 		g->state = PLAN_WAITING; /* until admitted */
 		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
-		                               g->key * 0x9e3779b97f4a7c15ull, req};
+		                               first_seen(r, g), req};
 		gang_of_item[n++] = (uint32_t)k;
 	}
 	*np = n;
@@ -859,6 +893,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 		plan__gang_times(&r);
 		plan__protect(&r);
 		rc = schedule(&r);
+		forget_seen(&r);
 	}
 	p->stats.gangs = p->ngangs;
 	p->stats.arena_bytes = p->arena.used_total;
@@ -879,6 +914,7 @@ void plan_free(struct plan *p)
 		if (p->holds.slots[i].key)
 			free(p->holds.slots[i].value);
 	kubeapi_idmap_free(&p->holds);
+	kubeapi_idmap_free(&p->seen);
 	policy_nodes_release(&p->nodes);
 	arena_free(&p->arena);
 	memset(p, 0, sizeof(*p));

@@ -141,6 +141,10 @@ struct plan {
 	/* Kept across cycles (outside the arena): preemptor gang key ->
 	 * struct plan_hold *, the room held for it while its victims end. */
 	struct kubeapi_idmap holds;
+	/* Kept across cycles: waiting gang key -> the order in which Muster
+	 * first saw it waiting, the tie-break between equal submission times. */
+	struct kubeapi_idmap seen;
+	uint64_t seen_seq;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it
