@@ -2,6 +2,7 @@
 #include "scheduler/arena.h"
 
 #include <stdalign.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,21 @@ void arena_free(struct arena *a)
 	arena_reset(a);
 	free(a->head);
 	a->head = NULL;
+}
+
+int arena_grow(struct arena *a, void *vp, size_t n, size_t *cap, size_t size, size_t first)
+{
+	void **v = vp, *nv;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : first;
+	if (ncap > SIZE_MAX / size || !(nv = arena_alloc(a, ncap * size)))
+		return -ENOMEM;
+	if (n)
+		memcpy(nv, *v, n * size);
+	*v = nv;
+	*cap = ncap;
+	return 0;
 }

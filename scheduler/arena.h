@@ -22,6 +22,15 @@ void *arena_alloc(struct arena *a, size_t n);
 /** As arena_alloc(), zeroed; n x size checked for overflow. */
 void *arena_calloc(struct arena *a, size_t n, size_t size);
 
+/**
+ * Room for element n of the array *vp (elements of `size` bytes, *cap of
+ * them): when n == *cap, a new array twice as large (`first` elements the
+ * first time) with the n elements copied over. 0 or -ENOMEM. The old
+ * array stays in the arena until the reset: growth by doubling wastes at
+ * most as much as it keeps.
+ */
+int arena_grow(struct arena *a, void *vp, size_t n, size_t *cap, size_t size, size_t first);
+
 /** Forget everything allocated; keep one block. */
 void arena_reset(struct arena *a);
 

@@ -140,36 +140,43 @@ void sched_evict_all(struct sched *s)
 	}
 }
 
+/* Keys of m whose entry `stale` says to drop, then dropped by `drop`. */
+static void sweep(struct sched *s, struct kubeapi_idmap *m,
+                  bool (*stale)(struct sched *, uint64_t, void *),
+                  void (*drop)(struct sched *, uint64_t))
+{
+	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
+	size_t n = 0;
+
+	for (size_t i = 0; keys && i < m->nslots; i++)
+		if (m->slots[i].key && stale(s, m->slots[i].key, m->slots[i].value))
+			keys[n++] = m->slots[i].key;
+	for (size_t k = 0; k < n; k++)
+		drop(s, keys[k]);
+	free(keys);
+}
+
+static bool evicted_stale(struct sched *s, uint64_t key, void *v)
+{
+	return ((struct sched_evicted *)v)->done && !cached_pod(s, key);
+}
+
+static bool refusal_stale(struct sched *s, uint64_t key, void *v)
+{
+	(void)key;
+	return (uint64_t)(uintptr_t)v < sched_now_ms(s);
+}
+
+static void unrefuse(struct sched *s, uint64_t key)
+{
+	kubeapi_idmap_del(&s->refused, key);
+}
+
 /* Forget pods that are gone and refusals that are old. */
 void sched_evict_sweep(struct sched *s)
 {
-	struct kubeapi_idmap *maps[2] = {&s->evicted, &s->refused};
-	uint64_t now = sched_now_ms(s);
-
-	for (int m = 0; m < 2; m++) {
-		uint64_t *keys = calloc(maps[m]->n + 1, sizeof(*keys));
-		size_t n = 0;
-
-		if (!keys)
-			return;
-		for (size_t i = 0; i < maps[m]->nslots; i++) {
-			uint64_t key = maps[m]->slots[i].key;
-			const struct sched_evicted *e = maps[m]->slots[i].value;
-
-			if (!key)
-				continue;
-			if (m == 0 ? e->done && !cached_pod(s, key)
-			           : (uint64_t)(uintptr_t)maps[m]->slots[i].value < now)
-				keys[n++] = key;
-		}
-		for (size_t k = 0; k < n; k++) {
-			if (m == 0)
-				forget(s, keys[k]);
-			else
-				kubeapi_idmap_del(&s->refused, keys[k]);
-		}
-		free(keys);
-	}
+	sweep(s, &s->evicted, evicted_stale, forget);
+	sweep(s, &s->refused, refusal_stale, unrefuse);
 }
 
 void sched_evicted_free(struct sched *s)

@@ -221,17 +221,8 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 
 	if (at)
 		return &p->gangs[at - 1];
-	if (p->ngangs == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 1024;
-		struct plan_gang *v = arena_alloc(&p->arena, ncap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		if (p->ngangs)
-			memcpy(v, p->gangs, p->ngangs * sizeof(*v));
-		p->gangs = v;
-		*cap = ncap;
-	}
+	if (arena_grow(&p->arena, &p->gangs, p->ngangs, cap, sizeof(*p->gangs), 1024) < 0)
+		return NULL;
 	g = &p->gangs[p->ngangs++];
 	memset(g, 0, sizeof(*g));
 	g->key = key;
@@ -284,17 +275,8 @@ static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long nod
 {
 	struct plan_bound *b;
 
-	if (r->nbound == r->cap_bound) {
-		size_t ncap = r->cap_bound ? 2 * r->cap_bound : 4096;
-		struct plan_bound *v = arena_alloc(&r->p->arena, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		if (r->nbound)
-			memcpy(v, r->bound, r->nbound * sizeof(*v));
-		r->bound = v;
-		r->cap_bound = ncap;
-	}
+	if (arena_grow(&r->p->arena, &r->bound, r->nbound, &r->cap_bound, sizeof(*b), 4096) < 0)
+		return -ENOMEM;
 	b = &r->bound[r->nbound++];
 	b->pod = pod;
 	b->node = (uint32_t)node;
@@ -490,17 +472,8 @@ static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod 
 {
 	struct plan *p = r->p;
 
-	if (p->nbinds == r->cap_binds) {
-		size_t ncap = r->cap_binds ? 2 * r->cap_binds : 1024;
-		struct plan_bind *v = arena_alloc(&p->arena, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		if (p->nbinds)
-			memcpy(v, p->binds, p->nbinds * sizeof(*v));
-		p->binds = v;
-		r->cap_binds = ncap;
-	}
+	if (arena_grow(&p->arena, &p->binds, p->nbinds, &r->cap_binds, sizeof(*p->binds), 1024) < 0)
+		return -ENOMEM;
 	p->binds[p->nbinds++] = (struct plan_bind){pod, node, gang};
 	return 0;
 }
@@ -633,7 +606,8 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	}
 	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
 		return -ENOMEM;
-	hit = fit ? memo_find(kubeapi_idmap_get(&r->memo, (uintptr_t)fit), same, n, g->runtime_s)
+	hit = fit ? memo_find(kubeapi_idmap_get(&r->memo, (uintptr_t)fit), same, n,
+	                      plan__runtime(r, g))
 	          : NULL;
 	if (hit) {
 		r->p->stats.memo_hits++;
@@ -651,7 +625,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (rc < 0) {
 		place_message(r, g, &why, n);
 		if (fit)
-			memo_add(r, fit, same, n, g->runtime_s, g->message);
+			memo_add(r, fit, same, n, plan__runtime(r, g), g->message);
 		return 0;
 	}
 	if (!flavor_quota(r, g, specs, n, out, req))
@@ -890,8 +864,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 
 	if ((rc = setup(&r, p, in)) == 0 && (rc = count_pods(&r)) == 0 &&
 	    (rc = collect_pending(&r)) == 0) {
-		plan__gang_times(&r);
-		plan__protect(&r);
+		if (r.preemption)
+			plan__protect(&r);
 		rc = schedule(&r);
 		forget_seen(&r);
 	}

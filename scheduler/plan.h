@@ -96,8 +96,8 @@ struct plan_gang {
 	/* Time. A runtime comes from the pods' activeDeadlineSeconds, else
 	 * the annotation muster.dev/expected-runtime (pod or PodGroup), else
 	 * the queue's defaultRuntime; without one, ends are PLAN_NEVER. */
-	int64_t started_s;        /* gangs with bound members: the latest member start */
-	int64_t runtime_s;        /* expected runtime, or PLAN_NEVER */
+	int64_t started_s; /* with preemption: the latest start of a bound member */
+	int64_t runtime_s; /* expected runtime, PLAN_NEVER; 0 when the cycle did not need it */
 	int64_t expected_start_s; /* waiting gangs: 0 not estimated, PLAN_NEVER unknown */
 	uint8_t reserved;         /* holds a reservation (expected_start_s is its start) */
 	uint8_t protected_;       /* never a victim: queue or gang says so, or minRuntime */

@@ -124,7 +124,8 @@ const struct kubeapi_podspec **plan__specs(struct plan_run *r,
 /* plan_time.c */
 int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,
                           const struct plan_gang *g);
-void plan__gang_times(struct plan_run *r);
+int64_t plan__pod_start(const struct kubeapi_pod *pod);
+int64_t plan__runtime(const struct plan_run *r, struct plan_gang *g);
 int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);
 int plan__backfill_place(struct plan_run *r, struct plan_gang *g,

@@ -67,9 +67,13 @@ void plan__protect(struct plan_run *r)
 
 		if (!g->bound_first)
 			continue;
-		for (uint32_t b = g->bound_first; b && !ending; b = r->bound[b - 1].next)
-			ending = r->bound[b - 1].pod->deleting ||
-			         says_false(r, r->bound[b - 1].pod->muster);
+		for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next) {
+			const struct kubeapi_pod *pod = r->bound[b - 1].pod;
+
+			ending |= pod->deleting || says_false(r, pod->muster);
+			if (plan__pod_start(pod) > g->started_s)
+				g->started_s = plan__pod_start(pod);
+		}
 		g->protected_ =
 		    ending || !q || !q->preemption.preemptible ||
 		    (g->group && says_false(r, g->group->muster)) ||
@@ -221,14 +225,12 @@ static int by_cost(const void *a, const void *b)
 	return (x->gang > y->gang) - (x->gang < y->gang);
 }
 
-/* Does the gang ask for GPUs? (req is per quota slot; the pods say.) */
-static bool req_gpus(const struct plan_run *r, const struct plan_gang *g, const int64_t *req)
+/* Does the gang ask for GPUs? */
+static bool asks_gpus(const struct plan_gang *g)
 {
-	(void)req;
 	for (uint32_t m = 0; m < g->npending; m++)
 		if (policy_spec_gpus(g->pending[m]->spec) > 0)
 			return true;
-	(void)r;
 	return false;
 }
 
@@ -246,7 +248,7 @@ static int candidates(struct plan_run *r, struct plan_gang *g, const int64_t *re
 	const struct config_queue *gq = queue_set_queue(r->in->qs, g->queue);
 	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
 	               within_nominal(r, g->queue, req);
-	bool gpus = req_gpus(r, g, req);
+	bool gpus = asks_gpus(g);
 	struct cand *c = r->cand_buf;
 	size_t n = 0;
 
@@ -595,17 +597,9 @@ static int add_eviction(struct plan_run *r, const struct plan_bound *x, uint32_t
 
 	if (x->pod->deleting)
 		return 0; /* already on its way out */
-	if (p->nevictions == r->cap_evictions) {
-		size_t ncap = r->cap_evictions ? 2 * r->cap_evictions : 64;
-		struct plan_evict *v = arena_alloc(&p->arena, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		if (p->nevictions)
-			memcpy(v, p->evictions, p->nevictions * sizeof(*v));
-		p->evictions = v;
-		r->cap_evictions = ncap;
-	}
+	if (arena_grow(&p->arena, &p->evictions, p->nevictions, &r->cap_evictions,
+	               sizeof(*p->evictions), 64) < 0)
+		return -ENOMEM;
 	p->evictions[p->nevictions++] =
 	    (struct plan_evict){x->pod, p->nodes.node[x->node]->name, victim, preemptor};
 	return 0;

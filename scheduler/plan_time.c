@@ -68,7 +68,7 @@ int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *po
 	return PLAN_NEVER;
 }
 
-static int64_t pod_start(const struct kubeapi_pod *pod)
+int64_t plan__pod_start(const struct kubeapi_pod *pod)
 {
 	return pod->started_s ? pod->started_s : pod->created_s;
 }
@@ -79,26 +79,20 @@ static int64_t longer(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-void plan__gang_times(struct plan_run *r)
+/* Computed on first use: most gangs of a cycle are answered by the memo
+ * before anything asks for their runtime. */
+int64_t plan__runtime(const struct plan_run *r, struct plan_gang *g)
 {
-	struct plan *p = r->p;
+	int64_t runtime = 0;
 
-	for (size_t k = 0; k < p->ngangs; k++) {
-		struct plan_gang *g = &p->gangs[k];
-		int64_t runtime = 0;
-
-		for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next) {
-			const struct kubeapi_pod *pod = r->bound[b - 1].pod;
-
-			if (pod_start(pod) > g->started_s)
-				g->started_s = pod_start(pod);
-			if (!g->npending)
-				runtime = longer(runtime, plan__pod_runtime(r, pod, g));
-		}
-		for (uint32_t m = 0; m < g->npending; m++)
-			runtime = longer(runtime, plan__pod_runtime(r, g->pending[m], g));
-		g->runtime_s = runtime ? runtime : PLAN_NEVER;
-	}
+	if (g->runtime_s)
+		return g->runtime_s;
+	if (!g->npending)
+		for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next)
+			runtime = longer(runtime, plan__pod_runtime(r, r->bound[b - 1].pod, g));
+	for (uint32_t m = 0; m < g->npending; m++)
+		runtime = longer(runtime, plan__pod_runtime(r, g->pending[m], g));
+	return g->runtime_s = runtime ? runtime : PLAN_NEVER;
 }
 
 /* now + runtime, PLAN_NEVER absorbing. */
@@ -121,17 +115,8 @@ static int by_end(const void *a, const void *b)
 static int add_end(struct plan_run *r, size_t *cap, int64_t end_s, uint32_t node,
                    const struct kubeapi_podspec *spec)
 {
-	if (r->nends == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 1024;
-		struct plan_ends *v = arena_alloc(&r->p->arena, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		if (r->nends)
-			memcpy(v, r->ends, r->nends * sizeof(*v));
-		r->ends = v;
-		*cap = ncap;
-	}
+	if (arena_grow(&r->p->arena, &r->ends, r->nends, cap, sizeof(*r->ends), 1024) < 0)
+		return -ENOMEM;
 	if (end_s < r->in->now_s)
 		end_s = r->in->now_s; /* past its estimate: any moment now */
 	r->ends[r->nends++] = (struct plan_ends){end_s, node, spec};
@@ -152,7 +137,7 @@ static int build_ends(struct plan_run *r)
 		struct plan_bound *b = &r->bound[k];
 		const struct plan_gang *g = b->gang == UINT32_MAX ? NULL : &r->p->gangs[b->gang];
 		int64_t run = plan__pod_runtime(r, b->pod, g);
-		int64_t start = pod_start(b->pod);
+		int64_t start = plan__pod_start(b->pod);
 
 		if (run == PLAN_NEVER)
 			r->forever[r->nforever++] = b;
@@ -162,7 +147,7 @@ static int build_ends(struct plan_run *r)
 	for (size_t k = 0; k < r->p->nbinds; k++) {
 		const struct plan_bind *b = &r->p->binds[k];
 		long i = policy_nodes_find(&r->p->nodes, b->node);
-		int64_t end = end_of(r, r->p->gangs[b->gang].runtime_s);
+		int64_t end = end_of(r, plan__runtime(r, &r->p->gangs[b->gang]));
 
 		/* Admitted this cycle without a runtime: they stay in the
 		 * table copy for good, which is what forever means. */
@@ -332,8 +317,8 @@ static int install(struct plan_run *r, struct plan_gang *g, struct search *x, in
 	}
 	v->gang = (uint32_t)(g - r->p->gangs);
 	v->start_s = start;
-	v->end_s =
-	    start == PLAN_NEVER || g->runtime_s == PLAN_NEVER ? PLAN_NEVER : start + g->runtime_s;
+	v->end_s = start == PLAN_NEVER || plan__runtime(r, g) == PLAN_NEVER ? PLAN_NEVER
+	                                                                    : start + g->runtime_s;
 	v->nmembers = (uint32_t)x->n;
 	v->specs = x->specs;
 	v->at = x->out;
@@ -461,7 +446,7 @@ int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
 
 	if (!r->nresv)
 		return policy_place(t, &r->fits, &r->p->arena, specs, n, out, why);
-	end_s = end_of(r, g->runtime_s);
+	end_s = end_of(r, plan__runtime(r, g));
 	nu = lower(r, end_s);
 	rc = policy_place(t, &r->fits, &r->p->arena, specs, n, out, why);
 	while (nu--)

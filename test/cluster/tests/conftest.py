@@ -87,6 +87,29 @@ def wait_for(what, fn, timeout=60, interval=0.2):
     pytest.fail(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
 
 
+class Not:
+    """A falsy answer for wait_for that says why; shown when it times out."""
+
+    def __init__(self, why):
+        self.why = why
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return self.why
+
+
+def until(muster, what, fn, timeout=30):
+    """wait_for, failing at once if Muster has exited."""
+
+    def probe():
+        muster.check()
+        return fn()
+
+    return wait_for(what, probe, timeout)
+
+
 class Muster:
     """A running `muster run`, its log file, and a check that it still runs."""
 

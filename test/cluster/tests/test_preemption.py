@@ -30,7 +30,8 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from conftest import wait_for
+import conftest
+from conftest import Not, wait_for
 
 SP = ("scheduling.x-k8s.io", "v1alpha1")
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -111,27 +112,8 @@ def create_gang(core, custom, ns, name, queue, members, priority_class=None, pg_
 # --- observations -----------------------------------------------------------
 
 
-class Not:
-    """A falsy answer for wait_for that says why; shown when it times out."""
-
-    def __init__(self, why):
-        self.why = why
-
-    def __bool__(self):
-        return False
-
-    def __repr__(self):
-        return self.why
-
-
 def until(muster, what, fn, timeout=BIND_TIMEOUT):
-    """wait_for, failing at once if Muster has exited."""
-
-    def probe():
-        muster.check()
-        return fn()
-
-    return wait_for(what, probe, timeout)
+    return conftest.until(muster, what, fn, timeout)
 
 
 def pods(core, ns, names):

@@ -27,7 +27,7 @@ import time
 import pytest
 from kubernetes.client.rest import ApiException
 
-from conftest import cluster_dir, ctl, wait_for
+from conftest import Not, cluster_dir, ctl, until, wait_for
 
 SP = ("scheduling.x-k8s.io", "v1alpha1")  # scheduler-plugins dialect
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
@@ -38,7 +38,6 @@ RACK = "muster.dev/rack"
 GANG_LABEL = "e2e.muster.dev/gang"  # the tests' own: finds a gang's pods in either dialect
 GPU = "nvidia.com/gpu"
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
-BIND_TIMEOUT = 30  # seconds a gang that fits may take to be bound
 SETTLE = 3  # seconds to watch that something does not happen
 
 
@@ -121,29 +120,6 @@ def delete_pods(core, ns, names):
 
 
 # --- observations -----------------------------------------------------------
-
-
-class Not:
-    """A falsy answer for wait_for that says why; shown when it times out."""
-
-    def __init__(self, why):
-        self.why = why
-
-    def __bool__(self):
-        return False
-
-    def __repr__(self):
-        return self.why
-
-
-def until(muster, what, fn, timeout=BIND_TIMEOUT):
-    """wait_for, failing at once if Muster has exited."""
-
-    def probe():
-        muster.check()
-        return fn()
-
-    return wait_for(what, probe, timeout)
 
 
 def pods(core, ns, names):
