@@ -38,6 +38,17 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 TEST_CFLAGS = $(shell pkg-config --cflags cmocka)
 TEST_LIBS = $(shell pkg-config --libs cmocka)
 
+# llhttp, the debug server's request parser, is not packaged by Debian:
+# scripts/deps fetches it into the user cache. A fixed path, so reading
+# this file needs no network; exported so scripts/deps uses the same one.
+# Not our code: built with its own, relaxed flags into libllhttp.a.
+LLHTTP_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/muster/llhttp-9.3.0
+export LLHTTP_DIR
+LLHTTP_OBJ := $(addprefix $(BUILD)/llhttp/,api.o http.o llhttp.o)
+LLHTTP_LIB := $(BUILD)/libllhttp.a
+LLHTTP_CFLAGS := -O2 -g -fPIC $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
+CFLAGS += -I$(LLHTTP_DIR)/include
+
 # One folder per module; each module's .c files go into libmuster.a.
 MODULES := kubeapi queue policy config scheduler
 LIB_SRC := $(filter-out scheduler/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
@@ -79,20 +90,34 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	$(if $(LIB_OBJ),ar rcs $@ $^,ar rcs $@)
 
-$(MUSTER): $(BUILD)/scheduler/main.o $(LIB)
+$(LLHTTP_OBJ): $(BUILD)/llhttp/%.o: $(LLHTTP_DIR)/src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LLHTTP_CFLAGS) -I$(LLHTTP_DIR)/include -c $< -o $@
+
+# Fetched by c-deps; this rule covers a target built without it.
+$(LLHTTP_DIR)/src/%.c:
+	@scripts/deps
+
+$(LLHTTP_LIB): $(LLHTTP_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(MUSTER): $(BUILD)/scheduler/main.o $(LIB) $(LLHTTP_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/test/%: test/unit/%.c $(LIB)
+$(BUILD)/test/%: test/unit/%.c $(LIB) $(LLHTTP_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LLHTTP_LIB) $(TEST_LIBS) \
+		$(PKG_LIBS)
 
-$(BUILD)/itest/%: test/integration/%.c $(LIB)
+$(BUILD)/itest/%: test/integration/%.c $(LIB) $(LLHTTP_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LLHTTP_LIB) $(TEST_LIBS) \
+		$(PKG_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB)
+$(BUILD)/bench/%: bench/%.c $(LIB) $(LLHTTP_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LLHTTP_LIB) $(PKG_LIBS)
 
 unit: c-deps $(UNIT_BIN)
 	@test/unit/run $(UNIT_BIN)

@@ -70,6 +70,16 @@ struct kubeapi_http_call; /* one request, queued, in flight or waiting to retry 
 /* Zero in any field means its default (so max_retries 0 is 5: to never
  * retry, leave KUBEAPI_REQ_RETRY out of the request). Times must fit a
  * long, and backoff_base_ms must not exceed backoff_cap_ms. */
+enum kubeapi_method {
+	KUBEAPI_GET,
+	KUBEAPI_POST,
+	KUBEAPI_PUT,
+	KUBEAPI_PATCH_MERGE,     /* application/merge-patch+json */
+	KUBEAPI_PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
+	KUBEAPI_PATCH_JSON,      /* application/json-patch+json */
+	KUBEAPI_DELETE,
+};
+
 struct kubeapi_http_options {
 	unsigned max_inflight;    /* concurrent attempts, default 64 */
 	double write_qps;         /* writes per second, default 500; < 0: unlimited */
@@ -80,6 +90,11 @@ struct kubeapi_http_options {
 	uint64_t backoff_base_ms; /* first retry's jitter ceiling, default 200 */
 	uint64_t backoff_cap_ms;  /* ceiling on any retry delay, default 30000 */
 	uint64_t stream_idle_ms;  /* a stream silent this long fails, default 300000 */
+	/* Called after every attempt (retries included), for metrics: its
+	 * method, whether it was a stream (a watch), the HTTP status (0 when
+	 * no response came) and how long it took. May be NULL. */
+	void (*observe)(void *data, enum kubeapi_method m, int stream, long status, uint64_t usec);
+	void *observe_data;
 };
 
 #define KUBEAPI_HTTP_DEFAULT_MAX_INFLIGHT    64u
@@ -95,15 +110,6 @@ struct kubeapi_http_options {
 /* Longest request path accepted, in bytes. */
 #define KUBEAPI_HTTP_MAX_PATH 8192u
 
-enum kubeapi_method {
-	KUBEAPI_GET,
-	KUBEAPI_POST,
-	KUBEAPI_PUT,
-	KUBEAPI_PATCH_MERGE,     /* application/merge-patch+json */
-	KUBEAPI_PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
-	KUBEAPI_PATCH_JSON,      /* application/json-patch+json */
-	KUBEAPI_DELETE,
-};
 
 /* Retry 429 (honouring Retry-After), 5xx and connection errors. */
 #define KUBEAPI_REQ_RETRY (1u << 0)

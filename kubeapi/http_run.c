@@ -152,9 +152,12 @@ static unsigned version_number(long v)
 static void detach(struct kubeapi_http *h, struct kubeapi_http_call *c)
 {
 	long status = 0, version = 0;
+	curl_off_t us = 0;
 
 	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(c->easy, CURLINFO_HTTP_VERSION, &version);
+	curl_easy_getinfo(c->easy, CURLINFO_TOTAL_TIME_T, &us);
+	c->attempt_us = us > 0 ? (uint64_t)us : 0;
 	c->status = status;
 	c->http_version = version_number(version);
 	curl_multi_remove_handle(h->multi, c->easy);
@@ -195,6 +198,9 @@ static void attempt_done(struct kubeapi_http *h, struct kubeapi_http_call *c, CU
 	int again = 0, err;
 
 	detach(h, c);
+	if (h->opt.observe && !c->cancelled)
+		h->opt.observe(h->opt.observe_data, c->method, c->mode == KUBEAPI__BODY_STREAM,
+		               c->status, c->attempt_us);
 	if (c->cancelled)
 		err = -ECANCELED;
 	else if (c->abort_err)

@@ -122,7 +122,9 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	 * the eviction is through, the pod may be gone from the cache before
 	 * the answer arrives. */
 	sched_event(s, v->pod, "Normal", "Preempted", "Preempting", e->note);
-	sched_log(s, "evicting %s/%s (gang %s/%s) for gang %s/%s", sched_str(s, v->pod->ns),
+	sched_log_gang(s, sched_str(s, victim->ns), sched_str(s, victim->name),
+	               sched_str(s, v->pod->name), "evicting %s/%s (gang %s/%s) for gang %s/%s",
+	               sched_str(s, v->pod->ns),
 	          sched_str(s, v->pod->name), sched_str(s, victim->ns), sched_str(s, victim->name),
 	          sched_str(s, g->ns), sched_str(s, g->name));
 	return 0;

@@ -4,12 +4,16 @@
  * Subcommands are declared once in a table; each returns a process exit
  * status: 0 success, 1 failure, 2 a usage error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "config/config.h"
+#include "scheduler/cli.h"
 #include "scheduler/sched.h"
 #include "scheduler/version.h"
 
@@ -28,6 +32,10 @@ static const struct command commands[] = {
     {"run", "run the scheduler (muster run --help for its flags)", cmd_run},
     {"version", "print the version and exit", cmd_version},
     {"check-config", "check a queue configuration FILE and exit", cmd_check_config},
+    {"status", "the queues and pending gangs of a running muster (reads its debug API)",
+     sched_cli_status},
+    {"explain", "why a gang waits and what would let it in: muster explain NS/NAME",
+     sched_cli_explain},
     {"help", "show this help", cmd_help},
 };
 
@@ -62,11 +70,120 @@ static const char run_usage[] =
     "  --context NAME          a kubeconfig context other than the current one\n"
     "  --scheduler-name NAME   the spec.schedulerName to take (default: the\n"
     "                          configuration's schedulerName, itself \"muster\" by default)\n"
-    "  --debug-addr ADDR       where to serve /debug (host:port); not served yet\n"
+    "  --debug-addr ADDR       serve /healthz, /readyz, /metrics and /debug on host:port\n"
+    "                          (e.g. 127.0.0.1:10251); any address but loopback also\n"
+    "                          needs the three flags below\n"
+    "  --debug-tls-cert FILE   serve HTTPS with this PEM certificate chain ...\n"
+    "  --debug-tls-key FILE    ... and this PEM private key\n"
+    "  --debug-token-file FILE every request but /healthz and /readyz must carry\n"
+    "                          \"Authorization: Bearer\" with the token in FILE\n"
+    "  --log-format text|json  one line per event, as text (default) or JSON\n"
+    "  --log-level LEVEL       debug, info (default), warning or error\n"
     "  --period-ms N           a cycle at least every N ms (default 1000)\n"
+    "  --leader-elect          one of several replicas: only the holder of a\n"
+    "                          coordination.k8s.io Lease schedules, the others stand by\n"
+    "  --lease-namespace NS    the Lease's namespace (default: $POD_NAMESPACE, else\n"
+    "                          muster-system)\n"
+    "  --lease-name NAME       the Lease's name (default muster)\n"
+    "  --identity ID           this replica's holderIdentity, unique (default:\n"
+    "                          $HOSTNAME_<random>)\n"
+    "  --lease-duration S      a standby takes over after S seconds without a renew\n"
+    "                          (default 15)\n"
+    "  --renew-deadline S      a leader that cannot renew for S seconds stops with\n"
+    "                          exit status 1 (default 10)\n"
+    "  --retry-period S        seconds between tries (default 2); whole seconds, and\n"
+    "                          retry period < renew deadline < lease duration\n"
     "  --help                  this text\n"
     "\n"
     "SIGTERM or SIGINT stops it cleanly (exit 0); SIGHUP reloads the configuration.\n";
+
+/* --log-format and --log-level, from their tables. */
+static int log_option(struct sched_options *o, int c, const char *v)
+{
+	static const char *const formats[] = {"text", "json"};
+	static const char *const levels[] = {"debug", "info", "warning", "error"};
+
+	for (int k = 0; c == 'F' && k < 2; k++)
+		if (strcmp(v, formats[k]) == 0) {
+			o->log_json = k == 1;
+			return 0;
+		}
+	for (int k = 0; c == 'L' && k < 4; k++)
+		if (strcmp(v, levels[k]) == 0) {
+			o->log_level = k;
+			return 0;
+		}
+	fprintf(stderr, "muster run: --%s wants %s\n", c == 'F' ? "log-format" : "log-level",
+	        c == 'F' ? "text or json" : "debug, info, warning or error");
+	return -EINVAL;
+}
+
+/* --lease-namespace, --lease-name, --identity, and the three durations in
+ * whole seconds (1..86400). */
+static int lease_option(struct sched_options *o, int c, const char *v)
+{
+	unsigned *ms = c == 'D' ? &o->lease_duration_ms : c == 'R' ? &o->renew_ms : &o->retry_ms;
+	char *end;
+	long n;
+
+	if (c == 'N' || c == 'M' || c == 'I') {
+		*(c == 'N' ? &o->lease_namespace : c == 'M' ? &o->lease_name : &o->identity) = v;
+		return 0;
+	}
+	n = strtol(v, &end, 10);
+	if (end == v || *end || n < 1 || n > 86400) {
+		fprintf(stderr, "muster run: --%s wants whole seconds, 1..86400\n",
+		        c == 'D' ? "lease-duration" : c == 'R' ? "renew-deadline" : "retry-period");
+		return -EINVAL;
+	}
+	*ms = (unsigned)n * 1000;
+	return 0;
+}
+
+/* $HOSTNAME (else the host name) and a random suffix, so that two
+ * replicas on one host, or a restart, never share an identity. */
+static void default_identity(char *id, size_t n)
+{
+	const char *host = getenv("HOSTNAME");
+	char name[128] = "muster";
+	uint32_t rnd;
+
+	if (!host || !*host) {
+		if (gethostname(name, sizeof(name)) == 0)
+			name[sizeof(name) - 1] = 0;
+		host = name;
+	}
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) == (ssize_t)sizeof(rnd))
+		snprintf(id, n, "%.200s_%08x", host, (unsigned)rnd);
+	else
+		snprintf(id, n, "%.200s_%ld", host, (long)getpid());
+}
+
+/* Leader election's defaults (a default identity goes to id[n]) and its
+ * rule: retry period < renew deadline < lease duration. */
+static int lease_defaults(struct sched_options *o, char *id, size_t n)
+{
+	const char *ns = getenv("POD_NAMESPACE");
+
+	if (!o->lease_namespace)
+		o->lease_namespace = ns && *ns ? ns : "muster-system";
+	if (!o->lease_name)
+		o->lease_name = "muster";
+	if (!o->identity) {
+		default_identity(id, n);
+		o->identity = id;
+	}
+	o->lease_duration_ms = o->lease_duration_ms ? o->lease_duration_ms : 15000;
+	o->renew_ms = o->renew_ms ? o->renew_ms : 10000;
+	o->retry_ms = o->retry_ms ? o->retry_ms : 2000;
+	if (o->retry_ms < o->renew_ms && o->renew_ms < o->lease_duration_ms)
+		return 0;
+	fprintf(stderr,
+	        "muster run: leader election wants --retry-period (%u s) < --renew-deadline "
+	        "(%u s) < --lease-duration (%u s)\n",
+	        o->retry_ms / 1000, o->renew_ms / 1000, o->lease_duration_ms / 1000);
+	return -EINVAL;
+}
 
 static int cmd_run(int argc, char **argv)
 {
@@ -76,11 +193,24 @@ static int cmd_run(int argc, char **argv)
 	    {"context", required_argument, NULL, 'x'},
 	    {"scheduler-name", required_argument, NULL, 'n'},
 	    {"debug-addr", required_argument, NULL, 'd'},
+	    {"debug-tls-cert", required_argument, NULL, 'C'},
+	    {"debug-tls-key", required_argument, NULL, 'K'},
+	    {"debug-token-file", required_argument, NULL, 'T'},
+	    {"log-format", required_argument, NULL, 'F'},
+	    {"log-level", required_argument, NULL, 'L'},
 	    {"period-ms", required_argument, NULL, 'p'},
+	    {"leader-elect", no_argument, NULL, 'E'},
+	    {"lease-namespace", required_argument, NULL, 'N'},
+	    {"lease-name", required_argument, NULL, 'M'},
+	    {"identity", required_argument, NULL, 'I'},
+	    {"lease-duration", required_argument, NULL, 'D'},
+	    {"renew-deadline", required_argument, NULL, 'R'},
+	    {"retry-period", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct sched_options o = {0};
+	struct sched_options o = {.log_level = SCHED_INFO};
+	char identity[256]; /* a default --identity: outlives sched_run() */
 	char *end;
 	long v;
 	int c;
@@ -103,6 +233,20 @@ static int cmd_run(int argc, char **argv)
 		case 'd':
 			o.debug_addr = optarg;
 			break;
+		case 'C':
+			o.debug_cert = optarg;
+			break;
+		case 'K':
+			o.debug_key = optarg;
+			break;
+		case 'T':
+			o.debug_token = optarg;
+			break;
+		case 'F':
+		case 'L':
+			if (log_option(&o, c, optarg) < 0)
+				return 2;
+			break;
 		case 'p':
 			v = strtol(optarg, &end, 10);
 			if (*end || v < 10 || v > 600000) {
@@ -110,6 +254,18 @@ static int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			o.period_ms = (unsigned)v;
+			break;
+		case 'E':
+			o.leader_elect = true;
+			break;
+		case 'N':
+		case 'M':
+		case 'I':
+		case 'D':
+		case 'R':
+		case 'P':
+			if (lease_option(&o, c, optarg) < 0)
+				return 2;
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -124,6 +280,8 @@ static int cmd_run(int argc, char **argv)
 		        o.config ? "unexpected arguments" : "--config is required", run_usage);
 		return 2;
 	}
+	if (o.leader_elect && lease_defaults(&o, identity, sizeof(identity)) < 0)
+		return 2;
 	return sched_run(&o);
 }
 

@@ -35,6 +35,7 @@ struct memo {
 		uint32_t n;
 		int64_t runtime_s;
 		const char *message;
+		struct plan_block block;
 	} v[MEMO_SHAPES];
 	unsigned count, next; /* the oldest shape is replaced first */
 };
@@ -196,6 +197,7 @@ static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct 
 	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
 		return;
 	g->state = PLAN_NO_QUEUE;
+	g->block.why = PLAN_WHY_NO_QUEUE;
 	g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns), plan__str(r, g->name),
 	                          res.reason);
 }
@@ -243,6 +245,7 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 			g->fixed_priority = g->priority != INT32_MIN;
 		} else {
 			g->state = PLAN_INCOMPLETE;
+			g->block.why = PLAN_WHY_MEMBERS;
 			g->message = plan__printf(r, "gang %s/%s: PodGroup %s/%s not found",
 			                          plan__str(r, g->ns), plan__str(r, g->name),
 			                          plan__str(r, g->ns), plan__str(r, g->name));
@@ -431,6 +434,12 @@ static void quota_message(struct plan_run *r, struct plan_gang *g, const struct 
 	fmt_amount(need, sizeof(need), rname, req[v->slot]);
 	g->state = PLAN_WAITING;
 	r->quota_failed = 1;
+	g->block = (struct plan_block){.why = PLAN_WHY_QUOTA,
+	                               .node = v->node,
+	                               .slot = (uint16_t)v->slot,
+	                               .usage = queue_tree_demand(r->tree, v->node, v->slot),
+	                               .limit = v->limit,
+	                               .need = req[v->slot]};
 	g->message = plan__printf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more",
 	                          plan__str(r, g->ns), plan__str(r, g->name),
 	                          queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
@@ -462,6 +471,13 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 		                         ? kubeapi_model_resource_name(r->in->model, why->short_res)
 		                         : "resources");
 	g->state = PLAN_WAITING;
+	g->block = (struct plan_block){.why = PLAN_WHY_FIT,
+	                               .placed = (uint32_t)why->placed,
+	                               .members = (uint32_t)n,
+	                               .short_nodes = why->short_nodes,
+	                               .short_res = why->short_res};
+	if (f)
+		memcpy(g->block.rejected, f->rejected, sizeof(g->block.rejected));
 	g->message =
 	    plan__printf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
 	                 plan__str(r, g->ns), plan__str(r, g->name), why->placed, n, r->p->nodes.n,
@@ -506,7 +522,7 @@ static const struct memo_shape *memo_find(const struct memo *m, const struct kub
 
 static void memo_add(struct plan_run *r, const struct policy_fit *fit,
                      const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
-                     const char *message)
+                     const char *message, const struct plan_block *block)
 {
 	struct memo *m = kubeapi_idmap_get(&r->memo, (uintptr_t)fit);
 	const char *tail = strstr(message, ": ");
@@ -518,7 +534,7 @@ static void memo_add(struct plan_run *r, const struct policy_fit *fit,
 	}
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
 	m->v[m->next] =
-	    (struct memo_shape){spec, (uint32_t)n, runtime_s, tail ? tail + 2 : message};
+	    (struct memo_shape){spec, (uint32_t)n, runtime_s, tail ? tail + 2 : message, *block};
 	m->next = (m->next + 1) % MEMO_SHAPES;
 	if (m->count < MEMO_SHAPES)
 		m->count++;
@@ -612,6 +628,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (hit) {
 		r->p->stats.memo_hits++;
 		g->state = PLAN_WAITING;
+		g->block = hit->block;
 		g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns),
 		                          plan__str(r, g->name), hit->message);
 		return 0;
@@ -625,7 +642,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (rc < 0) {
 		place_message(r, g, &why, n);
 		if (fit)
-			memo_add(r, fit, same, n, plan__runtime(r, g), g->message);
+			memo_add(r, fit, same, n, plan__runtime(r, g), g->message, &g->block);
 		return 0;
 	}
 	if (!flavor_quota(r, g, specs, n, out, req))
@@ -687,6 +704,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 	for (uint32_t k = need; k < g->npending; k++) {
 		const char *msg = g->message;
 		enum plan_state st = g->state;
+		struct plan_block block = g->block;
 
 		if ((rc = admit(r, g, &g->pending[k], 1)) < 0)
 			return rc;
@@ -695,6 +713,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 				/* The gang is admitted; extras wait quietly. */
 				g->message = msg;
 				g->state = st;
+				g->block = block;
 			} else if ((rc = make_room(r, g, 1)) < 0) {
 				return rc;
 			}
@@ -707,6 +726,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 		return 0;
 	g->state = PLAN_ADMITTED;
 	g->message = NULL;
+	g->block.why = PLAN_WHY_NONE;
 	return 1;
 }
 
@@ -757,8 +777,13 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 
 		if (g->npending == 0 || g->state != PLAN_RUNNING)
 			continue;
+		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))
+			return -ENOMEM;
+		plan__request(r, req, g->pending, g->npending);
+		g->req = req;
 		if (g->bound + g->succeeded + g->npending < g->min_member) {
 			g->state = PLAN_INCOMPLETE;
+			g->block.why = PLAN_WHY_MEMBERS;
 			g->message = plan__printf(
 			    r, "gang %s/%s: %u of %u members exist (minMember %u)",
 			    plan__str(r, g->ns), plan__str(r, g->name),
@@ -767,15 +792,13 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		}
 		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {
 			g->state = PLAN_BACKOFF;
+			g->block.why = PLAN_WHY_TIMEOUT;
 			g->message = plan__printf(r,
 			                          "gang %s/%s: timed out waiting to be scheduled; "
 			                          "backing off before the next try",
 			                          plan__str(r, g->ns), plan__str(r, g->name));
 			continue;
 		}
-		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))
-			return -ENOMEM;
-		plan__request(r, req, g->pending, g->npending);
 		g->state = PLAN_WAITING; /* until admitted */
 		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
 		                               first_seen(r, g), req};
@@ -785,16 +808,40 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 	return 0;
 }
 
+/* Gangs the cycle never tried because their StrictFIFO queue's head
+ * waits: say so. O(items). */
+static void behind_heads(struct plan_run *r, const struct queue_cycle *c,
+                         const struct queue_item *items, const uint32_t *gang_of_item, size_t n,
+                         const uint32_t *head)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct plan_gang *g = &r->p->gangs[gang_of_item[k]];
+		const struct plan_gang *h;
+
+		if (g->tried || !queue_cycle_blocked(c, items[k].node))
+			continue;
+		h = &r->p->gangs[head[items[k].node]];
+		g->block = (struct plan_block){.why = PLAN_WHY_STRICT_FIFO,
+		                               .head = head[items[k].node]};
+		g->message = plan__printf(r, "gang %s/%s: queue %s is StrictFIFO and its head %s/%s waits",
+		                          plan__str(r, g->ns), plan__str(r, g->name),
+		                          queue_tree_name(r->tree, g->queue), plan__str(r, h->ns),
+		                          plan__str(r, h->name));
+	}
+}
+
 static int schedule(struct plan_run *r)
 {
 	struct plan *p = r->p;
 	struct queue_item *items = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*items));
 	uint32_t *gang_of_item = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*gang_of_item));
+	uint32_t *head = arena_alloc(&p->arena, (size_t)queue_tree_size(r->tree) * sizeof(*head));
 	struct queue_cycle *c;
+	uint32_t tried = 0;
 	size_t n = 0;
 	int i, rc;
 
-	if (!items || !gang_of_item)
+	if (!items || !gang_of_item || !head)
 		return -ENOMEM;
 	/* Preemptors holding room go first: the room is theirs. */
 	if ((rc = plan__holds(r)) < 0 || (rc = pending_items(r, items, gang_of_item, &n)) < 0)
@@ -805,12 +852,17 @@ static int schedule(struct plan_run *r)
 	while ((i = queue_cycle_next(c)) >= 0) {
 		struct plan_gang *g = &p->gangs[gang_of_item[i]];
 
+		g->tried = ++tried;
 		if ((rc = try_gang(r, g)) < 0)
 			break;
+		if (rc == 0)
+			head[g->queue] = gang_of_item[i];
 		p->stats.admitted_gangs += rc;
 		queue_cycle_done(c, i, rc > 0);
 		rc = 0;
 	}
+	if (rc == 0)
+		behind_heads(r, c, items, gang_of_item, n, head);
 	queue_cycle_free(&c);
 	return rc;
 }
@@ -850,11 +902,33 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	p->nbinds = 0;
 	p->evictions = NULL;
 	p->nevictions = 0;
+	p->resv = NULL;
+	p->nresv = 0;
 	r->resv =
 	    arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1, sizeof(*r->resv));
 	if (!r->resv)
 		return -ENOMEM;
 	return build_nodes(r);
+}
+
+/* The cycle's reservations, for the debug API. */
+static int publish_resv(struct plan_run *r)
+{
+	struct plan *p = r->p;
+
+	p->nresv = 0;
+	if (!r->nresv)
+		return 0;
+	if (!(p->resv = arena_alloc(&p->arena, r->nresv * sizeof(*p->resv))))
+		return -ENOMEM;
+	for (size_t k = 0; k < r->nresv; k++) {
+		const struct plan_resv *v = &r->resv[k];
+
+		p->resv[k] = (struct plan_reservation){v->gang, v->start_s, v->nmembers,
+		                                       v->specs, v->at};
+	}
+	p->nresv = r->nresv;
+	return 0;
 }
 
 int plan_cycle(struct plan *p, const struct plan_input *in)
@@ -869,6 +943,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 		rc = schedule(&r);
 		forget_seen(&r);
 	}
+	if (rc == 0)
+		rc = publish_resv(&r);
 	p->stats.gangs = p->ngangs;
 	p->stats.arena_bytes = p->arena.used_total;
 	kubeapi_idmap_free(&r.by_group);

@@ -77,6 +77,35 @@ enum plan_state {
 	PLAN_PREEMPTING, /* victims chosen: room held for it until they are gone */
 };
 
+/* Why a gang waits, as data: for the debug API's explanation. The
+ * message says the same for a person. */
+enum plan_why {
+	PLAN_WHY_NONE,        /* not waiting (or not tried) */
+	PLAN_WHY_QUOTA,       /* quota at a queue or cohort: node, slot, amounts */
+	PLAN_WHY_FIT,         /* no room on the nodes: placed, members, short_* */
+	PLAN_WHY_STRICT_FIFO, /* behind its StrictFIFO queue's head (gang head) */
+	PLAN_WHY_MEMBERS,     /* fewer members than minMember, or no PodGroup */
+	PLAN_WHY_TIMEOUT,     /* backing off after a timeout */
+	PLAN_WHY_NO_QUEUE,    /* no queue takes it */
+	PLAN_WHY_PREEMPTING,  /* victims chosen; waiting for them to end */
+};
+
+struct plan_block {
+	uint8_t why; /* enum plan_why */
+	/* PLAN_WHY_QUOTA: the queue tree node and slot that stop it, the
+	 * demand there (without the gang), the limit, the gang's request. */
+	int32_t node;
+	uint16_t slot;
+	int64_t usage, limit, need;
+	/* PLAN_WHY_FIT: members placed in the best attempt of `members`;
+	 * feasible nodes short of resource short_res (a model resource id);
+	 * nodes ruled out per enum policy_reject. */
+	uint32_t placed, members, short_nodes, short_res;
+	uint32_t rejected[POLICY_REJECT_COUNT];
+	/* PLAN_WHY_STRICT_FIFO: the head's gang index. */
+	uint32_t head;
+};
+
 struct plan_gang {
 	uint64_t key;                         /* plan_gang_key() */
 	uint32_t ns, name;                    /* the PodGroup's, or the single pod's */
@@ -103,6 +132,9 @@ struct plan_gang {
 	uint8_t protected_;       /* never a victim: queue or gang says so, or minRuntime */
 	uint32_t preempted_by;    /* a victim: the preemptor's gang index + 1, else 0 */
 	uint32_t bound_first;     /* planner-internal: first bound pod + 1 */
+	uint32_t tried;           /* when this cycle tried it: 1, 2, ...; 0 not tried */
+	const int64_t *req;       /* what its pending members ask, per queue slot; or NULL */
+	struct plan_block block;  /* why it waits */
 };
 
 struct plan_bind {
@@ -128,6 +160,17 @@ struct plan_stats {
 	size_t arena_bytes;
 };
 
+/* A reservation held this cycle (see plan_time.c): gang `gang` starts at
+ * start_s (PLAN_NEVER: unknown), member k (spec[k]) on node table index
+ * at[k]. */
+struct plan_reservation {
+	uint32_t gang;
+	int64_t start_s;
+	uint32_t nmembers;
+	const struct kubeapi_podspec *const *specs;
+	const uint32_t *at;
+};
+
 struct plan {
 	struct arena arena;
 	struct policy_nodes nodes;
@@ -138,6 +181,8 @@ struct plan {
 	struct plan_evict *evictions; /* decided this cycle: send each once */
 	size_t nevictions;
 	struct plan_stats stats;
+	struct plan_reservation *resv; /* this cycle's reservations */
+	size_t nresv;
 	/* Kept across cycles (outside the arena): preemptor gang key ->
 	 * struct plan_hold *, the room held for it while its victims end. */
 	struct kubeapi_idmap holds;

@@ -714,6 +714,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	r->p->stats.preemptions++;
 	r->p->stats.victims += b.count;
 	g->state = PLAN_PREEMPTING;
+	g->block.why = PLAN_WHY_PREEMPTING;
 	g->message =
 	    plan__printf(r, "gang %s/%s: preempting %zu gang(s) to make room: %s",
 	                 plan__str(r, g->ns), plan__str(r, g->name), b.count, victim_names(r, &b));
@@ -773,6 +774,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 		return 0; /* done: the hold ends */
 	}
 	g->state = PLAN_PREEMPTING;
+	g->block.why = PLAN_WHY_PREEMPTING;
 	g->message = plan__printf(r,
 	                          "gang %s/%s: preempting %u gang(s) to make room: waiting for "
 	                          "%u pod(s) to end",

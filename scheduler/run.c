@@ -22,25 +22,8 @@
 #include <unistd.h>
 
 #include "kubeapi/intern.h"
+#include "scheduler/debug.h"
 #include "scheduler/sched.h"
-
-void sched_log(struct sched *s, const char *fmt, ...)
-{
-	struct timespec ts;
-	struct tm tm;
-	char when[32];
-	va_list ap;
-
-	(void)s;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "%s.%03ldZ muster: ", when, ts.tv_nsec / 1000000);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 uint64_t sched_now_ms(struct sched *s)
 {
@@ -118,6 +101,41 @@ static void apply_config(struct sched *s)
 
 /* ---- a cycle ---------------------------------------------------------- */
 
+/* Every bind decided, traceable by pod and gang. O(binds). */
+static void log_admitted(struct sched *s)
+{
+	const struct plan *p = &s->plan;
+
+	for (size_t k = 0; k < p->nbinds; k++) {
+		const struct plan_bind *b = &p->binds[k];
+		const struct plan_gang *g = &p->gangs[b->gang];
+		const struct queue_tree *t = queue_set_tree_c(s->qs);
+
+		sched_log_gang(s, sched_str(s, g->ns), sched_str(s, g->name),
+		               sched_str(s, b->pod->name), "gang %s/%s (queue %s): binding pod %s to %s",
+		               sched_str(s, g->ns), sched_str(s, g->name),
+		               g->queue >= 0 ? queue_tree_name(t, g->queue) : "-",
+		               sched_str(s, b->pod->name), sched_str(s, b->node));
+	}
+}
+
+/* Metrics and the debug snapshot, after a cycle. */
+static void observe_cycle(struct sched *s)
+{
+	int rc;
+
+	sched_hist_observe(&s->m.cycle, s->n.last_cycle_ms / 1000.0);
+	s->m.preemptions += s->plan.stats.preemptions;
+	if (!s->httpd)
+		return;
+	if ((rc = snap_take(s, &s->snap)) < 0) {
+		sched_logl(s, SCHED_WARN, "debug snapshot: %s", strerror(-rc));
+		return;
+	}
+	for (size_t k = 0; k < s->snap.nwaits; k++)
+		sched_hist_observe(&s->m.admission_wait, s->snap.waits[k]);
+}
+
 static void cycle(struct sched *s)
 {
 	struct kubeapi_model *m = kubeapi_cache_model(s->cache);
@@ -137,7 +155,10 @@ static void cycle(struct sched *s)
 	uint64_t t0 = uv_hrtime();
 	int rc;
 
-	if (s->stopping || !kubeapi_cache_synced(s->cache))
+	/* A standby keeps its cache warm and decides nothing; a leader past
+	 * its renew deadline neither, even before the lease says so. */
+	if (s->stopping || !s->leader || (s->lease && !sched_lease_leader(s->lease)) ||
+	    !kubeapi_cache_synced(s->cache))
 		return;
 	apply_config(s);
 	sched_assumed_sweep(s);
@@ -146,9 +167,11 @@ static void cycle(struct sched *s)
 		sched_evict_sweep(s);
 	}
 	in.qs = s->qs;
+	/* No pod names this scheduler yet: a cycle still runs (with an id no
+	 * pod has), so usage, nodes and the debug API are current. */
 	in.scheduler = kubeapi_str_find(kubeapi_model_intern(m), s->name, strlen(s->name));
 	if (!in.scheduler)
-		return; /* no pod names this scheduler yet */
+		in.scheduler = UINT32_MAX;
 	/* The planner wants pod -> node; the assumed map holds more. */
 	for (size_t i = 0; i < s->assumed.nslots; i++) {
 		const struct sched_assumed *e = s->assumed.slots[i].value;
@@ -165,12 +188,15 @@ static void cycle(struct sched *s)
 		sched_log(s, "cycle failed: %s", strerror(-rc));
 		goto out;
 	}
+	s->plan_now_s = in.now_s;
+	log_admitted(s);
 	sched_evict_all(s);
 	sched_bind_all(s);
 	sched_timeouts(s);
 	sched_status_write(s);
 	s->n.cycles++;
 	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
+	observe_cycle(s);
 	if (s->plan.nbinds || s->plan.nevictions)
 		sched_log(s,
 		          "cycle %llu: %zu nodes, %zu pods, %zu pending gangs, %zu admitted, %zu "
@@ -207,6 +233,18 @@ static void closed_handle(uv_handle_t *h)
 	closed_one(h->data);
 }
 
+/* The lease is closed (released, when we led): now the engine. */
+static void lease_closed(void *data)
+{
+	struct sched *s = data;
+
+	if (s->http) {
+		s->closing++;
+		kubeapi_http_close(&s->http, closed_one, s);
+	}
+	closed_one(s);
+}
+
 static void stop(struct sched *s)
 {
 	if (s->stopping)
@@ -223,13 +261,22 @@ static void stop(struct sched *s)
 		uv_close((uv_handle_t *)&s->sigint, closed_handle);
 	}
 	config_watch_stop(&s->watch);
+	if (s->httpd) {
+		s->closing++;
+		httpd_close(&s->httpd, closed_one, s);
+	}
 	if (s->cache) {
 		s->closing++;
 		kubeapi_cache_close(&s->cache, closed_one, s);
 	}
-	/* Writes still queued are cancelled, not drained: a bind the server
-	 * has not taken is the next leader's to make. */
-	if (s->http) {
+	/* The lease first: a leader releases it through the engine, which
+	 * closes after it (lease_closed). Writes still queued are cancelled,
+	 * not drained: a bind the server has not taken is the next leader's
+	 * to make. */
+	if (s->lease) {
+		s->closing++;
+		sched_lease_close(&s->lease, lease_closed, s);
+	} else if (s->http) {
 		s->closing++;
 		kubeapi_http_close(&s->http, closed_one, s);
 	}
@@ -246,8 +293,11 @@ static void on_signal(uv_signal_t *h, int signum)
 static int connect_api(struct sched *s)
 {
 	char err[512];
-	struct kubeapi_http_options hopt = {
-	    .write_qps = 5000, .write_burst = 5000, .max_inflight = 128};
+	struct kubeapi_http_options hopt = {.write_qps = 5000,
+	                                    .write_burst = 5000,
+	                                    .max_inflight = 128,
+	                                    .observe = sched_metrics_api,
+	                                    .observe_data = &s->m};
 	int rc;
 
 	if (s->opt.kubeconfig)
@@ -260,6 +310,82 @@ static int connect_api(struct sched *s)
 		return rc;
 	}
 	return kubeapi_http_new(s->loop, &s->conn, &hopt, &s->http);
+}
+
+static void httpd_log(void *data, const char *msg)
+{
+	sched_logl(data, SCHED_WARN, "debug server: %s", msg);
+}
+
+static int start_debug(struct sched *s)
+{
+	struct httpd_options o = {.addr = s->opt.debug_addr,
+	                          .cert_file = s->opt.debug_cert,
+	                          .key_file = s->opt.debug_key,
+	                          .token_file = s->opt.debug_token,
+	                          .handler = debug_handle,
+	                          .data = s,
+	                          .log = httpd_log};
+	char err[512];
+	int rc;
+
+	if (!s->opt.debug_addr)
+		return 0;
+	if ((rc = httpd_start(s->loop, &o, &s->httpd, err, sizeof(err))) < 0) {
+		sched_logl(s, SCHED_ERROR, "debug server on %s: %s", s->opt.debug_addr, err);
+		return rc;
+	}
+	sched_log(s, "debug server on %s (port %d)%s", s->opt.debug_addr, httpd_port(s->httpd),
+	          s->opt.debug_cert ? ", TLS" : "");
+	return 0;
+}
+
+/* ---- leader election (lease.h) ----------------------------------------- */
+
+static void lease_log(void *data, const char *msg)
+{
+	sched_log(data, "%s", msg);
+}
+
+/* Leading: cycles run from the next one on (a standby has assumed
+ * nothing, so nothing stale is acted on). Lost after leading: exit 1, as
+ * kube-scheduler does, so that no decision made as leader is acted on
+ * afterwards; the restart comes back as a standby. */
+static void lease_changed(void *data, bool leader)
+{
+	struct sched *s = data;
+
+	s->leader = leader;
+	if (leader) {
+		sched_log(s, "became leader as %s", s->opt.identity);
+		sched_kick(s);
+		return;
+	}
+	sched_logl(s, SCHED_ERROR, "lost leadership; stopping (exit 1)");
+	s->exit_code = 1;
+	stop(s);
+}
+
+static int start_lease(struct sched *s)
+{
+	struct sched_lease_options o = {.ns = s->opt.lease_namespace,
+	                                 .name = s->opt.lease_name,
+	                                 .identity = s->opt.identity,
+	                                 .duration_ms = s->opt.lease_duration_ms,
+	                                 .renew_ms = s->opt.renew_ms,
+	                                 .retry_ms = s->opt.retry_ms,
+	                                 .changed = lease_changed,
+	                                 .log = lease_log,
+	                                 .data = s};
+
+	if (!s->opt.leader_elect)
+		return 0;
+	s->leader = false;
+	/* Events say which instance decided: its identity. */
+	snprintf(s->instance, sizeof(s->instance), "%s", s->opt.identity ? s->opt.identity : "");
+	sched_log(s, "leader election on lease %s/%s as %s: standing by until elected",
+	          o.ns ? o.ns : "?", o.name ? o.name : "?", o.identity ? o.identity : "?");
+	return sched_lease_start(s->loop, s->http, &o, &s->lease);
 }
 
 static int start(struct sched *s)
@@ -285,12 +411,16 @@ static int start(struct sched *s)
 	if ((rc = kubeapi_cache_new(s->loop, s->http, &copt, &s->cache)) < 0 ||
 	    (rc = kubeapi_cache_start(s->cache)) < 0)
 		return rc;
+	if ((rc = start_lease(s)) < 0)
+		return rc;
 	uv_timer_init(s->loop, &s->debounce);
 	uv_timer_init(s->loop, &s->period);
 	uv_signal_init(s->loop, &s->sigterm);
 	uv_signal_init(s->loop, &s->sigint);
 	s->debounce.data = s->period.data = s->sigterm.data = s->sigint.data = s;
 	s->started = true;
+	if ((rc = start_debug(s)) < 0)
+		return rc;
 	uv_timer_start(&s->period, on_period, s->opt.period_ms, s->opt.period_ms);
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
@@ -322,6 +452,8 @@ int sched_run(const struct sched_options *opt)
 	s->loop = &loop;
 	s->opt = *opt;
 	defaults(&s->opt);
+	sched_metrics_init(&s->m);
+	s->leader = true; /* until leader election says otherwise */
 	snprintf(s->instance, sizeof(s->instance), "muster-%ld", (long)getpid());
 	rc = start(s);
 	if (rc < 0) {
@@ -345,6 +477,7 @@ int sched_run(const struct sched_options *opt)
 	kubeapi_idmap_free(&s->groups);
 	sched_waits_free(s);
 	plan_free(&s->plan);
+	snap_free(&s->snap);
 	queue_set_free(&s->qs);
 	config_free(&s->cfg);
 	kubeapi_conn_free(&s->conn);

@@ -27,17 +27,28 @@
 #include "kubeapi/idmap.h"
 #include "kubeapi/writes.h"
 #include "queue/queue.h"
+#include "scheduler/httpd.h"
+#include "scheduler/lease.h"
+#include "scheduler/metrics.h"
 #include "scheduler/plan.h"
+#include "scheduler/snap.h"
 
 struct sched_options {
 	const char *kubeconfig;     /* NULL: in-cluster */
 	const char *context;        /* NULL: the kubeconfig's current context */
 	const char *config;         /* the queue file */
 	const char *scheduler_name; /* NULL: the config's schedulerName */
-	const char *debug_addr;     /* NULL: none (issue 7) */
+	const char *debug_addr;     /* NULL: no debug server */
+	const char *debug_cert, *debug_key, *debug_token; /* files, for httpd */
+	bool log_json;              /* one JSON object per line */
+	int log_level;              /* enum sched_log_level: the least shown */
 	unsigned debounce_ms;       /* after a change, default 20 */
 	unsigned period_ms;         /* a cycle at least this often, default 1000 */
 	unsigned status_per_cycle;  /* status writes started per cycle, default 1000 */
+	/* Leader election (lease.h): without it, this instance always leads. */
+	bool leader_elect;
+	const char *lease_namespace, *lease_name, *identity;
+	unsigned lease_duration_ms, renew_ms, retry_ms; /* main.c validates */
 };
 
 /* A pod Muster bound or is binding: what the planner must treat as bound
@@ -90,7 +101,15 @@ struct sched {
 	struct kubeapi_idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
 	struct kubeapi_idmap refused; /* victim gang key -> until (ms) a budget said no */
 	struct sched_counters n;
+	struct sched_lease *lease; /* NULL without --leader-elect */
+	bool leader;               /* this instance schedules */
+	struct sched_metrics m;
+	struct httpd *httpd;  /* NULL without --debug-addr */
+	struct snap snap;     /* the last cycle, for httpd */
+	int64_t plan_now_s;   /* the last cycle's clock */
 };
+
+enum sched_log_level { SCHED_DEBUG, SCHED_INFO, SCHED_WARN, SCHED_ERROR };
 
 /** `muster run` with these options: returns the process exit status. */
 int sched_run(const struct sched_options *opt);
@@ -118,8 +137,14 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
 void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
                   char uid[40]);
 
-/* run.c */
+/* run.c (log.c): sched_log() logs at SCHED_INFO. */
 void sched_log(struct sched *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sched_logl(struct sched *s, enum sched_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A decision about one gang (and pod, may be NULL), at SCHED_INFO: in
+ * JSON, the names are fields of their own. */
+void sched_log_gang(struct sched *s, const char *ns, const char *gang, const char *pod,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 uint64_t sched_now_ms(struct sched *s);
 const char *sched_str(struct sched *s, uint32_t id);
 void sched_kick(struct sched *s); /* a cycle soon */

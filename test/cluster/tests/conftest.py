@@ -116,6 +116,22 @@ class Muster:
     def __init__(self, proc, log):
         self.proc = proc
         self.log = log
+        self._url = None
+
+    def debug_url(self, timeout=30):
+        """http://127.0.0.1:PORT of its debug server (it listens on port 0 and
+        logs the port it got)."""
+        if self._url:
+            return self._url
+
+        def port():
+            self.check()
+            with open(self.log, errors="replace") as f:
+                m = re.search(r"debug server on \S+ \(port (\d+)\)", f.read())
+            return m and int(m.group(1))
+
+        self._url = "http://127.0.0.1:%d" % wait_for("the debug server's port in " + self.log, port, timeout)
+        return self._url
 
     def tail(self, lines=30):
         with open(self.log, errors="replace") as f:
@@ -152,7 +168,8 @@ def muster(cluster, request):
     os.makedirs(logs, exist_ok=True)
     log = os.path.join(logs, "muster-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name) + ".log")
     config_file = os.path.join(CLUSTER, "scheduler-config.yaml")
-    argv = [binary, "run", "--kubeconfig", cluster["KUBECONFIG"], "--config", config_file]
+    argv = [binary, "run", "--kubeconfig", cluster["KUBECONFIG"], "--config", config_file,
+            "--debug-addr", "127.0.0.1:0"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     m = Muster(proc, log)

@@ -43,12 +43,17 @@ struct world {
 	struct kubeapi_idmap assumed;
 };
 
-static void world_init(struct world *w)
+static void world_init_with(struct world *w, const char *text)
 {
 	memset(w, 0, sizeof(*w));
 	assert_int_equal(synth_init(&w->s), 0);
-	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &w->cfg, NULL), 0);
+	assert_int_equal(config_parse("t.yaml", text, strlen(text), &w->cfg, NULL), 0);
 	assert_int_equal(queue_set_build(w->cfg, &w->qs), 0);
+}
+
+static void world_init(struct world *w)
+{
+	world_init_with(w, yaml);
 }
 
 static void world_free(struct world *w)
@@ -246,6 +251,17 @@ static void test_quota(void **state)
 	assert_int_equal(second->state, PLAN_WAITING);
 	assert_string_equal(second->message,
 	                    "gang s/g2: queue small at 8/8 nvidia.com/gpu; the gang needs 8 more");
+	/* The same verdict as data, for the debug API. */
+	assert_int_equal(first->block.why, PLAN_WHY_NONE);
+	assert_int_equal(second->block.why, PLAN_WHY_QUOTA);
+	assert_int_equal(second->block.node, queue_set_find(w.qs, "small"));
+	assert_int_equal(second->block.usage, 8);
+	assert_int_equal(second->block.limit, 8);
+	assert_int_equal(second->block.need, 8);
+	assert_int_equal(first->tried, 1);
+	assert_int_equal(second->tried, 2);
+	assert_non_null(second->req);
+	assert_int_equal(second->req[2], 8); /* slot 2: nvidia.com/gpu */
 	world_free(&w);
 }
 
@@ -308,6 +324,8 @@ static void test_incomplete(void **state)
 	assert_int_equal(w.plan.nbinds, 0);
 	assert_string_equal(find_gang(&w, "a", "half")->message,
 	                    "gang a/half: 3 of 4 members exist (minMember 4)");
+	assert_int_equal(find_gang(&w, "a", "half")->block.why, PLAN_WHY_MEMBERS);
+	assert_int_equal(find_gang(&w, "a", "half")->tried, 0);
 	assert_string_equal(find_gang(&w, "a", "nogroup")->message,
 	                    "gang a/nogroup: PodGroup a/nogroup not found");
 	world_free(&w);
@@ -333,6 +351,10 @@ static void test_selector(void **state)
 	    find_gang(&w, "a", "nowhere")->message,
 	    "gang a/nowhere: 0 of 1 members fit; 0/3 nodes are available: 3 node(s) "
 	    "didn't match the node selector or affinity");
+	assert_int_equal(find_gang(&w, "a", "nowhere")->block.why, PLAN_WHY_FIT);
+	assert_int_equal(find_gang(&w, "a", "nowhere")->block.rejected[POLICY_SELECTOR], 3);
+	assert_int_equal(find_gang(&w, "a", "nowhere")->block.members, 1);
+	assert_int_equal(find_gang(&w, "a", "nowhere")->block.placed, 0);
 	world_free(&w);
 }
 
@@ -355,6 +377,43 @@ static void test_memo(void **state)
 	assert_int_equal(w.plan.nbinds, 0);
 	assert_int_equal(w.plan.stats.placement_tries, 1);
 	assert_int_equal(w.plan.stats.memo_hits, 19);
+	/* A gang answered from the memo carries the verdict too. */
+	assert_int_equal(find_gang(&w, "a", "g19")->block.why, PLAN_WHY_FIT);
+	assert_int_equal(find_gang(&w, "a", "g19")->block.placed, 1);
+	assert_int_equal(find_gang(&w, "a", "g19")->block.members, 2);
+	assert_int_equal(find_gang(&w, "a", "g19")->block.short_nodes, 1);
+	world_free(&w);
+}
+
+/* Gangs behind the waiting head of a StrictFIFO queue are never tried;
+ * each says whose turn it is. */
+static void test_strict_fifo_why(void **state)
+{
+	static const char strict[] = "resources: [nvidia.com/gpu]\n"
+	                             "queues:\n"
+	                             "  - name: fifo\n"
+	                             "    namespaces: [f]\n"
+	                             "    ordering: StrictFIFO\n"
+	                             "    quota: {nvidia.com/gpu: {nominal: 1000}}\n";
+	struct world w;
+	const struct plan_gang *head, *behind;
+
+	(void)state;
+	world_init_with(&w, strict);
+	gpu_nodes(&w, 1, 1);
+	gang(&w, "f", "huge", 2, 8); /* 16 GPUs: never fits on one 8-GPU node */
+	gang(&w, "f", "tiny", 1, 1);
+	cycle(&w);
+	head = find_gang(&w, "f", "huge");
+	behind = find_gang(&w, "f", "tiny");
+	assert_int_equal(w.plan.nbinds, 0);
+	assert_int_equal(head->block.why, PLAN_WHY_FIT);
+	assert_int_equal(head->tried, 1);
+	assert_int_equal(behind->tried, 0);
+	assert_int_equal(behind->block.why, PLAN_WHY_STRICT_FIFO);
+	assert_ptr_equal(&w.plan.gangs[behind->block.head], head);
+	assert_string_equal(behind->message,
+	                    "gang f/tiny: queue fifo is StrictFIFO and its head f/huge waits");
 	world_free(&w);
 }
 
@@ -372,6 +431,7 @@ int main(void)
 	    cmocka_unit_test(test_incomplete),
 	    cmocka_unit_test(test_selector),
 	    cmocka_unit_test(test_memo),
+	    cmocka_unit_test(test_strict_fifo_why),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

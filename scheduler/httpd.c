@@ -1,0 +1,449 @@
+/*
+ * The debug HTTP server: HTTP/1.1 on the daemon's libuv loop. This file:
+ * starting, accepting, closing; httpd_conn.c: a connection's reads,
+ * writes and timer; httpd_request.c: the llhttp callbacks and the checks
+ * of a request; httpd_tls.c: TLS over memory BIOs.
+ *
+ * Requests are parsed by llhttp, not by hand: request parsing is where
+ * smuggling and overflow bugs live, and llhttp (Node.js's parser) is
+ * maintained, fuzzed, allocates nothing and costs ~100 bytes of state.
+ *
+ * One request at a time per connection. llhttp pauses when a request's
+ * head is complete; the handler runs; reading stops until the response is
+ * written; then the bytes read past that head (a pipelined request) are
+ * fed first. So a client holds at most one read's worth of unparsed bytes,
+ * and no client can make the loop wait: sockets are non-blocking and the
+ * handler is the only synchronous work.
+ *
+ * Bounds: max_clients connections (more are accepted and closed); a head
+ * of max_head bytes, counted as fed to the parser, and of it only the
+ * target and the Accept and Authorization values are copied, into a
+ * buffer of that size; no body; one timer per connection, re-armed for
+ * each phase (head, idle keep-alive, response write, closing linger).
+ *
+ * Cost per connection: ~0.6 KiB of state, the max_head buffer (16 KiB by
+ * default), the bytes left over from a read while a response is written
+ * (< 16 KiB) and the response itself until the kernel has it. With TLS
+ * also an SSL: ~3 KiB idle, as its buffers are released, ~40 KiB while
+ * records are in flight, and the response's ciphertext. Reads go through
+ * one 16 KiB buffer of the server.
+ */
+#include "scheduler/httpd.h"
+#include "scheduler/httpd_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+
+enum {
+	DEFAULT_CLIENTS = 64,
+	DEFAULT_HEAD = 16 * 1024,
+	DEFAULT_TIMEOUT_MS = 10000,
+	BACKLOG = 128,
+	TOKEN_CAP = 4096,
+	LOG_CAP = 256,
+};
+
+__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int rc,
+                                                      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static void peer_name(const struct httpd__conn *c, char *out, size_t cap)
+{
+	struct sockaddr_storage sa = {0}; /* "?:0" when the peer is gone */
+	int len = sizeof(sa);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) == 0) {
+		if (sa.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&sa;
+			uv_ip6_name(s6, ip, sizeof(ip));
+			port = ntohs(s6->sin6_port);
+		} else {
+			const struct sockaddr_in *s4 = (const struct sockaddr_in *)&sa;
+			uv_ip4_name(s4, ip, sizeof(ip));
+			port = ntohs(s4->sin_port);
+		}
+	}
+	snprintf(out, cap, sa.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
+}
+
+void httpd__log(const struct httpd__conn *c, const char *fmt, ...)
+{
+	const struct httpd *h = c->h;
+	char peer[INET6_ADDRSTRLEN + 8], msg[LOG_CAP];
+	char what[LOG_CAP - sizeof(peer) - 16];
+	va_list ap;
+
+	if (!h->o.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	peer_name(c, peer, sizeof(peer));
+	snprintf(msg, sizeof(msg), "httpd: %s: %s", peer, what);
+	h->o.log(h->o.data, msg);
+}
+
+__attribute__((format(printf, 2, 3))) static void server_log(const struct httpd *h, const char *fmt,
+                                                             ...)
+{
+	char msg[LOG_CAP] = "httpd: ";
+	va_list ap;
+
+	if (!h->o.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg + 7, sizeof(msg) - 7, fmt, ap);
+	va_end(ap);
+	h->o.log(h->o.data, msg);
+}
+
+static void server_free(struct httpd *h)
+{
+	httpd__tls_ctx_free(h->tls);
+	if (h->token) {
+		OPENSSL_cleanse(h->token, h->token_len);
+		free(h->token);
+	}
+	free(h);
+}
+
+/* Called as each handle of the server closes: the last one frees it. */
+static void server_release(struct httpd *h)
+{
+	void (*cb)(void *) = h->closed_cb;
+	void *data = h->closed_data;
+
+	if (--h->open > 0 || !h->closing)
+		return;
+	server_free(h);
+	if (cb)
+		cb(data);
+}
+
+static void on_listener_closed(uv_handle_t *handle)
+{
+	server_release(handle->data);
+}
+
+static void on_conn_closed(uv_handle_t *handle)
+{
+	struct httpd__conn *c = handle->data;
+	struct httpd *h = c->h;
+
+	if (--c->handles > 0)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	httpd__tls_conn_free(c);
+	free(c->req);
+	free(c->pend);
+	free(c);
+	server_release(h);
+}
+
+/* Closes at once; pending writes fail with ECANCELED before the memory
+ * goes (libuv calls them before the close callback). */
+void httpd__conn_close(struct httpd__conn *c)
+{
+	if (c->state == HTTPD__CLOSED)
+		return;
+	c->state = HTTPD__CLOSED;
+	if (c->counted) {
+		c->counted = 0;
+		c->h->served--;
+	}
+	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+}
+
+static struct httpd__conn *conn_new(struct httpd *h)
+{
+	struct httpd__conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (uv_tcp_init(h->loop, &c->tcp) < 0) {
+		free(c);
+		return NULL;
+	}
+	uv_timer_init(h->loop, &c->timer);
+	c->h = h;
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->handles = 2;
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
+	h->open++;
+	return c;
+}
+
+/* An accepted connection within max_clients: buffers, parser, TLS. */
+static int conn_serve(struct httpd__conn *c)
+{
+	struct httpd *h = c->h;
+
+	c->counted = 1;
+	h->served++;
+	/* Target and kept values, each with its NUL, fit in the head. */
+	c->req_cap = h->o.max_head + 4;
+	c->req = malloc(c->req_cap);
+	if (!c->req)
+		return -ENOMEM;
+	llhttp_init(&c->parser, HTTP_REQUEST, &httpd__parser_settings);
+	c->parser.data = c;
+	if (h->tls && httpd__tls_conn_new(c) < 0)
+		return -ENOMEM;
+	uv_tcp_nodelay(&c->tcp, 1);
+	httpd__conn_begin(c);
+	return 0;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct httpd *h = server->data;
+	struct httpd__conn *c;
+
+	if (status < 0) {
+		server_log(h, "accept: %s", uv_strerror(status));
+		return;
+	}
+	c = conn_new(h);
+	if (!c) {
+		/* libuv keeps the socket and stops listening until it is
+		 * accepted; nothing better to do without memory. */
+		server_log(h, "accept: out of memory");
+		return;
+	}
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0) {
+		httpd__conn_close(c);
+		return;
+	}
+	if (h->served >= h->o.max_clients) {
+		httpd__log(c, "refused: %u clients already (max_clients)", h->served);
+		httpd__conn_close(c);
+		return;
+	}
+	if (conn_serve(c) < 0) {
+		httpd__log(c, "refused: out of memory");
+		httpd__conn_close(c);
+	}
+}
+
+static int parse_port(const char *s, int *port)
+{
+	long v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || (v = v * 10 + (*s - '0')) > 65535)
+			return -EINVAL;
+	}
+	*port = (int)v;
+	return 0;
+}
+
+/* "host:port" or "[v6]:port", numeric ("localhost" is 127.0.0.1: no DNS
+ * on the loop). *loopback says whether it stays on this host. */
+static int parse_addr(const char *addr, struct sockaddr_storage *sa, int *loopback)
+{
+	char host[64];
+	const char *start = addr, *colon;
+	size_t len;
+	int port, v6 = addr[0] == '[';
+
+	if (v6) {
+		const char *end = strchr(addr, ']');
+
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		start = addr + 1;
+		colon = end + 1;
+		len = (size_t)(end - start);
+	} else {
+		colon = strchr(addr, ':');
+		if (!colon || strchr(colon + 1, ':'))
+			return -EINVAL;
+		len = (size_t)(colon - addr);
+	}
+	if (len == 0 || len >= sizeof(host) || parse_port(colon + 1, &port) < 0)
+		return -EINVAL;
+	memcpy(host, start, len);
+	host[len] = '\0';
+	if (v6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+
+		if (uv_ip6_addr(host, port, s6) != 0)
+			return -EINVAL;
+		*loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+		return 0;
+	}
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (uv_ip4_addr(host, port, (struct sockaddr_in *)sa) != 0)
+		return -EINVAL;
+	*loopback = (ntohl(((struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	return 0;
+}
+
+static int check_options(const struct httpd_options *o, struct sockaddr_storage *sa, char *err,
+                         size_t errlen)
+{
+	int loopback = 0;
+
+	if (!o || !o->handler)
+		return fail(err, errlen, -EINVAL, "httpd: no handler");
+	memset(sa, 0, sizeof(*sa));
+	if (!o->addr || parse_addr(o->addr, sa, &loopback) < 0)
+		return fail(err, errlen, -EINVAL,
+		            "httpd: bad address \"%s\": want IP:PORT or [IPV6]:PORT, numeric",
+		            o->addr ? o->addr : "");
+	if (!o->cert_file != !o->key_file)
+		return fail(err, errlen, -EINVAL, "httpd: TLS needs both cert_file and key_file");
+	if (!loopback && (!o->cert_file || !o->token_file))
+		return fail(err, errlen, -EINVAL,
+		            "httpd: %s is not a loopback address; serving beyond this host needs "
+		            "TLS (cert_file and key_file) and a bearer token (token_file)",
+		            o->addr);
+	return 0;
+}
+
+/* The first line of path, without trailing blanks; read once at start. */
+static int read_token(struct httpd *h, const char *path, char *err, size_t errlen)
+{
+	char buf[TOKEN_CAP + 2];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	int rc = 0;
+
+	if (!f)
+		return fail(err, errlen, -EINVAL, "httpd: cannot read token_file %s: %s", path,
+		            strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	n = strcspn(buf, "\r\n");
+	while (n && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n > TOKEN_CAP)
+		rc = fail(err, errlen, -EINVAL, "httpd: token_file %s: %s", path,
+		          n ? "first line longer than 4096 bytes" : "no token on its first line");
+	else if (!(h->token = malloc(n)))
+		rc = fail(err, errlen, -ENOMEM, "httpd: out of memory");
+	else
+		memcpy(h->token, buf, h->token_len = n);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return rc;
+}
+
+static int listen_on(struct httpd *h, const struct sockaddr_storage *sa)
+{
+	struct sockaddr_storage name;
+	int len = sizeof(name), rc;
+
+	if ((rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)sa, 0)) < 0 ||
+	    (rc = uv_listen((uv_stream_t *)&h->listener, BACKLOG, on_connection)) < 0 ||
+	    (rc = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&name, &len)) < 0)
+		return rc;
+	h->port = ntohs(name.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&name)->sin6_port
+	                                           : ((struct sockaddr_in *)&name)->sin_port);
+	return 0;
+}
+
+static void apply_defaults(struct httpd_options *o)
+{
+	if (!o->max_clients)
+		o->max_clients = DEFAULT_CLIENTS;
+	if (!o->max_head)
+		o->max_head = DEFAULT_HEAD;
+	if (!o->timeout_ms)
+		o->timeout_ms = DEFAULT_TIMEOUT_MS;
+	/* Only used by httpd_start(): the caller's strings are not kept. */
+	o->addr = o->cert_file = o->key_file = o->token_file = NULL;
+}
+
+int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **out, char *err,
+                size_t errlen)
+{
+	struct sockaddr_storage sa;
+	struct httpd *h;
+	int rc;
+
+	*out = NULL;
+	if ((rc = check_options(o, &sa, err, errlen)) < 0)
+		return rc;
+	if (!(h = calloc(1, sizeof(*h))))
+		return fail(err, errlen, -ENOMEM, "httpd: out of memory");
+	h->loop = loop;
+	h->o = *o;
+	apply_defaults(&h->o);
+	if (o->token_file && (rc = read_token(h, o->token_file, err, errlen)) < 0)
+		goto fail_free;
+	if (o->cert_file &&
+	    (rc = httpd__tls_ctx_new(o->cert_file, o->key_file, &h->tls, err, errlen)) < 0)
+		goto fail_free;
+	if ((rc = uv_tcp_init(loop, &h->listener)) < 0) {
+		fail(err, errlen, rc, "httpd: %s", uv_strerror(rc));
+		goto fail_free;
+	}
+	h->listener.data = h;
+	h->open = 1;
+	if ((rc = listen_on(h, &sa)) < 0)
+		goto fail_close;
+	*out = h;
+	return 0;
+
+fail_close:
+	fail(err, errlen, rc, "httpd: cannot listen on %s: %s", o->addr, uv_strerror(rc));
+	h->closing = 1;
+	uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+	return rc;
+fail_free:
+	server_free(h);
+	return rc;
+}
+
+int httpd_port(const struct httpd *h)
+{
+	return h->port;
+}
+
+void httpd_close(struct httpd **hp, void (*closed_cb)(void *), void *data)
+{
+	struct httpd *h = *hp;
+	struct httpd__conn *c;
+
+	if (!h)
+		return;
+	*hp = NULL;
+	h->closing = 1;
+	h->closed_cb = closed_cb;
+	h->closed_data = data;
+	uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+	for (c = h->conns; c; c = c->next)
+		httpd__conn_close(c);
+}

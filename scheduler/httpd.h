@@ -1,0 +1,93 @@
+/*
+ * A small HTTP/1.1 server on a libuv loop, for /healthz, /metrics and
+ * /debug: requests are parsed by llhttp, answered by one synchronous
+ * handler, and every buffer and wait is bounded.
+ *
+ * Bounds (struct httpd_options, 0 = default): at most max_clients
+ * connections (further ones are accepted and closed at once), a request
+ * head of at most max_head bytes (431 past it), no request body (413 for
+ * one), a whole request within timeout_ms of its first byte and an idle
+ * keep-alive connection closed after timeout_ms (408/close). A client that
+ * does not read its response is closed after the same timeout. Only GET
+ * and HEAD are served (405 otherwise).
+ *
+ * Security: an address other than loopback needs TLS (cert_file and
+ * key_file, OpenSSL) and a bearer token (token_file; each request needs
+ * "Authorization: Bearer <token>", compared in constant time, 401
+ * otherwise): httpd_start() refuses such an address without both. On
+ * loopback both are optional; a token, when given, is always required,
+ * except for /healthz and /readyz, which answer without one: kubelet
+ * probes cannot send a token. (So those two must not reveal anything.)
+ *
+ * Every response carries Content-Type, Content-Length, Cache-Control:
+ * no-store, X-Content-Type-Options: nosniff and Connection; a HEAD gets
+ * the Content-Length of the body it does not get. Requests are answered
+ * one at a time per connection, in order (pipelining is safe).
+ *
+ * Logging goes only to o->log, one line per error or rejection (never per
+ * request, never a token or a path). The process must ignore SIGPIPE:
+ * libuv writes with write(2), and a client gone mid-response would kill
+ * it otherwise.
+ *
+ * Internal to scheduler/.
+ */
+#ifndef MUSTER_SCHEDULER_HTTPD_H
+#define MUSTER_SCHEDULER_HTTPD_H
+
+#include <stddef.h>
+#include <uv.h>
+
+struct httpd;
+
+struct httpd_request {
+	const char *method; /* "GET" or "HEAD" */
+	const char *path;   /* percent-decoded, without the query; starts with '/' */
+	const char *query;  /* raw, without '?'; "" when none */
+	const char *accept; /* the Accept header, "" when none */
+};
+
+/* What the handler fills in. body is malloc'd (or NULL for none) and
+ * becomes the server's, which frees it after sending. */
+struct httpd_response {
+	int status;               /* 200 when left 0 */
+	const char *content_type; /* static string; "text/plain; charset=utf-8" when NULL */
+	char *body;
+	size_t len;
+};
+
+typedef void (*httpd_handler)(void *data, const struct httpd_request *req,
+                              struct httpd_response *resp);
+
+struct httpd_options {
+	const char *addr;       /* "host:port" or "[v6]:port"; port 0 picks one */
+	const char *cert_file;  /* PEM certificate chain: TLS when set with key_file */
+	const char *key_file;   /* PEM private key */
+	const char *token_file; /* bearer token (first line); required when set */
+	unsigned max_clients;   /* default 64 */
+	size_t max_head;        /* request line and headers, default 16 KiB */
+	unsigned timeout_ms;    /* default 10000 */
+	httpd_handler handler;
+	void *data;                                  /* for handler and log */
+	void (*log)(void *data, const char *msg);    /* may be NULL */
+};
+
+/** Listen on o->addr and serve. Returns 0 and *out, or a negative errno
+ *  with err (if not NULL) saying why in a sentence: -EINVAL for a bad
+ *  address, a non-loopback address without TLS and token, or unreadable
+ *  cert/key/token; -EADDRINUSE etc. from libuv; -ENOMEM. The address is
+ *  numeric ("localhost" means 127.0.0.1; no DNS). The cert, key and token
+ *  files are read here, once, with blocking reads; none of o's strings is
+ *  kept. On failure nothing is left but, maybe, a listener closing on the
+ *  loop, freed when the loop next runs. */
+int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **out, char *err,
+                size_t errlen);
+
+/** The port it listens on (useful after port 0). */
+int httpd_port(const struct httpd *h);
+
+/** Close the listener and every connection, then call closed_cb(data)
+ *  once all its handles are closed and memory freed. Clears *hp; safe on
+ *  NULL (then closed_cb is not called). */
+void httpd_close(struct httpd **hp, void (*closed_cb)(void *), void *data);
+
+#endif /* MUSTER_SCHEDULER_HTTPD_H */

@@ -1,0 +1,134 @@
+/*
+ * What the files of the debug server share (httpd.c: the server,
+ * httpd_conn.c: a connection, httpd_request.c: a request, httpd_tls.c:
+ * TLS). Nothing else includes this.
+ */
+#ifndef MUSTER_SCHEDULER_HTTPD_INTERNAL_H
+#define MUSTER_SCHEDULER_HTTPD_INTERNAL_H
+
+#include <stddef.h>
+
+#include <llhttp.h>
+#include <openssl/ssl.h>
+#include <uv.h>
+
+#include "scheduler/httpd.h"
+
+enum {
+	HTTPD__READ_CAP = 16 * 1024, /* one read from a socket */
+	HTTPD__FIELD_CAP = 16,       /* longer header names are not ours */
+};
+
+enum httpd__state {
+	HTTPD__READ,   /* reading a request, or idle between two */
+	HTTPD__WRITE,  /* writing a response; not reading */
+	HTTPD__LINGER, /* last response sent: FIN, dropping what comes */
+	HTTPD__CLOSED, /* uv_close() called */
+};
+
+/* A value copied into conn.req: offset, length, whether seen. */
+struct httpd__span {
+	size_t off, len;
+	int set;
+};
+
+struct httpd__conn {
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	uv_shutdown_t shutdown;
+	struct httpd *h;
+	struct httpd__conn *prev, *next;
+	llhttp_t parser;
+	enum httpd__state state;
+	int handles; /* of tcp and timer, not yet closed */
+	unsigned counted : 1, reading : 1, keep : 1, in_request : 1, is_head : 1, auth_dup : 1;
+	int reject;        /* status a parser callback chose, 0 = none */
+	size_t head_bytes; /* of the current request, fed to the parser */
+	/* The target, Accept and Authorization values, NUL-terminated. */
+	char *req;
+	size_t req_len, req_cap;
+	struct httpd__span url, accept, auth, *cur;
+	char field[HTTPD__FIELD_CAP];
+	size_t field_len;
+	char *pend; /* read past a head, fed after its response */
+	size_t pend_len;
+	SSL *ssl; /* NULL without TLS; reads rbio, writes wbio */
+	BIO *rbio, *wbio;
+};
+
+struct httpd {
+	uv_loop_t *loop;
+	uv_tcp_t listener;
+	struct httpd_options o; /* defaults applied; no file names */
+	char *token;            /* NULL: no token required */
+	size_t token_len;
+	SSL_CTX *tls; /* NULL: plain HTTP */
+	struct httpd__conn *conns;
+	unsigned served; /* connections counted against max_clients */
+	unsigned open;   /* the listener and every conn not yet freed */
+	int port;
+	int closing;
+	void (*closed_cb)(void *);
+	void *closed_data;
+	char rbuf[HTTPD__READ_CAP]; /* every socket read, used at once */
+	char pbuf[HTTPD__READ_CAP]; /* TLS plaintext, used at once */
+};
+
+/** One line through o->log, prefixed with "httpd: PEER: ". */
+__attribute__((format(printf, 2, 3))) void httpd__log(const struct httpd__conn *c, const char *fmt,
+                                                      ...);
+
+/** Close c's handles; memory goes in the last close callback. Idempotent. */
+void httpd__conn_close(struct httpd__conn *c);
+
+/** Parse plaintext, answering each complete request head; what follows a
+ *  head is kept until its response is written. */
+void httpd__feed(struct httpd__conn *c, const char *data, size_t len);
+
+/** Start serving an accepted connection: reading, and the timer. */
+void httpd__conn_begin(struct httpd__conn *c);
+
+/** (Re)start c's one timer, ms from now; what it ends depends on state. */
+void httpd__arm(struct httpd__conn *c, unsigned ms);
+
+/** The llhttp callbacks: copy what a request needs into c->req (431 past
+ *  req_cap), pause at the end of each head. */
+extern const llhttp_settings_t httpd__parser_settings;
+
+/** Check a complete head: fill req (pointing into c->req), c->keep and
+ *  c->is_head. 0: for the handler; else the status to answer, with *why
+ *  (static) for the log. */
+int httpd__screen(struct httpd__conn *c, struct httpd_request *req, const char **why);
+
+/** Queue buf (taken, freed once written; last: it ends a response).
+ *  A failure closes c. */
+int httpd__write(struct httpd__conn *c, char *buf, size_t len, int last);
+
+/** An SSL_CTX from PEM files (TLS 1.2 minimum), or -EINVAL with err. */
+int httpd__tls_ctx_new(const char *cert_file, const char *key_file, SSL_CTX **out, char *err,
+                       size_t errlen);
+
+/** Free a context; NULL is fine. */
+void httpd__tls_ctx_free(SSL_CTX *ctx);
+
+/** Give c an SSL over two memory BIOs, in accept state. -ENOMEM. */
+int httpd__tls_conn_new(struct httpd__conn *c);
+
+/** Free c's SSL (and BIOs); no SSL is fine. */
+void httpd__tls_conn_free(struct httpd__conn *c);
+
+/** Ciphertext from the socket: handshake, decrypt, feed; errors close. */
+void httpd__tls_in(struct httpd__conn *c, const char *buf, size_t len);
+
+/** Decrypt what the SSL already holds and feed it, while c reads. */
+void httpd__tls_pump(struct httpd__conn *c);
+
+/** Encrypt a response (head, body) and write it as the last write;
+ *  close_notify follows it when c is not kept. Errors close c. */
+void httpd__tls_send(struct httpd__conn *c, const char *head, size_t hlen, const char *body,
+                     size_t blen);
+
+/** Whether the handshake is done. */
+int httpd__tls_ready(const struct httpd__conn *c);
+
+#endif /* MUSTER_SCHEDULER_HTTPD_INTERNAL_H */

@@ -1,0 +1,290 @@
+/*
+ * /metrics (metrics.h). Names follow Prometheus conventions: base units
+ * (seconds), _total for counters, one HELP and TYPE line per family.
+ * Queue series carry the queue (or cohort) name and its kind; amounts are
+ * in the resource's own unit (cpu in cores).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/metrics.h"
+#include "scheduler/sched.h"
+#include "scheduler/snap.h"
+
+/* Cycles: 1 ms to 10 s. Admission waits: 1 s to a day. API calls: 1 ms
+ * to 30 s (a request's default timeout). */
+static const double cycle_le[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                  0.25,  0.5,    1,     2.5,  5,     10};
+static const double wait_le[] = {1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21600, 86400};
+static const double api_le[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                0.25,  0.5,    1,     2.5,  5,     10,   30};
+
+static const char *const verb_name[SCHED_NVERBS] = {"GET",   "POST",   "PUT",
+                                                    "PATCH", "DELETE", "WATCH"};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void hist_init(struct sched_hist *h, const double *le, unsigned n)
+{
+	memset(h, 0, sizeof(*h));
+	h->le = le;
+	h->n = n;
+}
+
+void sched_metrics_init(struct sched_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	hist_init(&m->cycle, cycle_le, N(cycle_le));
+	hist_init(&m->admission_wait, wait_le, N(wait_le));
+	for (unsigned v = 0; v < SCHED_NVERBS; v++)
+		hist_init(&m->api[v], api_le, N(api_le));
+}
+
+void sched_hist_observe(struct sched_hist *h, double v)
+{
+	unsigned k = 0;
+
+	while (k < h->n && v > h->le[k])
+		k++;
+	h->counts[k]++;
+	h->sum += v;
+	h->count++;
+}
+
+static enum sched_verb verb_of(enum kubeapi_method m, int stream)
+{
+	if (stream)
+		return SCHED_VERB_WATCH;
+	switch (m) {
+	case KUBEAPI_GET:
+		return SCHED_VERB_GET;
+	case KUBEAPI_POST:
+		return SCHED_VERB_POST;
+	case KUBEAPI_PUT:
+		return SCHED_VERB_PUT;
+	case KUBEAPI_DELETE:
+		return SCHED_VERB_DELETE;
+	default:
+		return SCHED_VERB_PATCH;
+	}
+}
+
+void sched_metrics_api(void *data, enum kubeapi_method m, int stream, long status, uint64_t usec)
+{
+	struct sched_metrics *sm = data;
+	enum sched_verb v = verb_of(m, stream);
+
+	sm->api_codes[v][status >= 100 && status < SCHED_CODES ? status : 0]++;
+	/* A watch's duration is how long the stream stayed open, not a
+	 * latency: counted, not timed. */
+	if (!stream)
+		sched_hist_observe(&sm->api[v], (double)usec / 1e6);
+}
+
+/* ---- rendering ---------------------------------------------------------- */
+
+struct mbuf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct mbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		if (b->err)
+			return;
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->err = -EINVAL;
+		} else if (b->p && (size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return;
+		} else {
+			size_t cap = b->cap ? b->cap * 2 : 65536;
+			char *p;
+
+			while (cap < b->len + (size_t)n + 1)
+				cap *= 2;
+			if (cap > SCHED_METRICS_MAX) {
+				b->err = -E2BIG;
+			} else if (!(p = realloc(b->p, cap))) {
+				b->err = -ENOMEM;
+			} else {
+				b->p = p;
+				b->cap = cap;
+			}
+		}
+	}
+}
+
+static void family(struct mbuf *b, const char *name, const char *type, const char *help)
+{
+	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label values are names from the configuration and the model: escape
+ * backslash, quote and newline as the format asks. */
+static void put_escaped(struct mbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			put(b, "\\%c", *s);
+		else if (*s == '\n')
+			put(b, "\\n");
+		else
+			put(b, "%c", *s);
+	}
+}
+
+static void hist(struct mbuf *b, const char *name, const char *labels, const struct sched_hist *h)
+{
+	uint64_t cum = 0;
+	const char *sep = labels[0] ? "," : "";
+
+	for (unsigned k = 0; k < h->n; k++) {
+		cum += h->counts[k];
+		put(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, h->le[k],
+		    (unsigned long long)cum);
+	}
+	put(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+	    (unsigned long long)h->count);
+	put(b, "%s_sum%s%s%s %.6f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+	    h->sum);
+	put(b, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+	    (unsigned long long)h->count);
+}
+
+static void queue_labels(struct mbuf *b, const struct snap_queue *q)
+{
+	put(b, "{queue=\"");
+	put_escaped(b, q->name);
+	put(b, "\",kind=\"%s\"", q->cohort ? "cohort" : "queue");
+}
+
+/* One gauge family over every queue and cohort (not the root). */
+static void queue_counts(struct mbuf *b, const struct snap *sn, const char *name, const char *help,
+                         int admitted)
+{
+	family(b, name, "gauge", help);
+	for (int i = 1; i < sn->nqueues; i++) {
+		put(b, "%s", name);
+		queue_labels(b, &sn->queues[i]);
+		put(b, "} %u\n", admitted ? sn->queues[i].admitted : sn->queues[i].pending);
+	}
+}
+
+static void queue_amounts(struct mbuf *b, const struct snap *sn, const char *name,
+                          const char *help, size_t field)
+{
+	family(b, name, "gauge", help);
+	for (int i = 1; i < sn->nqueues; i++) {
+		const struct snap_queue *q = &sn->queues[i];
+		const int64_t *v = *(int64_t *const *)((const char *)q + field);
+
+		for (unsigned k = 0; k < sn->nslots; k++) {
+			if (v[k] == QUEUE_UNLIMITED)
+				continue;
+			put(b, "%s", name);
+			queue_labels(b, q);
+			put(b, ",resource=\"");
+			put_escaped(b, sn->slot_name[k]);
+			put(b, "\"} %.17g\n", snap_amount(sn->slot_res[k], v[k]));
+		}
+	}
+}
+
+static void queues(struct mbuf *b, const struct snap *sn)
+{
+	queue_counts(b, sn, "muster_queue_pending_gangs", "Gangs waiting in the queue.", 0);
+	queue_counts(b, sn, "muster_queue_admitted_gangs", "Gangs with members bound or binding.",
+	             1);
+	queue_amounts(b, sn, "muster_queue_usage", "What admitted gangs hold.",
+	              offsetof(struct snap_queue, usage));
+	queue_amounts(b, sn, "muster_queue_nominal", "Nominal quota (cohorts: what members lend).",
+	              offsetof(struct snap_queue, nominal));
+	queue_amounts(b, sn, "muster_queue_borrowed", "Usage above nominal quota.",
+	              offsetof(struct snap_queue, borrowed));
+	family(b, "muster_queue_fair_share", "gauge",
+	       "Weighted share of its quota in use; above 1 it borrows.");
+	for (int i = 1; i < sn->nqueues; i++) {
+		put(b, "muster_queue_fair_share");
+		queue_labels(b, &sn->queues[i]);
+		put(b, "} %.6g\n", sn->queues[i].share);
+	}
+}
+
+static void counter(struct mbuf *b, const char *name, const char *help, uint64_t v)
+{
+	family(b, name, "counter", help);
+	put(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void api(struct mbuf *b, const struct sched_metrics *m)
+{
+	char labels[64];
+
+	family(b, "muster_api_requests_total", "counter",
+	       "Requests to the API server, by verb and status code (error: no answer).");
+	for (unsigned v = 0; v < SCHED_NVERBS; v++)
+		for (unsigned c = 0; c < SCHED_CODES; c++)
+			if (m->api_codes[v][c]) {
+				if (c)
+					put(b, "muster_api_requests_total{verb=\"%s\",code=\"%u\"} %llu\n",
+					    verb_name[v], c, (unsigned long long)m->api_codes[v][c]);
+				else
+					put(b, "muster_api_requests_total{verb=\"%s\",code=\"error\"} %llu\n",
+					    verb_name[v], (unsigned long long)m->api_codes[v][c]);
+			}
+	family(b, "muster_api_request_duration_seconds", "histogram",
+	       "Latency of requests to the API server (watches are not timed).");
+	for (unsigned v = 0; v < SCHED_NVERBS; v++) {
+		if (v == SCHED_VERB_WATCH)
+			continue;
+		snprintf(labels, sizeof(labels), "verb=\"%s\"", verb_name[v]);
+		hist(b, "muster_api_request_duration_seconds", labels, &m->api[v]);
+	}
+}
+
+static void scheduler(struct mbuf *b, const struct sched *s)
+{
+	family(b, "muster_cycle_duration_seconds", "histogram", "Duration of a scheduling cycle.");
+	hist(b, "muster_cycle_duration_seconds", "", &s->m.cycle);
+	family(b, "muster_admission_wait_seconds", "histogram",
+	       "From a gang's creation to the cycle that admitted it.");
+	hist(b, "muster_admission_wait_seconds", "", &s->m.admission_wait);
+	counter(b, "muster_cycles_total", "Scheduling cycles run.", s->n.cycles);
+	counter(b, "muster_binds_total", "Pods bound (the API server said yes).", s->n.binds_ok);
+	counter(b, "muster_bind_failures_total", "Binds the API server refused.", s->n.binds_failed);
+	counter(b, "muster_evictions_total", "Pods evicted to make room.", s->n.evictions);
+	counter(b, "muster_preemptions_total", "Gangs that preempted others.", s->m.preemptions);
+	family(b, "muster_leader", "gauge", "1 when this instance schedules (holds the lease).");
+	put(b, "muster_leader %d\n", s->leader ? 1 : 0);
+	family(b, "muster_ready", "gauge", "1 once the caches have synced.");
+	put(b, "muster_ready %d\n", s->cache && kubeapi_cache_synced(s->cache) ? 1 : 0);
+}
+
+int sched_metrics_render(const struct sched *s, const struct snap *sn, char **out, size_t *len)
+{
+	struct mbuf b = {0};
+
+	scheduler(&b, s);
+	api(&b, &s->m);
+	if (sn && sn->queues)
+		queues(&b, sn);
+	if (b.err || !b.p) {
+		free(b.p);
+		return b.err ? b.err : -ENOMEM;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}
