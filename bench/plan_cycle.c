@@ -112,6 +112,7 @@
 #include "config/config.h"
 #include "queue/queue.h"
 #include "scheduler/plan.h"
+#include "scheduler/snap.h"
 
 #define NODE_GPUS      8
 #define RACK_NODES     32
@@ -686,6 +687,8 @@ struct result {
 	int nodes;
 	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods, pending_gpus;
 	double build_s, first_ms, min_ms, median_ms, max_ms, cpu_min_ms, cpu_median_ms;
+	double snap_cpu_ms; /* the debug API's copy of the last cycle */
+	size_t snap_bytes;
 	long heap0, heap_built, heap_cycle, rss0, rss_built, rss_cycle, rss_peak;
 	struct plan_stats st;
 	long admitted, wait_quota, wait_nodes, other_state, binds, bound_gpus;
@@ -757,6 +760,27 @@ static int held_cycle(struct world *w, const struct plan_input *in, struct resul
 	return 0;
 }
 
+/* What `muster run --debug-addr` adds to each cycle: the snapshot the
+ * debug API and /metrics read (scheduler/snap.h). Best of three. */
+static int time_snap(struct world *w, struct result *r)
+{
+	struct snap_input in = {&w->plan, w->qs, w->cfg, w->s.model, 1, NOW_S};
+	struct snap sn = {0};
+	int rc = 0;
+
+	r->snap_cpu_ms = 1e9;
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+
+		rc = snap_take(&in, &sn);
+		if ((clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3 < r->snap_cpu_ms)
+			r->snap_cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
+	}
+	r->snap_bytes = sn.arena.used_total;
+	snap_free(&sn);
+	return rc;
+}
+
 static int run_cycles(struct world *w, int reps, struct result *r)
 {
 	struct plan_input in = {
@@ -793,6 +817,8 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	r->cpu_median_ms = cpu[reps / 2];
 	r->st = w->plan.stats;
 	count_states(&w->plan, r);
+	if ((rc = time_snap(w, r)) < 0)
+		return rc;
 	return w->preempt ? held_cycle(w, &in, r) : 0;
 }
 
@@ -811,7 +837,7 @@ static void print_line(const struct result *r, const struct opts *o)
 	    "waiting_quota=%ld waiting_nodes=%ld other_state=%ld "
 	    "gang_sizes=1:%ld,2-3:%ld,4-7:%ld,8-15:%ld,16-31:%ld,32-63:%ld,64:%ld "
 	    "mode=%s resv_depth=%d preemptions=%zu victims=%zu evictions=%ld preempt_tries=%zu "
-	    "reservations=%zu backfilled=%zu reserve_tries=%zu",
+	    "reservations=%zu backfilled=%zu reserve_tries=%zu snap_cpu_ms=%.2f snap_bytes=%zu",
 	    r->nodes, o->mix == MIX_SMALL ? "small" : "uniform",
 	    o->unique_specs ? "per-gang" : "shared", o->reps, r->running_pods, r->running_gpus,
 	    r->free_gpus_before, r->running_gangs, r->pending_gangs, r->pending_pods,
@@ -824,7 +850,7 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->size_hist[2], r->size_hist[3], r->size_hist[4], r->size_hist[5], r->size_hist[6],
 	    o->preempt ? "preempt" : "default", r->resv_depth, r->st.preemptions, r->st.victims,
 	    r->evictions, r->st.preempt_tries, r->st.reservations, r->st.backfilled,
-	    r->st.reserve_tries);
+	    r->st.reserve_tries, r->snap_cpu_ms, r->snap_bytes);
 	if (o->preempt)
 		printf(" running_prio10_gangs=%ld pending_prio100_gangs=%ld pending_short=%ld "
 		       "pending_long=%ld preempting_gangs=%ld evicted_gpus=%ld held_holds=%ld "

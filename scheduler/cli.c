@@ -430,10 +430,10 @@ static void queue_row(struct table *t, const cJSON *node, const char **names, si
 	char b[512];
 	size_t i;
 
+	if (name && !*name)
+		name = "(root)"; /* the unnamed top cohort */
 	snprintf(b, sizeof(b), "%*s%s", 2 * (depth < MAX_INDENT ? depth : MAX_INDENT), "",
-	         !name   ? "?"
-	         : *name ? name
-	                 : "(root)");
+	         name ? name : "?");
 	table_add(t, b);
 	table_add(t, text_field(node, "kind"));
 	table_add(t, num_text(b, sizeof(b), node, "pending"));
@@ -524,24 +524,26 @@ static double doc_time(const cJSON *doc)
 	return parse_time(str_field(doc, "time"), &t) == 0 ? t : NAN;
 }
 
-/* expectedStart as seen from now: "in 9m42s", "now"; else its text
- * ("unknown", "-" for null) when either time is not one. */
-static const char *start_text(char *buf, size_t size, const cJSON *g, double now)
+/* An RFC 3339 start as seen from now, in buf: "in 9m42s" or "now".
+ * -EINVAL when either is not a time (NaN now, "unknown", "-"). */
+static int start_rel(char *buf, size_t size, const char *start, double now)
 {
-	const char *s = text_field(g, "expectedStart");
 	double t;
 
-	if (isnan(now) || parse_time(s, &t) < 0)
-		return s;
-	if (t <= now)
-		return "now";
-	memcpy(buf, "in ", 4);
+	if (isnan(now) || parse_time(start, &t) < 0)
+		return -EINVAL;
+	if (t <= now) {
+		snprintf(buf, size, "now");
+		return 0;
+	}
+	snprintf(buf, size, "in ");
 	sched_cli_format_duration(buf + 3, size - 3, t - now);
-	return buf;
+	return 0;
 }
 
 static void gang_row(struct table *t, const cJSON *g, double now)
 {
+	const char *start = text_field(g, "expectedStart");
 	char b[512], n[48], m[48];
 
 	table_add(t, num_text(b, sizeof(b), g, "position"));
@@ -554,7 +556,7 @@ static void gang_row(struct table *t, const cJSON *g, double now)
 	         num_text(m, sizeof(m), g, "minMember"));
 	table_add(t, b);
 	table_add(t, duration_text(b, sizeof(b), field(g, "waitingSeconds")));
-	table_add(t, start_text(b, sizeof(b), g, now));
+	table_add(t, start_rel(b, sizeof(b), start, now) == 0 ? b : start);
 	table_add(t, message_text(g));
 }
 
@@ -563,6 +565,25 @@ static int in_queue(const cJSON *g, const char *queue)
 	const char *q = str_field(g, "queue");
 
 	return !queue || (q && strcmp(q, queue) == 0);
+}
+
+/* The rows of the gangs opt lets through; returns how many. */
+static unsigned gang_rows(struct table *t, const cJSON *list, const struct sched_cli_fmt *opt,
+                          double now)
+{
+	const cJSON *g;
+	unsigned shown = 0;
+
+	cJSON_ArrayForEach(g, list)
+	{
+		if (opt->limit && shown == opt->limit)
+			break;
+		if (cJSON_IsObject(g) && in_queue(g, opt->queue)) {
+			gang_row(t, g, now);
+			shown++;
+		}
+	}
+	return shown;
 }
 
 /* "12 of 40 pending gangs shown." when the list was cut (by the server's
@@ -579,10 +600,9 @@ static int print_gangs(FILE *out, const cJSON *doc, const struct sched_cli_fmt *
 {
 	static const char *const head[] = {"POS",     "GANG", "QUEUE", "STATE",  "REASON",
 	                                   "MEMBERS", "WAIT", "START", "MESSAGE"};
-	const cJSON *list = field(doc, "gangs"), *g;
+	const cJSON *list = field(doc, "gangs");
 	struct table t = {.ncols = N_ELEMS(head), .fold = 1};
-	double now = doc_time(doc);
-	unsigned shown = 0;
+	unsigned shown;
 	size_t i;
 	int rc;
 
@@ -592,15 +612,7 @@ static int print_gangs(FILE *out, const cJSON *doc, const struct sched_cli_fmt *
 	}
 	for (i = 0; i < N_ELEMS(head); i++)
 		table_add(&t, head[i]);
-	cJSON_ArrayForEach(g, list)
-	{
-		if (opt->limit && shown == opt->limit)
-			break;
-		if (cJSON_IsObject(g) && in_queue(g, opt->queue)) {
-			gang_row(&t, g, now);
-			shown++;
-		}
-	}
+	shown = gang_rows(&t, list, opt, doc_time(doc));
 	rc = shown ? table_print(out, &t, opt->width) : t.err;
 	if (!shown && !rc)
 		fprintf(out, "No pending gangs%s%s.\n", opt->queue ? " in queue " : "",
@@ -658,9 +670,10 @@ static void kv(FILE *out, const char *k, const char *value)
 	fputc('\n', out);
 }
 
-static void explain_head(FILE *out, const cJSON *doc, const cJSON *g)
+/* "Gang NS/NAME (KIND), as of cycle N" */
+static void explain_title(FILE *out, const cJSON *doc, const cJSON *g)
 {
-	char a[48], b[48];
+	char n[48];
 
 	fputs("Gang ", out);
 	put_clean(out, text_field(g, "namespace"));
@@ -670,8 +683,14 @@ static void explain_head(FILE *out, const cJSON *doc, const cJSON *g)
 	put_clean(out, text_field(g, "kind"));
 	fputc(')', out);
 	if (field(doc, "cycle"))
-		fprintf(out, ", as of cycle %s", num_text(a, sizeof(a), doc, "cycle"));
-	fputs("\n", out);
+		fprintf(out, ", as of cycle %s", num_text(n, sizeof(n), doc, "cycle"));
+	fputc('\n', out);
+}
+
+static void explain_place(FILE *out, const cJSON *g)
+{
+	char a[48], b[48];
+
 	key(out, "queue:");
 	put_clean(out, text_field(g, "queue"));
 	fprintf(out, ", position %s (%s in its queue)\n", num_text(a, sizeof(a), g, "position"),
@@ -718,21 +737,20 @@ static void explain_requests(FILE *out, const cJSON *g)
 
 static void explain_times(FILE *out, const cJSON *doc, const cJSON *g)
 {
-	const char *start = text_field(g, "expectedStart"), *rel;
-	char d[48], buf[64];
+	const char *start = text_field(g, "expectedStart");
+	char d[48], rel[64];
 
 	key(out, "waiting for:");
 	fputs(duration_text(d, sizeof(d), field(g, "waitingSeconds")), out);
 	fputs(" (created ", out);
 	put_clean(out, text_field(g, "created"));
 	fputs(")\n", out);
-	rel = start_text(buf, sizeof(buf), g, doc_time(doc));
 	key(out, "expected start:");
 	if (strcmp(start, "unknown") == 0)
 		fputs("unknown (running work on the reserved nodes has no runtime)", out);
 	else
 		put_clean(out, strcmp(start, "-") == 0 ? "not estimated" : start);
-	if (rel != start) /* a time, seen from the document's */
+	if (start_rel(rel, sizeof(rel), start, doc_time(doc)) == 0)
 		fprintf(out, " (%s)", rel);
 	fputc('\n', out);
 }
@@ -824,7 +842,8 @@ int sched_cli_format_explain(FILE *out, const cJSON *doc)
 	/* DEBUG.md nests the entry under "gang"; a flat one is read as well. */
 	const cJSON *g = cJSON_IsObject(field(doc, "gang")) ? field(doc, "gang") : doc;
 
-	explain_head(out, doc, g);
+	explain_title(out, doc, g);
+	explain_place(out, g);
 	explain_members(out, g);
 	explain_requests(out, g);
 	explain_times(out, doc, g);
@@ -886,27 +905,30 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 }
 
 /* The first line of the token file, without surrounding white space, in
- * a malloc'd "Authorization: Bearer ..." header line. */
+ * a malloc'd "Authorization: Bearer ..." header line. Returns 0, -ENOMEM,
+ * or -EIO having said why. */
 static int token_header(const struct cli_opts *o, char **out)
 {
 	FILE *f = fopen(o->token_file, "r");
-	char *line = malloc(CLI_MAX_TOKEN), *t;
+	char *line = f ? malloc(CLI_MAX_TOKEN) : NULL, *t = NULL;
 	int rc = -EIO;
 
-	if (!f || !line || !fgets(line, (int)CLI_MAX_TOKEN, f)) {
+	if (!f) {
 		fprintf(stderr, "%s: cannot read the token file %s: %s\n", o->prog, o->token_file,
-		        f && line ? "it is empty" : strerror(line ? errno : ENOMEM));
-		goto out;
+		        strerror(errno));
+		return -EIO;
 	}
-	t = line + strspn(line, " \t");
-	t[strcspn(t, " \t\r\n")] = '\0';
-	if (!*t)
-		fprintf(stderr, "%s: the token file %s is empty\n", o->prog, o->token_file);
-	else if (asprintf(out, "Authorization: Bearer %s", t) >= 0)
+	if (line && fgets(line, (int)CLI_MAX_TOKEN, f)) {
+		t = line + strspn(line, " \t");
+		t[strcspn(t, " \t\r\n")] = '\0';
+	}
+	if (!line || (t && *t && asprintf(out, "Authorization: Bearer %s", t) < 0))
+		rc = -ENOMEM;
+	else if (t && *t)
 		rc = 0;
-out:
-	if (f)
-		fclose(f);
+	else
+		fprintf(stderr, "%s: the token file %s is empty\n", o->prog, o->token_file);
+	fclose(f);
 	free(line);
 	return rc;
 }
@@ -915,14 +937,16 @@ static int conn_headers(struct cli_conn *c)
 {
 	struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json");
 	char *auth = NULL;
+	int rc;
 
 	c->headers = l;
 	if (!l)
 		return -ENOMEM;
 	if (!c->o->token_file)
 		return 0;
-	if (token_header(c->o, &auth) < 0)
-		return -EIO;
+	rc = token_header(c->o, &auth);
+	if (rc < 0)
+		return rc;
 	l = curl_slist_append(c->headers, auth);
 	free(auth);
 	if (!l)
@@ -951,23 +975,28 @@ static CURLcode conn_options(struct cli_conn *c)
 	return rc;
 }
 
-/* "127.0.0.1:10251/" is read as "http://127.0.0.1:10251". */
+/* "127.0.0.1:10251/" is read as "http://127.0.0.1:10251". Returns 0,
+ * -ENOMEM, or -EIO/-EINVAL having said why. */
 static int conn_open(struct cli_conn *c, const struct cli_opts *o)
 {
+	const char *scheme = strstr(o->addr, "://") ? "" : "http://";
 	size_t n = strlen(o->addr);
+	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	while (n > 0 && o->addr[n - 1] == '/')
 		n--;
-	if (asprintf(&c->base, "%s%.*s", strstr(o->addr, "://") ? "" : "http://", (int)n, o->addr) <
-	    0) {
+	if (asprintf(&c->base, "%s%.*s", scheme, (int)n, o->addr) < 0) {
 		c->base = NULL;
 		return -ENOMEM;
 	}
 	c->curl = curl_easy_init();
-	if (!c->curl || conn_headers(c) < 0)
+	if (!c->curl)
 		return -ENOMEM;
+	rc = conn_headers(c);
+	if (rc < 0)
+		return rc;
 	if (conn_options(c) != CURLE_OK) {
 		fprintf(stderr, "%s: cannot set up libcurl\n", o->prog);
 		return -EINVAL;
@@ -998,6 +1027,10 @@ static void transfer_error(const struct cli_conn *c, CURLcode rc, const struct b
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
 		fprintf(stderr, "%s: the debug API at %s did not answer within %ld s\n", p, u,
 		        CLI_TIMEOUT_MS / 1000);
+	else if (rc == CURLE_PEER_FAILED_VERIFICATION)
+		fprintf(stderr,
+		        "%s: cannot verify the debug API at %s: %s (--cacert FILE names its CA)\n",
+		        p, u, why);
 	else if (rc == CURLE_WRITE_ERROR && b->too_big)
 		fprintf(stderr, "%s: the answer from %s is larger than %zu MiB\n", p, u,
 		        CLI_MAX_BODY >> 20);
@@ -1035,6 +1068,7 @@ static void http_error(const struct cli_conn *c, const char *path, long status,
 {
 	cJSON *doc = b->p ? cJSON_ParseWithLength(b->p, b->len) : NULL;
 	const char *why = str_field(doc, "error");
+	char line[256];
 
 	if (status == 401 && c->o->token_file)
 		fprintf(stderr, "%s: the debug API at %s refused the token in %s (HTTP 401)\n",
@@ -1044,9 +1078,9 @@ static void http_error(const struct cli_conn *c, const char *path, long status,
 		        c->o->prog, c->base);
 	else {
 		fprintf(stderr, "%s: GET %s%s: HTTP %ld: ", c->o->prog, c->base, path, status);
-		if (!why && b->p)
-			b->p[strcspn(b->p, "\r\n")] = '\0';
-		put_clean(stderr, why ? why : b->p ? b->p : "");
+		if (!why && b->p) /* not ours: its first line says the most */
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(b->p, "\r\n"), b->p);
+		put_clean(stderr, why ? why : b->p ? line : "");
 		fputc('\n', stderr);
 	}
 	cJSON_Delete(doc);
@@ -1214,11 +1248,16 @@ static int parse_args(const struct cli_command *cmd, int argc, char **argv, stru
 	return -1;
 }
 
-/* {"queues": ..., "gangs": ...} from the documents' own text. */
-static int print_raw(const struct body *q, const struct body *g)
+/* A document's own text, or {"queues": a, "gangs": b} when there are two,
+ * then a newline. Returns 0 or -EIO. */
+static int print_raw(const struct body *a, const struct body *b)
 {
-	printf("{\"queues\": %.*s, \"gangs\": %.*s}\n", (int)q->len, q->p, (int)g->len, g->p);
-	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+	if (b)
+		printf("{\"queues\": %.*s, \"gangs\": %.*s}\n", (int)a->len, a->p, (int)b->len,
+		       b->p);
+	else
+		printf("%.*s%s", (int)a->len, a->p, a->len && a->p[a->len - 1] == '\n' ? "" : "\n");
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
 }
 
 static unsigned term_width(void)
@@ -1315,10 +1354,7 @@ static int run_explain(struct cli_conn *c)
 		        "\"muster\"?)\n",
 		        c->o->prog, c->o->gang);
 	if (rc == 0 && c->o->json)
-		rc = printf("%.*s%s", (int)b.len, b.p,
-		            b.len && b.p[b.len - 1] == '\n' ? "" : "\n") < 0
-		         ? -EIO
-		         : 0;
+		rc = print_raw(&b, NULL);
 	else if (rc == 0)
 		rc = sched_cli_format_explain(stdout, doc);
 	cJSON_Delete(doc);

@@ -67,8 +67,8 @@ struct httpd_options {
 	size_t max_head;        /* request line and headers, default 16 KiB */
 	unsigned timeout_ms;    /* default 10000 */
 	httpd_handler handler;
-	void *data;                                  /* for handler and log */
-	void (*log)(void *data, const char *msg);    /* may be NULL */
+	void *data;                               /* for handler and log */
+	void (*log)(void *data, const char *msg); /* may be NULL */
 };
 
 /** Listen on o->addr and serve. Returns 0 and *out, or a negative errno

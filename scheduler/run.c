@@ -119,21 +119,46 @@ static void log_admitted(struct sched *s)
 	}
 }
 
+/* Seconds each gang admitted this cycle waited since its creation. A
+ * gang admitted again after its binds failed counts again. O(gangs). */
+static void observe_waits(struct sched *s)
+{
+	const struct plan *p = &s->plan;
+
+	for (size_t k = 0; k < p->ngangs; k++) {
+		const struct plan_gang *g = &p->gangs[k];
+
+		if (g->state == PLAN_ADMITTED && g->bound == 0 && g->submitted_s > 0)
+			sched_hist_observe(&s->m.admission_wait,
+			                   s->plan_now_s > g->submitted_s
+			                       ? (double)(s->plan_now_s - g->submitted_s)
+			                       : 0.0);
+	}
+}
+
+/* How often the debug API's copy is refreshed under a stream of cycles
+ * (a cycle runs at least every period_ms, so the copy is at most about
+ * two seconds old): the copy costs about a tenth of a cycle
+ * (bench-plan: snap_cpu_ms). */
+#define SNAP_EVERY_MS 1000
+
 /* Metrics and the debug snapshot, after a cycle. */
 static void observe_cycle(struct sched *s)
 {
+	struct snap_input in = {&s->plan, s->qs, s->cfg, kubeapi_cache_model(s->cache),
+	                        s->n.cycles, s->plan_now_s};
 	int rc;
 
 	sched_hist_observe(&s->m.cycle, s->n.last_cycle_ms / 1000.0);
 	s->m.preemptions += s->plan.stats.preemptions;
-	if (!s->httpd)
+	observe_waits(s);
+	if (!s->httpd || (s->snap.cycle && sched_now_ms(s) < s->snap_at_ms + SNAP_EVERY_MS))
 		return;
-	if ((rc = snap_take(s, &s->snap)) < 0) {
+	if ((rc = snap_take(&in, &s->snap)) < 0) {
 		sched_logl(s, SCHED_WARN, "debug snapshot: %s", strerror(-rc));
 		return;
 	}
-	for (size_t k = 0; k < s->snap.nwaits; k++)
-		sched_hist_observe(&s->m.admission_wait, s->snap.waits[k]);
+	s->snap_at_ms = sched_now_ms(s);
 }
 
 static void cycle(struct sched *s)

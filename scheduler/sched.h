@@ -105,7 +105,8 @@ struct sched {
 	bool leader;               /* this instance schedules */
 	struct sched_metrics m;
 	struct httpd *httpd;  /* NULL without --debug-addr */
-	struct snap snap;     /* the last cycle, for httpd */
+	struct snap snap;     /* a recent cycle, for httpd */
+	uint64_t snap_at_ms;  /* when it was taken */
 	int64_t plan_now_s;   /* the last cycle's clock */
 };
 

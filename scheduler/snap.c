@@ -17,8 +17,15 @@
 #include <string.h>
 
 #include "kubeapi/intern.h"
-#include "scheduler/sched.h"
+#include "kubeapi/decode.h"
 #include "scheduler/snap.h"
+
+static const char *str(const struct snap_input *s, uint32_t id)
+{
+	const char *v = kubeapi_str(kubeapi_model_intern(s->model), id);
+
+	return v ? v : "";
+}
 
 double snap_amount(const char *res, int64_t v)
 {
@@ -61,7 +68,7 @@ static int64_t cohort_weight(const struct config_cohort *c, size_t n, const char
 	return 0;
 }
 
-static int queue_node(struct sched *s, struct snap *sn, int node)
+static int queue_node(const struct snap_input *s, struct snap *sn, int node)
 {
 	const struct queue_tree *t = queue_set_tree_c(s->qs);
 	const struct config_queue *cq = queue_set_queue(s->qs, node);
@@ -132,7 +139,7 @@ static void spread_lent(struct snap *sn)
 	}
 }
 
-static int take_queues(struct sched *s, struct snap *sn)
+static int take_queues(const struct snap_input *s, struct snap *sn)
 {
 	const struct queue_tree *t = queue_set_tree_c(s->qs);
 	int rc;
@@ -166,14 +173,14 @@ static int take_queues(struct sched *s, struct snap *sn)
 
 /* ---- nodes ------------------------------------------------------------- */
 
-static int take_node(struct sched *s, struct snap *sn, size_t i)
+static int take_node(const struct snap_input *s, struct snap *sn, size_t i)
 {
-	const struct policy_nodes *t = &s->plan.nodes;
+	const struct policy_nodes *t = &s->plan->nodes;
 	const struct kubeapi_node *kn = t->node[i];
 	struct snap_node *n = &sn->nodes[i];
 	struct arena *a = &sn->arena;
 
-	n->name = dup_str(a, sched_str(s, kn->name));
+	n->name = dup_str(a, str(s, kn->name));
 	n->ready = kn->ready;
 	n->schedulable = !kn->unschedulable;
 	n->alloc = arena_calloc(a, 3 * (size_t)sn->nres, sizeof(int64_t));
@@ -190,16 +197,16 @@ static int take_node(struct sched *s, struct snap *sn, size_t i)
 	for (unsigned l = 0; l < sn->nlevels; l++) {
 		uint32_t v = kubeapi_labels_get(kn->labels, t->level[l].key);
 
-		if (v && !(n->topo[l] = dup_str(a, sched_str(s, v))))
+		if (v && !(n->topo[l] = dup_str(a, str(s, v))))
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-static int take_nodes(struct sched *s, struct snap *sn)
+static int take_nodes(const struct snap_input *s, struct snap *sn)
 {
-	const struct policy_nodes *t = &s->plan.nodes;
-	struct kubeapi_model *m = kubeapi_cache_model(s->cache);
+	const struct policy_nodes *t = &s->plan->nodes;
+	struct kubeapi_model *m = s->model;
 	int rc;
 
 	sn->nres = t->nres;
@@ -217,7 +224,7 @@ static int take_nodes(struct sched *s, struct snap *sn)
 			return -ENOMEM;
 	}
 	for (unsigned l = 0; l < sn->nlevels; l++)
-		if (!(sn->level_name[l] = dup_str(&sn->arena, sched_str(s, t->level[l].key))))
+		if (!(sn->level_name[l] = dup_str(&sn->arena, str(s, t->level[l].key))))
 			return -ENOMEM;
 	for (size_t i = 0; i < sn->nnodes; i++)
 		if ((rc = take_node(s, sn, i)) < 0)
@@ -255,23 +262,23 @@ static int by_order(const void *pa, const void *pb, void *arg)
 	return a->key < b->key ? -1 : a->key > b->key;
 }
 
-static int take_pods(struct sched *s, struct snap *sn, struct snap_gang *o,
+static int take_pods(const struct snap_input *s, struct snap *sn, struct snap_gang *o,
                      const struct plan_gang *g)
 {
 	o->pods = arena_calloc(&sn->arena, g->npending + 1, sizeof(char *));
 	if (!o->pods)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < g->npending; k++)
-		if (!(o->pods[k] = dup_str(&sn->arena, sched_str(s, g->pending[k]->name))))
+		if (!(o->pods[k] = dup_str(&sn->arena, str(s, g->pending[k]->name))))
 			return -ENOMEM;
 	return 0;
 }
 
-static int take_gang(struct sched *s, struct snap *sn, struct snap_gang *o,
+static int take_gang(const struct snap_input *s, struct snap *sn, struct snap_gang *o,
                      const struct plan_gang *g)
 {
-	o->ns = dup_str(&sn->arena, sched_str(s, g->ns));
-	o->name = dup_str(&sn->arena, sched_str(s, g->name));
+	o->ns = dup_str(&sn->arena, str(s, g->ns));
+	o->name = dup_str(&sn->arena, str(s, g->name));
 	o->message = g->message ? dup_str(&sn->arena, g->message) : NULL;
 	o->req = arena_calloc(&sn->arena, sn->nslots + 1, sizeof(int64_t));
 	if (!o->ns || !o->name || (g->message && !o->message) || !o->req)
@@ -304,9 +311,9 @@ static void count_gang(struct snap *sn, struct snap_gang *o, uint32_t *qpos)
 		sn->queues[n].pending++;
 }
 
-static int take_gangs(struct sched *s, struct snap *sn)
+static int take_gangs(const struct snap_input *s, struct snap *sn)
 {
-	const struct plan *p = &s->plan;
+	const struct plan *p = s->plan;
 	const struct plan_gang **order = malloc((p->ngangs + 1) * sizeof(*order));
 	uint32_t *qpos = arena_calloc(&sn->arena, (size_t)sn->nqueues + 1, sizeof(*qpos));
 	size_t n = 0;
@@ -341,11 +348,11 @@ static int take_gangs(struct sched *s, struct snap *sn)
 	return rc;
 }
 
-/* ---- reservations and admission waits ---------------------------------- */
+/* ---- reservations ------------------------------------------------------ */
 
-static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g, struct sched *s)
+static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g, const struct snap_input *s)
 {
-	const char *ns = sched_str(s, g->ns), *name = sched_str(s, g->name);
+	const char *ns = str(s, g->ns), *name = str(s, g->name);
 
 	for (size_t k = 0; k < sn->ngangs; k++)
 		if (strcmp(sn->gangs[k].ns, ns) == 0 && strcmp(sn->gangs[k].name, name) == 0)
@@ -353,9 +360,9 @@ static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g, s
 	return NULL;
 }
 
-static int take_reservation(struct sched *s, struct snap *sn, const struct plan_reservation *v)
+static int take_reservation(const struct snap_input *s, struct snap *sn, const struct plan_reservation *v)
 {
-	struct snap_gang *o = find_gang(sn, &s->plan.gangs[v->gang], s);
+	struct snap_gang *o = find_gang(sn, &s->plan->gangs[v->gang], s);
 
 	if (!o || !(o->resv_nodes = arena_calloc(&sn->arena, v->nmembers + 1, sizeof(uint32_t))))
 		return o ? -ENOMEM : 0;
@@ -384,44 +391,26 @@ static int take_reservation(struct sched *s, struct snap *sn, const struct plan_
 	return 0;
 }
 
-static int take_waits(struct sched *s, struct snap *sn, int64_t now_s)
-{
-	const struct plan *p = &s->plan;
-
-	sn->waits = arena_calloc(&sn->arena, p->ngangs + 1, sizeof(double));
-	if (!sn->waits)
-		return -ENOMEM;
-	for (size_t k = 0; k < p->ngangs; k++) {
-		const struct plan_gang *g = &p->gangs[k];
-
-		if (g->state == PLAN_ADMITTED && g->bound == 0 && g->submitted_s > 0)
-			sn->waits[sn->nwaits++] =
-			    now_s > g->submitted_s ? (double)(now_s - g->submitted_s) : 0.0;
-	}
-	return 0;
-}
-
-static int take_all(struct sched *s, struct snap *sn)
+static int take_all(const struct snap_input *s, struct snap *sn)
 {
 	int rc;
 
 	if ((rc = take_queues(s, sn)) < 0 || (rc = take_nodes(s, sn)) < 0 ||
-	    (rc = take_gangs(s, sn)) < 0 || (rc = take_waits(s, sn, sn->time_s)) < 0)
+	    (rc = take_gangs(s, sn)) < 0)
 		return rc;
-	for (size_t k = 0; k < s->plan.nresv; k++)
-		if ((rc = take_reservation(s, sn, &s->plan.resv[k])) < 0)
+	for (size_t k = 0; k < s->plan->nresv; k++)
+		if ((rc = take_reservation(s, sn, &s->plan->resv[k])) < 0)
 			return rc;
 	return 0;
 }
 
-int snap_take(struct sched *s, struct snap *out)
+int snap_take(const struct snap_input *s, struct snap *out)
 {
 	struct snap sn = {0};
 	int rc;
 
-	sn.cycle = s->n.cycles;
-	sn.time_s = s->plan_now_s;
-	sn.cycle_ms = s->n.last_cycle_ms;
+	sn.cycle = s->cycle;
+	sn.time_s = s->now_s;
 	if ((rc = take_all(s, &sn)) < 0) {
 		snap_free(&sn);
 		return rc;

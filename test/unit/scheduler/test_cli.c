@@ -892,6 +892,10 @@ static void test_cmd_usage(void **state)
 	     {"--token-file", "/nonexistent/muster-token"},
 	     1,
 	     "muster status: cannot read the token file /nonexistent/muster-token: No such file"},
+	    {0,
+	     {"--token-file", "/dev/null"},
+	     1,
+	     "muster status: the token file /dev/null is empty\n"},
 	};
 	size_t i, k;
 
@@ -907,6 +911,8 @@ static void test_cmd_usage(void **state)
 			fail_msg("row %zu: exit %d, stderr:\n%s", i, r.rc, r.err);
 		if (rows[i].rc == 0)
 			assert_non_null(strstr(r.out, "usage: muster "));
+		if (rows[i].rc == 1 && strchr(r.err, '\n') != r.err + strlen(r.err) - 1)
+			fail_msg("row %zu: more than one line of stderr:\n%s", i, r.err);
 		run_free(&r);
 	}
 }

@@ -673,6 +673,31 @@ static void test_max_clients(void **state)
 	assert_has(s->logs, "refused: 2 clients already (max_clients)");
 }
 
+/* Many clients at once, each with a request in flight: all answered. */
+static void test_many_clients(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	enum { N = 60 }; /* under the default max_clients of 64 */
+	char req[64], want[64], buf[1024];
+	int fd[N], i, eof;
+
+	srv_start(s, &o);
+	for (i = 0; i < N; i++) {
+		fd[i] = cli_connect(s->port);
+		snprintf(req, sizeof(req), "GET /c%d HTTP/1.1\r\n\r\n", i);
+		cli_sends(fd[i], req);
+	}
+	for (i = N - 1; i >= 0; i--) {
+		snprintf(want, sizeof(want), "GET /c%d q= a=\n", i);
+		cli_read(fd[i], buf, sizeof(buf), 1, 0, &eof);
+		assert_has(buf, want);
+		close(fd[i]);
+	}
+	srv_stop(s);
+	assert_int_equal(s->calls, N);
+}
+
 static void write_text(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -800,7 +825,6 @@ static void test_tls(void **state)
 	struct srv *s = *state;
 	struct httpd_options o = options(s, "0.0.0.0:0"); /* allowed: TLS and a token */
 	char buf[8192];
-	int eof;
 
 	make_cert(s);
 	write_text(s->token, "tok\n");
@@ -821,10 +845,32 @@ static void test_tls(void **state)
 	/* Plain HTTP against the TLS port: closed, no HTTP answer. */
 	exchange(s->port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof(buf));
 	assert_null(strstr(buf, "HTTP/1.1"));
-	(void)eof;
 	srv_stop(s);
 	assert_int_equal(s->calls, 2);
 	assert_has(s->logs, "TLS handshake failed");
+}
+
+static void test_tls_handshake_timeout(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	char buf[256];
+	double t0;
+	int fd, eof;
+
+	make_cert(s);
+	o.cert_file = s->cert;
+	o.key_file = s->key;
+	o.timeout_ms = 200;
+	srv_start(s, &o);
+	fd = cli_connect(s->port);
+	t0 = now_ms();
+	assert_int_equal(cli_read(fd, buf, sizeof(buf), -1, 0, &eof), 0);
+	assert_true(eof);
+	assert_true(now_ms() - t0 < 2000);
+	close(fd);
+	srv_stop(s);
+	assert_has(s->logs, "TLS handshake not complete within 200 ms");
 }
 
 static void test_start_refusals(void **state)
@@ -994,8 +1040,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_timeouts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_not_reading, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_max_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_clients, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tls_handshake_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_refusals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_bad_files, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
