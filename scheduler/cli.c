@@ -1350,8 +1350,8 @@ static int run_explain(struct cli_conn *c)
 
 	if (rc == -ENOENT)
 		fprintf(stderr,
-		        "%s: no gang %s (Muster schedules no such gang; is its schedulerName "
-		        "\"muster\"?)\n",
+		        "%s: Muster has no waiting gang %s (bound, gone, or not Muster's: is its "
+		        "schedulerName \"muster\"?)\n",
 		        c->o->prog, c->o->gang);
 	if (rc == 0 && c->o->json)
 		rc = print_raw(&b, NULL);

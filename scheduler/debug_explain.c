@@ -52,10 +52,11 @@ static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, c
 	const struct snap_queue *q = &sn->queues[b->node];
 	const char *res = sn->slot_res[b->slot], *slot = sn->slot_name[b->slot];
 	const char *level = q->cohort ? "cohort" : "queue";
+	const char *name = q->name[0] ? q->name : "root"; /* the unnamed top cohort */
 	char used[48], limit[48], need[48], over[48];
 
 	cJSON_AddStringToObject(by, "level", level);
-	cJSON_AddStringToObject(by, "at", q->name);
+	cJSON_AddStringToObject(by, "at", name);
 	cJSON_AddStringToObject(by, "resource", slot);
 	cJSON_AddNumberToObject(by, "usage", snap_amount(res, b->usage));
 	cJSON_AddNumberToObject(by, "limit", snap_amount(res, b->limit));
@@ -66,16 +67,16 @@ static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, c
 	fmt(over, sizeof(over), res, b->usage + b->need - b->limit);
 	line(ex, "quota: %s %s uses %s of the %s %s it may use (nominal plus what it may borrow); "
 	         "the gang needs %s more",
-	     level, q->name, used, limit, slot, need);
+	     level, name, used, limit, slot, need);
 	line(to, "%s %s freed in %s %s: its running gangs ending, or preempted by a queue that "
 	         "may preempt",
-	     over, slot, level, q->name);
+	     over, slot, level, name);
 	if (q->cohort)
 		line(to, "or more %s lent into cohort %s (its members' lendingLimit) or a larger "
 		         "nominal quota there",
-		     slot, q->name);
+		     slot, name);
 	else
-		line(to, "or a larger nominal quota or borrowingLimit for queue %s", q->name);
+		line(to, "or a larger nominal quota or borrowingLimit for queue %s", name);
 }
 
 static int slot_of(const struct snap *sn, const char *res)

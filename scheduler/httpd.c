@@ -21,12 +21,12 @@
  * buffer of that size; no body; one timer per connection, re-armed for
  * each phase (head, idle keep-alive, response write, closing linger).
  *
- * Cost per connection: ~0.6 KiB of state, the max_head buffer (16 KiB by
+ * Cost per connection: 0.8 KiB of state, the max_head buffer (16 KiB by
  * default), the bytes left over from a read while a response is written
  * (< 16 KiB) and the response itself until the kernel has it. With TLS
- * also an SSL: ~3 KiB idle, as its buffers are released, ~40 KiB while
- * records are in flight, and the response's ciphertext. Reads go through
- * one 16 KiB buffer of the server.
+ * also an SSL: ~9 KiB idle (its record buffers are released), ~34 KiB
+ * more while records are in flight, and the response's ciphertext. The
+ * server itself has two 16 KiB buffers that every read goes through.
  */
 #include "scheduler/httpd.h"
 #include "scheduler/httpd_internal.h"

@@ -16,8 +16,10 @@
  * "Authorization: Bearer <token>", compared in constant time, 401
  * otherwise): httpd_start() refuses such an address without both. On
  * loopback both are optional; a token, when given, is always required,
- * except for /healthz and /readyz, which answer without one: kubelet
- * probes cannot send a token. (So those two must not reveal anything.)
+ * except for /healthz and /readyz, which answer without one (kubelet
+ * probes cannot send a token), and /debug/ (the page a browser loads,
+ * static HTML that then asks for the token). So those must not reveal
+ * anything.
  *
  * Every response carries Content-Type, Content-Length, Cache-Control:
  * no-store, X-Content-Type-Options: nosniff and Connection; a HEAD gets

@@ -13,8 +13,10 @@
 
 #include <openssl/crypto.h>
 
-/* Paths that answer without a token: kubelet probes cannot send one. */
-static const char *const probe_paths[] = {"/healthz", "/readyz"};
+/* Paths that answer without a token: kubelet probes cannot send one,
+ * and a browser cannot send one for the page it loads; the debug page is
+ * static HTML (no data) that asks for the token and sends it itself. */
+static const char *const probe_paths[] = {"/healthz", "/readyz", "/debug/", "/debug"};
 
 static int hexval(int ch)
 {

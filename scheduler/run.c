@@ -470,6 +470,9 @@ int sched_run(const struct sched_options *opt)
 	uv_loop_t loop;
 	int rc;
 
+	/* A debug client that goes away mid-response must not kill us:
+	 * libuv writes with write(2). */
+	signal(SIGPIPE, SIG_IGN);
 	if (!s || uv_loop_init(&loop) < 0) {
 		free(s);
 		return 1;

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import ssl
 import subprocess
 import urllib.error
@@ -149,6 +148,9 @@ def test_server_side_dry_run(cluster, rbac, namespace, path, mode):
     # Warnings are fine (a server-side apply over a client-side one says
     # that it could not migrate the last-applied annotation); nothing else.
     assert all(line.startswith("Warning:") for line in r.stderr.splitlines() if line.strip()), r.stderr
+    # muster-system enforces the restricted Pod Security Standard, which
+    # the Deployment's pods must meet (a violation is a warning here).
+    assert "PodSecurity" not in r.stderr, r.stderr
 
 
 def module_dir(module, version):
@@ -488,10 +490,15 @@ def free_gpu_node(core):
     return free[-1]
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def debug_port(muster):
+    """The port its debug server got (it logs it)."""
+
+    def port():
+        with open(muster.log, errors="replace") as f:
+            m = re.search(r"debug server on \S+ \(port (\d+)\)", f.read())
+        return m and int(m.group(1))
+
+    return until(muster, f"the debug server's port in {muster.log}", port)
 
 
 def https_get(port, path, token=None):
@@ -537,16 +544,16 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
 
     # As the Deployment runs it: leader election on the default Lease name
     # (the one the Role names), the pod's name in HOSTNAME, the debug server
-    # on every address with TLS and a token (on a free port here).
+    # on every address with TLS and a token (on a port of its choosing here).
     identity = f"muster-test-{uuid.uuid4().hex[:6]}"
-    port, token = free_port(), uuid.uuid4().hex
+    token = uuid.uuid4().hex
     cert, key, token_file = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "token"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
                     "/CN=muster-metrics.muster-system.svc", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True)
     token_file.write_text(token + "\n")
     argv = [muster_binary(), "run", "--kubeconfig", kubeconfig, "--config", str(queues),
-            "--leader-elect", "--lease-namespace", NS, f"--debug-addr=0.0.0.0:{port}",
+            "--leader-elect", "--lease-namespace", NS, "--debug-addr=0.0.0.0:0",
             f"--debug-tls-cert={cert}", f"--debug-tls-key={key}", f"--debug-token-file={token_file}"]
     log = os.path.join(cluster_dir(), "logs", "muster-test_manifests.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
@@ -571,6 +578,7 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
 
         # The probes' view: /healthz and /readyz over HTTPS without the
         # token, as the kubelet asks; /metrics only with it.
+        port = debug_port(muster)
         assert until(muster, "/healthz", lambda: https_get(port, "/healthz")) == (200, "ok")
         until(muster, "/readyz says leader", lambda: https_get(port, "/readyz") == (200, "ok: leader"))
         assert https_get(port, "/metrics")[0] == 401
