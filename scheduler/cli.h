@@ -3,11 +3,11 @@
  * Muster's debug API (scheduler/DEBUG.md), for people at a terminal.
  *
  * Two layers, so the output is testable without a server: the commands
- * fetch documents with libcurl (blocking, 10 s timeouts, at most 64 MiB a
- * response) and hand the parsed cJSON to the formatters, which are pure:
- * a document in, text on a FILE * out. A formatter never trusts its
- * document: a missing or mistyped field prints as `?` and the rest still
- * prints.
+ * (cli.c) fetch documents with libcurl (blocking, 10 s timeouts, at most
+ * 64 MiB a response) and hand the parsed cJSON to the formatters
+ * (cli_format.c), which are pure: a document in, text on a FILE * out. A
+ * formatter never trusts its document: a missing or mistyped field prints
+ * as `?` and the rest still prints.
  */
 #ifndef MUSTER_SCHEDULER_CLI_H
 #define MUSTER_SCHEDULER_CLI_H

@@ -139,6 +139,11 @@ int sched_lease_parse(const char *body, size_t len, const char *identity,
 		goto out;
 	snprintf(r->version, sizeof(r->version), "%s", rv);
 	record_spec(cJSON_GetObjectItemCaseSensitive(doc, "spec"), identity, r);
+	/* Any write at all restarts a standby's wait, not only a renew: a
+	 * standby takes over only from a Lease nobody has touched for a
+	 * whole duration. Stricter than client-go, never less safe. */
+	r->hash = fnv1a(r->hash, rv);
+	r->hash = r->hash ? r->hash : 1;
 	rc = 0;
 out:
 	cJSON_Delete(doc);

@@ -1,8 +1,9 @@
 /*
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go's
  * leaderelection does it: the holder renews the lease every retry period;
- * a candidate takes it once it has seen the same record (holder and
- * renewTime) for a whole lease duration (by its own monotonic clock, never
+ * a candidate takes it once it has seen the same record (holder,
+ * renewTime, resourceVersion) for a whole lease duration (by its own
+ * monotonic clock, never
  * comparing clocks across machines); a leader that cannot renew within the
  * renew deadline gives up leadership before anyone else may take it.
  *
@@ -73,8 +74,8 @@ struct sched_lease_record {
 	char version[64];  /* metadata.resourceVersion */
 	char holder[256];  /* spec.holderIdentity, truncated; "" when released */
 	bool ours;         /* holderIdentity is exactly our identity */
-	uint64_t hash;     /* of the spec (holder, times, duration, transitions), never
-	                    * 0: changes on every renew */
+	uint64_t hash;     /* of resourceVersion and spec, never 0: changes on every
+	                    * write, a renew or any other */
 	unsigned lease_ms; /* spec.leaseDurationSeconds in ms, 0 when absent */
 	int32_t transitions;
 };

@@ -10,10 +10,13 @@ with only the rights manifests/muster.yaml gives it.
   kubeapi/writes.c) and no to a list of things it must not do, and
   `kubectl auth can-i --list` shows nothing else beyond what every service
   account has.
-- A Muster whose kubeconfig holds only that service account's token, with
-  the ConfigMap's queue file and leader election, takes the lease, evicts a
-  lower-priority pod for a higher-priority one, schedules the example gangs
-  of both dialects and the PyTorch job, and writes status and Events.
+- A Muster whose kubeconfig holds only that service account's token, run
+  with the Deployment's flags (the ConfigMap's queue file, leader election,
+  the debug server on every address with TLS and a token), takes and renews
+  the lease, answers the probes without the token, evicts a lower-priority
+  pod for a higher-priority one, schedules the example gangs of both
+  dialects and the PyTorch job, and writes status and Events; its log shows
+  no 403.
 - The Dockerfile's runtime stage installs every Debian package whose
   libraries `build/muster` loads.
 

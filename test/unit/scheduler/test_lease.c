@@ -62,9 +62,10 @@ static void test_parse_reads_the_spec(void **state)
 	assert_false(parsed("", 1, "2026-01-01T00:00:01.000000Z", 3, "").ours); /* released */
 }
 
-static void test_parse_hash_changes_with_every_renew_and_only_then(void **state)
+static void test_parse_hash_changes_with_every_write(void **state)
 {
 	uint64_t h1 = parsed("a", 15, "2026-01-01T00:00:01.000000Z", 0, "b").hash;
+	struct sched_lease_record r1, r2;
 
 	(void)state;
 	assert_true(h1 == parsed("a", 15, "2026-01-01T00:00:01.000000Z", 0, "b").hash);
@@ -72,6 +73,16 @@ static void test_parse_hash_changes_with_every_renew_and_only_then(void **state)
 	assert_true(h1 != parsed("c", 15, "2026-01-01T00:00:01.000000Z", 0, "b").hash);
 	assert_true(h1 != parsed("a", 16, "2026-01-01T00:00:01.000000Z", 0, "b").hash);
 	assert_true(h1 != parsed("a", 15, "2026-01-01T00:00:01.000000Z", 1, "b").hash);
+	/* Any other write too (a label, an annotation): a new resourceVersion. */
+	assert_int_equal(
+	    sched_lease_parse("{\"kind\":\"Lease\",\"metadata\":{\"resourceVersion\":\"1\"}}", 51,
+	                      "a", &r1),
+	    0);
+	assert_int_equal(
+	    sched_lease_parse("{\"kind\":\"Lease\",\"metadata\":{\"resourceVersion\":\"2\"}}", 51,
+	                      "a", &r2),
+	    0);
+	assert_true(r1.hash != r2.hash);
 }
 
 static void test_parse_refuses_what_is_not_a_lease(void **state)
@@ -771,13 +782,13 @@ static void test_three_candidates_one_leader(void **state)
 }
 
 /* The Lease deleted under a leader: it stops at its next renew (404) and
- * read; a standby that had seen the Lease waits a duration before
- * creating it again. */
+ * read, and closes (as run.c makes it); a standby that had seen the Lease
+ * waits a duration before creating it again. */
 static void test_deleted_lease_stops_the_leader(void **state)
 {
 	uv_loop_t loop;
 	struct fake f;
-	struct inst a, b, *all[] = {&a, &b, NULL};
+	struct inst a, b, *all[] = {&a, &b, NULL}, *just_a[] = {&a, NULL};
 	uint64_t t0;
 
 	(void)state;
@@ -792,6 +803,7 @@ static void test_deleted_lease_stops_the_leader(void **state)
 	t0 = now(&loop);
 	assert_true(run_until(&loop, has_lost, &a, 2000));
 	assert_true(a.lost_ms - t0 <= 3 * RETRY + SLACK);
+	shut_keep_fake(&loop, just_a);
 	assert_true(run_until(&loop, is_leader, &b, 3000));
 	assert_true(b.became_ms >= t0 + DURATION - RETRY);
 	assert_false(a.leader);
@@ -868,7 +880,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_reads_the_spec),
-	    cmocka_unit_test(test_parse_hash_changes_with_every_renew_and_only_then),
+	    cmocka_unit_test(test_parse_hash_changes_with_every_write),
 	    cmocka_unit_test(test_parse_refuses_what_is_not_a_lease),
 	    cmocka_unit_test(test_parse_compares_a_long_holder_exactly),
 	    cmocka_unit_test(test_observe_restarts_only_on_a_change),
