@@ -92,7 +92,8 @@ struct kubeapi_http_options {
 	uint64_t stream_idle_ms;  /* a stream silent this long fails, default 300000 */
 	/* Called after every attempt (retries included), for metrics: its
 	 * method, whether it was a stream (a watch), the HTTP status (0 when
-	 * no response came) and how long it took. May be NULL. */
+	 * no response came) and how long it took; a stream that starts (2xx)
+	 * is reported then, with usec 0, and not again. May be NULL. */
 	void (*observe)(void *data, enum kubeapi_method m, int stream, long status, uint64_t usec);
 	void *observe_data;
 };

@@ -255,6 +255,9 @@ static int decide_mode(struct kubeapi_http_call *c)
 	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
 	if ((c->flags & KUBEAPI_REQ_STREAM) && c->status >= 200 && c->status <= 299) {
 		c->mode = KUBEAPI__BODY_STREAM;
+		/* A watch is counted when it starts: it may run for minutes. */
+		if (c->h->opt.observe)
+			c->h->opt.observe(c->h->opt.observe_data, c->method, 1, c->status, 0);
 		return 0;
 	}
 	c->mode = KUBEAPI__BODY_BUFFER;

@@ -198,8 +198,9 @@ static void attempt_done(struct kubeapi_http *h, struct kubeapi_http_call *c, CU
 	int again = 0, err;
 
 	detach(h, c);
-	if (h->opt.observe && !c->cancelled)
-		h->opt.observe(h->opt.observe_data, c->method, c->mode == KUBEAPI__BODY_STREAM,
+	/* A stream that started was counted then (http_easy.c). */
+	if (h->opt.observe && !c->cancelled && c->mode != KUBEAPI__BODY_STREAM)
+		h->opt.observe(h->opt.observe_data, c->method, (c->flags & KUBEAPI_REQ_STREAM) != 0,
 		               c->status, c->attempt_us);
 	if (c->cancelled)
 		err = -ECANCELED;

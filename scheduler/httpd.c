@@ -323,11 +323,11 @@ static int check_options(const struct httpd_options *o, struct sockaddr_storage 
 		            "httpd: bad address \"%s\": want IP:PORT or [IPV6]:PORT, numeric",
 		            o->addr ? o->addr : "");
 	if (!o->cert_file != !o->key_file)
-		return fail(err, errlen, -EINVAL, "httpd: TLS needs both cert_file and key_file");
+		return fail(err, errlen, -EINVAL, "httpd: TLS needs both a certificate (--debug-tls-cert) and a key (--debug-tls-key)");
 	if (!loopback && (!o->cert_file || !o->token_file))
 		return fail(err, errlen, -EINVAL,
 		            "httpd: %s is not a loopback address; serving beyond this host needs "
-		            "TLS (cert_file and key_file) and a bearer token (token_file)",
+		            "TLS (--debug-tls-cert, --debug-tls-key) and a bearer token (--debug-token-file)",
 		            o->addr);
 	return 0;
 }
@@ -341,7 +341,7 @@ static int read_token(struct httpd *h, const char *path, char *err, size_t errle
 	int rc = 0;
 
 	if (!f)
-		return fail(err, errlen, -EINVAL, "httpd: cannot read token_file %s: %s", path,
+		return fail(err, errlen, -EINVAL, "httpd: cannot read the token file %s: %s", path,
 		            strerror(errno));
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
@@ -350,7 +350,7 @@ static int read_token(struct httpd *h, const char *path, char *err, size_t errle
 	while (n && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
 		n--;
 	if (n == 0 || n > TOKEN_CAP)
-		rc = fail(err, errlen, -EINVAL, "httpd: token_file %s: %s", path,
+		rc = fail(err, errlen, -EINVAL, "httpd: the token file %s: %s", path,
 		          n ? "first line longer than 4096 bytes" : "no token on its first line");
 	else if (!(h->token = malloc(n)))
 		rc = fail(err, errlen, -ENOMEM, "httpd: out of memory");

@@ -133,7 +133,9 @@ static int lease_option(struct sched_options *o, int c, const char *v)
 	n = strtol(v, &end, 10);
 	if (end == v || *end || n < 1 || n > 86400) {
 		fprintf(stderr, "muster run: --%s wants whole seconds, 1..86400\n",
-		        c == 'D' ? "lease-duration" : c == 'R' ? "renew-deadline" : "retry-period");
+		        c == 'D'   ? "lease-duration"
+		        : c == 'R' ? "renew-deadline"
+		                   : "retry-period");
 		return -EINVAL;
 	}
 	*ms = (unsigned)n * 1000;

@@ -394,14 +394,14 @@ static void lease_changed(void *data, bool leader)
 static int start_lease(struct sched *s)
 {
 	struct sched_lease_options o = {.ns = s->opt.lease_namespace,
-	                                 .name = s->opt.lease_name,
-	                                 .identity = s->opt.identity,
-	                                 .duration_ms = s->opt.lease_duration_ms,
-	                                 .renew_ms = s->opt.renew_ms,
-	                                 .retry_ms = s->opt.retry_ms,
-	                                 .changed = lease_changed,
-	                                 .log = lease_log,
-	                                 .data = s};
+	                                .name = s->opt.lease_name,
+	                                .identity = s->opt.identity,
+	                                .duration_ms = s->opt.lease_duration_ms,
+	                                .renew_ms = s->opt.renew_ms,
+	                                .retry_ms = s->opt.retry_ms,
+	                                .changed = lease_changed,
+	                                .log = lease_log,
+	                                .data = s};
 
 	if (!s->opt.leader_elect)
 		return 0;

@@ -799,7 +799,8 @@ def test_queues_match_the_cluster(scenario, core, custom):
     lendingLimit as configured; each queue's nvidia.com/gpu usage equal to
     the GPUs of the cluster's bound, unfinished pods in it; a cohort's and
     the root's usage the sum of their children's; borrowed = usage above
-    nominal; e2e-small pending 2 (B, E) and admitted 1 (A), as counted
+    nominal; fairShare 0 for a queue within its quota (all of them here);
+    e2e-small pending 2 (B, E) and admitted 1 (A), as counted
     from the cluster, and e2e-default at least C and D pending and F
     admitted."""
     s = scenario
@@ -833,6 +834,10 @@ def test_queues_match_the_cluster(scenario, core, custom):
             assert r["lendingLimit"] == quota.get("lendingLimit"), (q["name"], r)
             assert r["borrowed"] == max(0, r["usage"] - r["nominal"]), (q["name"], r)
             assert q["pending"] >= 0 and q["admitted"] >= 0 and q["fairShare"] >= 0, q
+            # fairShare: what it uses beyond its nominal, over its parent's
+            # pool, per weight; 0 within quota (e2e-small at 8 of 8 too).
+            if r["usage"] <= quota["nominal"]:
+                assert q["fairShare"] == 0, (q["name"], q["fairShare"], r)
         else:
             usage = q["resources"][GPU]["usage"]
             assert usage == sum(c["resources"][GPU]["usage"] for c in q["children"]), (q["name"], usage)

@@ -896,7 +896,7 @@ static void test_start_refusals(void **state)
 	o.cert_file = s->cert;
 	o.key_file = s->key;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "token_file");
+	assert_has(err, "--debug-token-file");
 	o.cert_file = o.key_file = NULL;
 	o.token_file = s->token;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
@@ -932,27 +932,27 @@ static void test_start_bad_files(void **state)
 	o.cert_file = missing;
 	o.key_file = s->key;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "cannot use cert_file");
+	assert_has(err, "cannot use the certificate (--debug-tls-cert)");
 	assert_has(err, missing);
 	o.cert_file = s->key; /* a key is no certificate */
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "cert_file");
+	assert_has(err, "--debug-tls-cert");
 	o.cert_file = s->cert;
 	o.key_file = missing;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "cannot use key_file");
+	assert_has(err, "cannot use the key (--debug-tls-key");
 	o.key_file = s->key2; /* OpenSSL finds the mismatch as it loads */
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "cannot use key_file");
+	assert_has(err, "cannot use the key (--debug-tls-key");
 	assert_has(err, "mismatch");
 	o.key_file = NULL;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "both cert_file and key_file");
+	assert_has(err, "needs both a certificate (--debug-tls-cert) and a key");
 
 	o = options(s, "127.0.0.1:0");
 	o.token_file = missing;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
-	assert_has(err, "cannot read token_file");
+	assert_has(err, "cannot read the token file");
 	write_text(s->token, "\nsecond line\n");
 	o.token_file = s->token;
 	assert_int_equal(start_fails(s, &o, err, sizeof(err)), -EINVAL);
