@@ -111,7 +111,6 @@ struct kubeapi_http_options {
 /* Longest request path accepted, in bytes. */
 #define KUBEAPI_HTTP_MAX_PATH 8192u
 
-
 /* Retry 429 (honouring Retry-After), 5xx and connection errors. */
 #define KUBEAPI_REQ_RETRY (1u << 0)
 /* Deliver the body through chunk_cb as it arrives; no total timeout, but

@@ -84,8 +84,8 @@ struct kubeapi_http_call {
 	long status;
 	unsigned http_version;
 	uint64_t attempt_us; /* the last attempt's duration */
-	int abort_err; /* set by a callback that stopped the transfer */
-	int cancelled; /* RUNNING: reap at the next process() */
+	int abort_err;       /* set by a callback that stopped the transfer */
+	int cancelled;       /* RUNNING: reap at the next process() */
 	int has_retry_after;
 	uint64_t retry_after_ms;
 	unsigned attempts;

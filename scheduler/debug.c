@@ -184,17 +184,20 @@ static void get_queues(const struct snap *sn, const struct httpd_request *req,
 /* ---- /debug/gangs ------------------------------------------------------- */
 
 static const char *const state_name[] = {
-    [PLAN_RUNNING] = "Running",        [PLAN_ADMITTED] = "Admitted",
-    [PLAN_WAITING] = "Waiting",        [PLAN_INCOMPLETE] = "Incomplete",
-    [PLAN_NO_QUEUE] = "NoQueue",       [PLAN_BACKOFF] = "BackingOff",
+    [PLAN_RUNNING] = "Running",       [PLAN_ADMITTED] = "Admitted", [PLAN_WAITING] = "Waiting",
+    [PLAN_INCOMPLETE] = "Incomplete", [PLAN_NO_QUEUE] = "NoQueue",  [PLAN_BACKOFF] = "BackingOff",
     [PLAN_PREEMPTING] = "Preempting",
 };
 
 static const char *const why_name[] = {
-    [PLAN_WHY_NONE] = "None",           [PLAN_WHY_QUOTA] = "Quota",
-    [PLAN_WHY_FIT] = "Fit",             [PLAN_WHY_STRICT_FIFO] = "StrictFIFO",
-    [PLAN_WHY_MEMBERS] = "WaitingForMembers", [PLAN_WHY_TIMEOUT] = "Timeout",
-    [PLAN_WHY_NO_QUEUE] = "NoQueue",    [PLAN_WHY_PREEMPTING] = "Preempting",
+    [PLAN_WHY_NONE] = "None",
+    [PLAN_WHY_QUOTA] = "Quota",
+    [PLAN_WHY_FIT] = "Fit",
+    [PLAN_WHY_STRICT_FIFO] = "StrictFIFO",
+    [PLAN_WHY_MEMBERS] = "WaitingForMembers",
+    [PLAN_WHY_TIMEOUT] = "Timeout",
+    [PLAN_WHY_NO_QUEUE] = "NoQueue",
+    [PLAN_WHY_PREEMPTING] = "Preempting",
 };
 
 static const char *const kind_name[] = {"PodGroup", "VolcanoPodGroup", "Pod"};
@@ -260,7 +263,8 @@ static cJSON *gang_json(const struct snap *sn, const struct snap_gang *g)
 	add_requests(sn, g, o);
 	add_time(o, "created", g->created_s);
 	cJSON_AddNumberToObject(o, "waitingSeconds",
-	                        sn->time_s > g->created_s ? (double)(sn->time_s - g->created_s) : 0);
+	                        sn->time_s > g->created_s ? (double)(sn->time_s - g->created_s)
+	                                                  : 0);
 	add_reservation(sn, g, o);
 	add_start(g, o);
 	return o;
@@ -301,7 +305,8 @@ static cJSON *amounts(const struct snap *sn, const int64_t *v, int skip_zero)
 
 	for (unsigned k = 0; k < sn->nres; k++)
 		if (!skip_zero || v[k])
-			cJSON_AddNumberToObject(o, sn->res_name[k], snap_amount(sn->res_name[k], v[k]));
+			cJSON_AddNumberToObject(o, sn->res_name[k],
+			                        snap_amount(sn->res_name[k], v[k]));
 	return o;
 }
 
@@ -385,7 +390,9 @@ static void get_gang(const struct snap *sn, const struct httpd_request *req,
 	ns[slash - rest] = '\0';
 	strcpy(name, slash + 1);
 	if (!(g = find(sn, ns, name))) {
-		error_json(r, 404, "no waiting gang of that name: it is not Muster's, is bound, or is gone");
+		error_json(
+		    r, 404,
+		    "no waiting gang of that name: it is not Muster's, is bound, or is gone");
 		return;
 	}
 	doc = header(sn);
@@ -418,7 +425,8 @@ static void readyz(struct sched *s, const struct httpd_request *req, struct http
 		snprintf(buf, sizeof(buf), "ok: leader\n");
 	else
 		snprintf(buf, sizeof(buf), "ok: standby (leader %s)\n",
-		         sched_lease_holder(s->lease)[0] ? sched_lease_holder(s->lease) : "unknown");
+		         sched_lease_holder(s->lease)[0] ? sched_lease_holder(s->lease)
+		                                         : "unknown");
 	text(r, 200, buf);
 }
 
@@ -427,7 +435,8 @@ static void metrics(struct sched *s, const struct httpd_request *req, struct htt
 	int rc;
 
 	(void)req;
-	if ((rc = sched_metrics_render(s, s->snap.cycle ? &s->snap : NULL, &r->body, &r->len)) < 0) {
+	if ((rc = sched_metrics_render(s, s->snap.cycle ? &s->snap : NULL, &r->body, &r->len)) <
+	    0) {
 		text(r, 500, rc == -E2BIG ? "metrics too large\n" : "out of memory\n");
 		return;
 	}
@@ -456,8 +465,9 @@ static void with_snap(struct sched *s, snap_fn *fn, const struct httpd_request *
                       struct httpd_response *r)
 {
 	if (!s->snap.cycle) {
-		error_json(r, 503, s->leader ? "no cycle has run yet"
-		                             : "this instance is a standby: ask the leader");
+		error_json(r, 503,
+		           s->leader ? "no cycle has run yet"
+		                     : "this instance is a standby: ask the leader");
 		return;
 	}
 	fn(&s->snap, req, r);

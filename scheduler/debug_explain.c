@@ -45,8 +45,7 @@ __attribute__((format(printf, 2, 3))) static void line(cJSON *arr, const char *f
 	cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
 }
 
-static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex,
-                  cJSON *to)
+static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex, cJSON *to)
 {
 	const struct plan_block *b = &g->block;
 	const struct snap_queue *q = &sn->queues[b->node];
@@ -65,15 +64,18 @@ static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, c
 	fmt(limit, sizeof(limit), res, b->limit);
 	fmt(need, sizeof(need), res, b->need);
 	fmt(over, sizeof(over), res, b->usage + b->need - b->limit);
-	line(ex, "quota: %s %s uses %s of the %s %s it may use (nominal plus what it may borrow); "
-	         "the gang needs %s more",
+	line(ex,
+	     "quota: %s %s uses %s of the %s %s it may use (nominal plus what it may borrow); "
+	     "the gang needs %s more",
 	     level, name, used, limit, slot, need);
-	line(to, "%s %s freed in %s %s: its running gangs ending, or preempted by a queue that "
-	         "may preempt",
+	line(to,
+	     "%s %s freed in %s %s: its running gangs ending, or preempted by a queue that "
+	     "may preempt",
 	     over, slot, level, name);
 	if (q->cohort)
-		line(to, "or more %s lent into cohort %s (its members' lendingLimit) or a larger "
-		         "nominal quota there",
+		line(to,
+		     "or more %s lent into cohort %s (its members' lendingLimit) or a larger "
+		     "nominal quota there",
 		     slot, name);
 	else
 		line(to, "or a larger nominal quota or borrowingLimit for queue %s", name);
@@ -108,8 +110,7 @@ static void rejected(const struct plan_block *b, cJSON *by, cJSON *to)
 		     b->rejected[POLICY_SELECTOR]);
 }
 
-static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex,
-                cJSON *to)
+static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex, cJSON *to)
 {
 	const struct plan_block *b = &g->block;
 	const char *res = b->short_res < sn->nres ? sn->res_name[b->short_res] : "resources";
@@ -119,7 +120,8 @@ static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJS
 
 	for (size_t i = 0; b->short_res < sn->nres && i < sn->nnodes; i++)
 		if (sn->nodes[i].ready && sn->nodes[i].schedulable)
-			free_total += sn->nodes[i].alloc[b->short_res] - sn->nodes[i].used[b->short_res];
+			free_total +=
+			    sn->nodes[i].alloc[b->short_res] - sn->nodes[i].used[b->short_res];
 	if (slot >= 0)
 		need = g->req[slot];
 	cJSON_AddNumberToObject(by, "placed", b->placed);
@@ -129,21 +131,24 @@ static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJS
 	cJSON_AddStringToObject(by, "resource", res);
 	cJSON_AddNumberToObject(by, "freeInCluster", snap_amount(res, free_total));
 	rejected(b, by, to);
-	line(ex, "fit: only %u of the %u member(s) it needs together fit; %u node(s) it may use "
-	         "lack %s",
+	line(ex,
+	     "fit: only %u of the %u member(s) it needs together fit; %u node(s) it may use "
+	     "lack %s",
 	     b->placed, b->members, b->short_nodes, res);
 	fmt(a, sizeof(a), res, free_total);
 	fmt(n, sizeof(n), res, need);
 	if (need > 0 && free_total >= need) {
 		cJSON_AddBoolToObject(by, "fragmented", 1);
-		line(ex, "the cluster has %s %s free in all, enough for the gang's %s, but not in "
-		         "the pieces its members need (each member must fit on one node)",
+		line(ex,
+		     "the cluster has %s %s free in all, enough for the gang's %s, but not in "
+		     "the pieces its members need (each member must fit on one node)",
 		     a, res, n);
 		line(to, "whole nodes freed as running pods end (the placement packs pods to keep "
 		         "nodes whole)");
 	} else {
-		line(to, "%u more member(s) worth of %s free on nodes it may use: running pods "
-		         "ending, or more nodes",
+		line(to,
+		     "%u more member(s) worth of %s free on nodes it may use: running pods "
+		     "ending, or more nodes",
 		     b->members - b->placed, res);
 	}
 }
@@ -155,8 +160,9 @@ static void strict(const struct snap *sn, const struct snap_gang *g, cJSON *by, 
 
 	cJSON_AddStringToObject(by, "queue", q);
 	line(ex, "order: queue %s is StrictFIFO, and the gang at its head waits", q);
-	line(to, "the head of queue %s being admitted or removed, or the queue set to "
-	         "BestEffortFIFO",
+	line(to,
+	     "the head of queue %s being admitted or removed, or the queue set to "
+	     "BestEffortFIFO",
 	     q);
 }
 
@@ -183,38 +189,42 @@ static void reservation(const struct snap *sn, const struct snap_gang *g, cJSON 
 	if (!g->reserved)
 		return;
 	if (g->expected_start_s == PLAN_NEVER) {
-		line(ex, "reservation: it holds %u node(s); the start is unknown because running "
-		         "work there declares no runtime",
+		line(ex,
+		     "reservation: it holds %u node(s); the start is unknown because running "
+		     "work there declares no runtime",
 		     g->nresv_nodes);
 		return;
 	}
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	line(ex, "reservation: it holds %u node(s) and starts there by %s, when running work "
-	         "ends; shorter jobs may backfill until then",
+	line(ex,
+	     "reservation: it holds %u node(s) and starts there by %s, when running work "
+	     "ends; shorter jobs may backfill until then",
 	     g->nresv_nodes, when);
 	(void)sn;
 }
 
 static const char *const constraint_name[] = {
-    [PLAN_WHY_NONE] = "none",         [PLAN_WHY_QUOTA] = "quota",
-    [PLAN_WHY_FIT] = "fit",           [PLAN_WHY_STRICT_FIFO] = "strictFIFO",
-    [PLAN_WHY_MEMBERS] = "members",   [PLAN_WHY_TIMEOUT] = "timeout",
-    [PLAN_WHY_NO_QUEUE] = "noQueue",  [PLAN_WHY_PREEMPTING] = "preempting",
+    [PLAN_WHY_NONE] = "none",        [PLAN_WHY_QUOTA] = "quota",
+    [PLAN_WHY_FIT] = "fit",          [PLAN_WHY_STRICT_FIFO] = "strictFIFO",
+    [PLAN_WHY_MEMBERS] = "members",  [PLAN_WHY_TIMEOUT] = "timeout",
+    [PLAN_WHY_NO_QUEUE] = "noQueue", [PLAN_WHY_PREEMPTING] = "preempting",
 };
 
 static void other(const struct snap_gang *g, cJSON *ex, cJSON *to)
 {
 	switch (g->block.why) {
 	case PLAN_WHY_TIMEOUT:
-		line(ex, "timeout: it waited past its timeout (scheduleTimeoutSeconds or the queue's "
-		         "gangTimeout) and backs off");
+		line(ex,
+		     "timeout: it waited past its timeout (scheduleTimeoutSeconds or the queue's "
+		     "gangTimeout) and backs off");
 		line(to, "the backoff ending (10 s, doubling up to 5 min), then room at its turn");
 		break;
 	case PLAN_WHY_NO_QUEUE:
 		line(ex, "queue: %s", g->message ? g->message : "no queue takes it");
-		line(to, "the label muster.dev/queue naming a queue, a queue listing its namespace, "
-		         "or a defaultQueue");
+		line(to,
+		     "the label muster.dev/queue naming a queue, a queue listing its namespace, "
+		     "or a defaultQueue");
 		break;
 	case PLAN_WHY_PREEMPTING:
 		line(ex, "preempting: room is held for it while the gangs it preempted end");

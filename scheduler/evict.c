@@ -124,9 +124,9 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	sched_event(s, v->pod, "Normal", "Preempted", "Preempting", e->note);
 	sched_log_gang(s, sched_str(s, victim->ns), sched_str(s, victim->name),
 	               sched_str(s, v->pod->name), "evicting %s/%s (gang %s/%s) for gang %s/%s",
-	               sched_str(s, v->pod->ns),
-	          sched_str(s, v->pod->name), sched_str(s, victim->ns), sched_str(s, victim->name),
-	          sched_str(s, g->ns), sched_str(s, g->name));
+	               sched_str(s, v->pod->ns), sched_str(s, v->pod->name),
+	               sched_str(s, victim->ns), sched_str(s, victim->name), sched_str(s, g->ns),
+	               sched_str(s, g->name));
 	return 0;
 }
 

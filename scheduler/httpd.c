@@ -323,11 +323,14 @@ static int check_options(const struct httpd_options *o, struct sockaddr_storage 
 		            "httpd: bad address \"%s\": want IP:PORT or [IPV6]:PORT, numeric",
 		            o->addr ? o->addr : "");
 	if (!o->cert_file != !o->key_file)
-		return fail(err, errlen, -EINVAL, "httpd: TLS needs both a certificate (--debug-tls-cert) and a key (--debug-tls-key)");
+		return fail(err, errlen, -EINVAL,
+		            "httpd: TLS needs both a certificate (--debug-tls-cert) and a key "
+		            "(--debug-tls-key)");
 	if (!loopback && (!o->cert_file || !o->token_file))
 		return fail(err, errlen, -EINVAL,
 		            "httpd: %s is not a loopback address; serving beyond this host needs "
-		            "TLS (--debug-tls-cert, --debug-tls-key) and a bearer token (--debug-token-file)",
+		            "TLS (--debug-tls-cert, --debug-tls-key) and a bearer token "
+		            "(--debug-token-file)",
 		            o->addr);
 	return 0;
 }

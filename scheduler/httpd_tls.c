@@ -73,12 +73,15 @@ int httpd__tls_ctx_new(const char *cert_file, const char *key_file, SSL_CTX **ou
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1)
-		return ctx_fail(ctx, err, errlen, "cannot use the certificate (--debug-tls-cert)", cert_file);
+		return ctx_fail(ctx, err, errlen, "cannot use the certificate (--debug-tls-cert)",
+		                cert_file);
 	if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1)
-		return ctx_fail(ctx, err, errlen, "cannot use the key (--debug-tls-key; PEM, no passphrase)",
+		return ctx_fail(ctx, err, errlen,
+		                "cannot use the key (--debug-tls-key; PEM, no passphrase)",
 		                key_file);
 	if (SSL_CTX_check_private_key(ctx) != 1)
-		return ctx_fail(ctx, err, errlen, "the key does not match the certificate:", key_file);
+		return ctx_fail(ctx, err, errlen,
+		                "the key does not match the certificate:", key_file);
 	*out = ctx;
 	return 0;
 }

@@ -182,8 +182,8 @@ static void queue_counts(struct mbuf *b, const struct snap *sn, const char *name
 	}
 }
 
-static void queue_amounts(struct mbuf *b, const struct snap *sn, const char *name,
-                          const char *help, size_t field)
+static void queue_amounts(struct mbuf *b, const struct snap *sn, const char *name, const char *help,
+                          size_t field)
 {
 	family(b, name, "gauge", help);
 	for (int i = 1; i < sn->nqueues; i++) {
@@ -238,10 +238,15 @@ static void api(struct mbuf *b, const struct sched_metrics *m)
 		for (unsigned c = 0; c < SCHED_CODES; c++)
 			if (m->api_codes[v][c]) {
 				if (c)
-					put(b, "muster_api_requests_total{verb=\"%s\",code=\"%u\"} %llu\n",
-					    verb_name[v], c, (unsigned long long)m->api_codes[v][c]);
+					put(b,
+					    "muster_api_requests_total{verb=\"%s\",code=\"%u\"} "
+					    "%llu\n",
+					    verb_name[v], c,
+					    (unsigned long long)m->api_codes[v][c]);
 				else
-					put(b, "muster_api_requests_total{verb=\"%s\",code=\"error\"} %llu\n",
+					put(b,
+					    "muster_api_requests_total{verb=\"%s\",code=\"error\"} "
+					    "%llu\n",
 					    verb_name[v], (unsigned long long)m->api_codes[v][c]);
 			}
 	family(b, "muster_api_request_duration_seconds", "histogram",
@@ -263,7 +268,8 @@ static void scheduler(struct mbuf *b, const struct sched *s)
 	hist(b, "muster_admission_wait_seconds", "", &s->m.admission_wait);
 	counter(b, "muster_cycles_total", "Scheduling cycles run.", s->n.cycles);
 	counter(b, "muster_binds_total", "Pods bound (the API server said yes).", s->n.binds_ok);
-	counter(b, "muster_bind_failures_total", "Binds the API server refused.", s->n.binds_failed);
+	counter(b, "muster_bind_failures_total", "Binds the API server refused.",
+	        s->n.binds_failed);
 	counter(b, "muster_evictions_total", "Pods evicted to make room.", s->n.evictions);
 	counter(b, "muster_preemptions_total", "Gangs that preempted others.", s->m.preemptions);
 	family(b, "muster_leader", "gauge", "1 when this instance schedules (holds the lease).");

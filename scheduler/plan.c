@@ -821,12 +821,12 @@ static void behind_heads(struct plan_run *r, const struct queue_cycle *c,
 		if (g->tried || !queue_cycle_blocked(c, items[k].node))
 			continue;
 		h = &r->p->gangs[head[items[k].node]];
-		g->block = (struct plan_block){.why = PLAN_WHY_STRICT_FIFO,
-		                               .head = head[items[k].node]};
-		g->message = plan__printf(r, "gang %s/%s: queue %s is StrictFIFO and its head %s/%s waits",
-		                          plan__str(r, g->ns), plan__str(r, g->name),
-		                          queue_tree_name(r->tree, g->queue), plan__str(r, h->ns),
-		                          plan__str(r, h->name));
+		g->block =
+		    (struct plan_block){.why = PLAN_WHY_STRICT_FIFO, .head = head[items[k].node]};
+		g->message = plan__printf(
+		    r, "gang %s/%s: queue %s is StrictFIFO and its head %s/%s waits",
+		    plan__str(r, g->ns), plan__str(r, g->name), queue_tree_name(r->tree, g->queue),
+		    plan__str(r, h->ns), plan__str(r, h->name));
 	}
 }
 
@@ -924,8 +924,8 @@ static int publish_resv(struct plan_run *r)
 	for (size_t k = 0; k < r->nresv; k++) {
 		const struct plan_resv *v = &r->resv[k];
 
-		p->resv[k] = (struct plan_reservation){v->gang, v->start_s, v->nmembers,
-		                                       v->specs, v->at};
+		p->resv[k] =
+		    (struct plan_reservation){v->gang, v->start_s, v->nmembers, v->specs, v->at};
 	}
 	p->nresv = r->nresv;
 	return 0;

@@ -111,11 +111,11 @@ static void log_admitted(struct sched *s)
 		const struct plan_gang *g = &p->gangs[b->gang];
 		const struct queue_tree *t = queue_set_tree_c(s->qs);
 
-		sched_log_gang(s, sched_str(s, g->ns), sched_str(s, g->name),
-		               sched_str(s, b->pod->name), "gang %s/%s (queue %s): binding pod %s to %s",
-		               sched_str(s, g->ns), sched_str(s, g->name),
-		               g->queue >= 0 ? queue_tree_name(t, g->queue) : "-",
-		               sched_str(s, b->pod->name), sched_str(s, b->node));
+		sched_log_gang(
+		    s, sched_str(s, g->ns), sched_str(s, g->name), sched_str(s, b->pod->name),
+		    "gang %s/%s (queue %s): binding pod %s to %s", sched_str(s, g->ns),
+		    sched_str(s, g->name), g->queue >= 0 ? queue_tree_name(t, g->queue) : "-",
+		    sched_str(s, b->pod->name), sched_str(s, b->node));
 	}
 }
 
@@ -145,7 +145,7 @@ static void observe_waits(struct sched *s)
 /* Metrics and the debug snapshot, after a cycle. */
 static void observe_cycle(struct sched *s)
 {
-	struct snap_input in = {&s->plan, s->qs, s->cfg, kubeapi_cache_model(s->cache),
+	struct snap_input in = {&s->plan,    s->qs,        s->cfg, kubeapi_cache_model(s->cache),
 	                        s->n.cycles, s->plan_now_s};
 	int rc;
 

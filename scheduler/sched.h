@@ -40,11 +40,11 @@ struct sched_options {
 	const char *scheduler_name; /* NULL: the config's schedulerName */
 	const char *debug_addr;     /* NULL: no debug server */
 	const char *debug_cert, *debug_key, *debug_token; /* files, for httpd */
-	bool log_json;              /* one JSON object per line */
-	int log_level;              /* enum sched_log_level: the least shown */
-	unsigned debounce_ms;       /* after a change, default 20 */
-	unsigned period_ms;         /* a cycle at least this often, default 1000 */
-	unsigned status_per_cycle;  /* status writes started per cycle, default 1000 */
+	bool log_json;                                    /* one JSON object per line */
+	int log_level;             /* enum sched_log_level: the least shown */
+	unsigned debounce_ms;      /* after a change, default 20 */
+	unsigned period_ms;        /* a cycle at least this often, default 1000 */
+	unsigned status_per_cycle; /* status writes started per cycle, default 1000 */
 	/* Leader election (lease.h): without it, this instance always leads. */
 	bool leader_elect;
 	const char *lease_namespace, *lease_name, *identity;
@@ -104,10 +104,10 @@ struct sched {
 	struct sched_lease *lease; /* NULL without --leader-elect */
 	bool leader;               /* this instance schedules */
 	struct sched_metrics m;
-	struct httpd *httpd;  /* NULL without --debug-addr */
-	struct snap snap;     /* a recent cycle, for httpd */
-	uint64_t snap_at_ms;  /* when it was taken */
-	int64_t plan_now_s;   /* the last cycle's clock */
+	struct httpd *httpd; /* NULL without --debug-addr */
+	struct snap snap;    /* a recent cycle, for httpd */
+	uint64_t snap_at_ms; /* when it was taken */
+	int64_t plan_now_s;  /* the last cycle's clock */
 };
 
 enum sched_log_level { SCHED_DEBUG, SCHED_INFO, SCHED_WARN, SCHED_ERROR };

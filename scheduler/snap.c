@@ -79,7 +79,9 @@ static int queue_node(const struct snap_input *s, struct snap *sn, int node)
 	q->name = dup_str(a, node ? queue_tree_name(t, node) : "");
 	q->parent = node ? queue_tree_parent(t, node) : -1;
 	q->cohort = (uint8_t)queue_tree_is_cohort(t, node);
-	q->weight = cq ? cq->weight : node ? cohort_weight(s->cfg->cohorts, s->cfg->n_cohorts, q->name) : 1;
+	q->weight = cq     ? cq->weight
+	            : node ? cohort_weight(s->cfg->cohorts, s->cfg->n_cohorts, q->name)
+	                   : 1;
 	q->share = node ? queue_tree_share(t, node, node, NULL) : 0;
 	q->nominal = arena_calloc(a, 6, bytes);
 	if (!q->name || !q->nominal)
@@ -100,7 +102,8 @@ static int queue_node(const struct snap_input *s, struct snap *sn, int node)
 			q->borrowing[k] = QUEUE_UNLIMITED;
 		if (q->lending[k] == CONFIG_UNLIMITED)
 			q->lending[k] = QUEUE_UNLIMITED;
-		q->borrowed[k] = node && q->usage[k] > q->nominal[k] ? q->usage[k] - q->nominal[k] : 0;
+		q->borrowed[k] =
+		    node && q->usage[k] > q->nominal[k] ? q->usage[k] - q->nominal[k] : 0;
 	}
 	return 0;
 }
@@ -132,9 +135,10 @@ static void spread_lent(struct snap *sn)
 			for (int i = 1; can > 0 && i < sn->nqueues; i++)
 				if (sn->queues[i].parent == c && !sn->queues[i].cohort)
 					sn->queues[i].lent[k] =
-					    borrowed >= can ? lendable(&sn->queues[i], k)
-					                    : (int64_t)((double)lendable(&sn->queues[i], k) *
-					                                (double)borrowed / (double)can);
+					    borrowed >= can
+					        ? lendable(&sn->queues[i], k)
+					        : (int64_t)((double)lendable(&sn->queues[i], k) *
+					                    (double)borrowed / (double)can);
 		}
 	}
 }
@@ -350,7 +354,8 @@ static int take_gangs(const struct snap_input *s, struct snap *sn)
 
 /* ---- reservations ------------------------------------------------------ */
 
-static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g, const struct snap_input *s)
+static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g,
+                                   const struct snap_input *s)
 {
 	const char *ns = str(s, g->ns), *name = str(s, g->name);
 
@@ -360,7 +365,8 @@ static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g, c
 	return NULL;
 }
 
-static int take_reservation(const struct snap_input *s, struct snap *sn, const struct plan_reservation *v)
+static int take_reservation(const struct snap_input *s, struct snap *sn,
+                            const struct plan_reservation *v)
 {
 	struct snap_gang *o = find_gang(sn, &s->plan->gangs[v->gang], s);
 

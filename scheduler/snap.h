@@ -32,7 +32,7 @@ struct snap_gang {
 	int queue; /* tree node, or QUEUE_NONE */
 	int32_t priority;
 	uint32_t min_member, bound, succeeded, npending;
-	uint32_t tried; /* 0 not tried this cycle */
+	uint32_t tried;                    /* 0 not tried this cycle */
 	uint32_t position, queue_position; /* 1-based among listed gangs; 0 not listed */
 	int64_t created_s, expected_start_s;
 	int64_t *req; /* nslots */
@@ -70,10 +70,10 @@ struct snap {
 	unsigned nres;
 	const char **res_name;
 	unsigned nslots;
-	const char **slot_name;   /* "nvidia.com/gpu" or "nvidia.com/gpu@h100" */
-	const char **slot_res;    /* the resource name of each slot */
+	const char **slot_name; /* "nvidia.com/gpu" or "nvidia.com/gpu@h100" */
+	const char **slot_res;  /* the resource name of each slot */
 	unsigned nlevels;
-	const char **level_name;  /* topology label keys */
+	const char **level_name;   /* topology label keys */
 	struct snap_queue *queues; /* by tree node; 0 is the root */
 	int nqueues;
 	struct snap_gang *gangs; /* waiting gangs in order (position 1 first) */

@@ -156,9 +156,10 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 	if ((uintptr_t)kubeapi_idmap_get(&s->evented, key) != h &&
 	    kubeapi_idmap_put(&s->evented, key, (void *)(uintptr_t)h) == 0) {
 		sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
-		sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
-		               sched_str(s, pod->name), "pod %s/%s waits: %s", sched_str(s, pod->ns),
-		               sched_str(s, pod->name), msg);
+		sched_log_gang(s, sched_str(s, pod->ns),
+		               sched_str(s, pod->group ? pod->group : pod->name),
+		               sched_str(s, pod->name), "pod %s/%s waits: %s",
+		               sched_str(s, pod->ns), sched_str(s, pod->name), msg);
 	}
 }
 

@@ -801,8 +801,9 @@ static void test_cmd_explain(void **state)
 	fake_stop(&f);
 	assert_int_equal(r.rc, 1);
 	assert_string_equal(r.out, "");
-	assert_string_equal(r.err, "muster explain: Muster has no waiting gang b/gone (bound, gone, "
-	                           "or not Muster's: is its schedulerName \"muster\"?)\n");
+	assert_string_equal(r.err,
+	                    "muster explain: Muster has no waiting gang b/gone (bound, gone, "
+	                    "or not Muster's: is its schedulerName \"muster\"?)\n");
 	run_free(&r);
 	free((char *)f.replies[0]);
 	free((char *)f.replies[1]);

@@ -68,7 +68,8 @@ static void small_world(struct snap *sn, struct snap_queue *q, struct snap_node 
 	memset(q, 0, 2 * sizeof(*q));
 	q[0] = (struct snap_queue){.name = "", .parent = -1, .cohort = 1};
 	q[1] = (struct snap_queue){.name = "small", .parent = 0, .weight = 1};
-	q[0].nominal = q[0].usage = q[0].borrowing = q[0].lending = q[0].borrowed = q[0].lent = zeros;
+	q[0].nominal = q[0].usage = q[0].borrowing = q[0].lending = q[0].borrowed = q[0].lent =
+	    zeros;
 	q[1] = q[0];
 	q[1].name = "small";
 	q[1].parent = 0;
@@ -83,8 +84,12 @@ static void small_world(struct snap *sn, struct snap_queue *q, struct snap_node 
 	for (int i = 0; i < 2; i++) {
 		alloc[i][4] = 8;
 		used[i][4] = 4;
-		n[i] = (struct snap_node){.name = i ? "n1" : "n0", .ready = 1, .schedulable = 1,
-		                          .alloc = alloc[i], .used = used[i], .reserved = zeros};
+		n[i] = (struct snap_node){.name = i ? "n1" : "n0",
+		                          .ready = 1,
+		                          .schedulable = 1,
+		                          .alloc = alloc[i],
+		                          .used = used[i],
+		                          .reserved = zeros};
 	}
 	sn->nodes = n;
 	sn->nnodes = 2;
@@ -128,8 +133,8 @@ static void test_explain_quota(void **state)
 	small_world(&sn, q, n, alloc, used);
 	g.pods = pods;
 	g.npending = 1;
-	g.block = (struct plan_block){.why = PLAN_WHY_QUOTA, .node = 1, .slot = 0, .usage = 8,
-	                              .limit = 8, .need = 8};
+	g.block = (struct plan_block){
+	    .why = PLAN_WHY_QUOTA, .node = 1, .slot = 0, .usage = 8, .limit = 8, .need = 8};
 	doc = explain(&sn, &g);
 	by = cJSON_GetObjectItemCaseSensitive(doc, "blockedBy");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(by, "constraint")->valuestring,
@@ -138,12 +143,12 @@ static void test_explain_quota(void **state)
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(by, "at")->valuestring, "small");
 	assert_true(num(by, "usage") == 8 && num(by, "limit") == 8 && num(by, "need") == 8);
 	assert_non_null(strstr(str_at(doc, "explain", 0), "queue small uses 8 of the 8"));
-	assert_non_null(strstr(str_at(doc, "wouldAdmit", 0), "8 nvidia.com/gpu freed in queue small"));
+	assert_non_null(
+	    strstr(str_at(doc, "wouldAdmit", 0), "8 nvidia.com/gpu freed in queue small"));
 	assert_non_null(strstr(str_at(doc, "wouldAdmit", 1), "queue small"));
 	assert_string_equal(
-	    cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(
-	                                         cJSON_GetObjectItemCaseSensitive(doc, "pods"), 0),
-	                                     "name")
+	    cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "pods"), 0), "name")
 	        ->valuestring,
 	    "g2-0");
 	cJSON_Delete(doc);
@@ -161,8 +166,8 @@ static void test_explain_fragmented(void **state)
 
 	(void)state;
 	small_world(&sn, q, n, alloc, used);
-	g.block = (struct plan_block){.why = PLAN_WHY_FIT, .placed = 0, .members = 1,
-	                              .short_nodes = 2, .short_res = 4};
+	g.block = (struct plan_block){
+	    .why = PLAN_WHY_FIT, .placed = 0, .members = 1, .short_nodes = 2, .short_res = 4};
 	g.block.rejected[POLICY_TAINT] = 3;
 	doc = explain(&sn, &g);
 	by = cJSON_GetObjectItemCaseSensitive(doc, "blockedBy");
@@ -202,7 +207,8 @@ static void test_explain_members(void **state)
 	doc = explain(&sn, &g);
 	by = cJSON_GetObjectItemCaseSensitive(doc, "blockedBy");
 	assert_true(num(by, "have") == 3 && num(by, "minMember") == 4);
-	assert_string_equal(str_at(doc, "wouldAdmit", 0), "1 more pod(s) of the gang created (minMember 4)");
+	assert_string_equal(str_at(doc, "wouldAdmit", 0),
+	                    "1 more pod(s) of the gang created (minMember 4)");
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "pods")), 3);
 	cJSON_Delete(doc);
 }
@@ -210,10 +216,8 @@ static void test_explain_members(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_histogram_buckets),
-	    cmocka_unit_test(test_api_counts),
-	    cmocka_unit_test(test_explain_quota),
-	    cmocka_unit_test(test_explain_fragmented),
+	    cmocka_unit_test(test_histogram_buckets), cmocka_unit_test(test_api_counts),
+	    cmocka_unit_test(test_explain_quota),     cmocka_unit_test(test_explain_fragmented),
 	    cmocka_unit_test(test_explain_members),
 	};
 

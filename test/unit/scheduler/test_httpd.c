@@ -716,7 +716,8 @@ static void test_token(void **state)
 	write_text(s->token, "s3cret-token\n");
 	o.token_file = s->token;
 	srv_start(s, &o);
-	exchange(s->port, "GET /debug/queues HTTP/1.1\r\nConnection: close\r\n\r\n", buf, sizeof(buf));
+	exchange(s->port, "GET /debug/queues HTTP/1.1\r\nConnection: close\r\n\r\n", buf,
+	         sizeof(buf));
 	assert_status(buf, 401);
 	assert_has(buf, "\r\nWWW-Authenticate: Bearer\r\n");
 	exchange(s->port,
@@ -729,10 +730,10 @@ static void test_token(void **state)
 	         "close\r\n\r\n",
 	         buf, sizeof(buf));
 	assert_status(buf, 401);
-	exchange(
-	    s->port,
-	    "GET /debug/queues HTTP/1.1\r\nAuthorization: Basic s3cret-token\r\nConnection: close\r\n\r\n",
-	    buf, sizeof(buf));
+	exchange(s->port,
+	         "GET /debug/queues HTTP/1.1\r\nAuthorization: Basic s3cret-token\r\nConnection: "
+	         "close\r\n\r\n",
+	         buf, sizeof(buf));
 	assert_status(buf, 401);
 	/* Two Authorization headers are refused even when one is right. */
 	exchange(s->port,
@@ -740,10 +741,11 @@ static void test_token(void **state)
 	         "Authorization: Bearer x\r\nConnection: close\r\n\r\n",
 	         buf, sizeof(buf));
 	assert_status(buf, 401);
-	exchange(s->port,
-	         "GET /debug/queues HTTP/1.1\r\nAuthorization: bearer  s3cret-token \r\nConnection: "
-	         "close\r\n\r\n",
-	         buf, sizeof(buf));
+	exchange(
+	    s->port,
+	    "GET /debug/queues HTTP/1.1\r\nAuthorization: bearer  s3cret-token \r\nConnection: "
+	    "close\r\n\r\n",
+	    buf, sizeof(buf));
 	assert_status(buf, 200);
 	assert_has(buf, "GET /debug/queues q= a=\n");
 	/* Probes need none. */
