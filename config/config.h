@@ -185,6 +185,11 @@ struct config {
  *  milliseconds. O(len). */
 int config_duration_parse(const char *s, size_t len, int64_t *ms);
 
+/** Amount v of resource res (in the model's units: CPU millicores, bytes,
+ *  devices) as a person writes it, into buf: "16", "500m", "64Gi", or
+ *  "unlimited" for CONFIG_UNLIMITED. */
+void config_format_amount(char *buf, size_t len, const char *res, int64_t v);
+
 /** The errors of one load: the first CONFIG_MAX_ERRORS messages, each
  *  "FILE:LINE:COLUMN: message" (or "FILE: message"), sorted by position,
  *  and how many more were found. Initialise with config_errors_init(). */

@@ -12,28 +12,6 @@
 
 #include "scheduler/debug.h"
 
-/* "16", "0.5", "64Gi": an amount as a person writes it. */
-static void fmt(char *buf, size_t len, const char *res, int64_t v)
-{
-	static const char *const bin[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
-	int u = -1;
-
-	if (v == QUEUE_UNLIMITED) {
-		snprintf(buf, len, "unlimited");
-	} else if (strcmp(res, "cpu") == 0) {
-		snprintf(buf, len, "%g", (double)v / 1000.0);
-	} else if (strcmp(res, "memory") == 0 || strcmp(res, "ephemeral-storage") == 0) {
-		while (u < 4 && v != 0 && v % (1ll << (10 * (u + 2))) == 0)
-			u++;
-		if (u < 0)
-			snprintf(buf, len, "%lld", (long long)v);
-		else
-			snprintf(buf, len, "%lld%s", (long long)(v >> (10 * (u + 1))), bin[u]);
-	} else {
-		snprintf(buf, len, "%lld", (long long)v);
-	}
-}
-
 __attribute__((format(printf, 2, 3))) static void line(cJSON *arr, const char *f, ...)
 {
 	char buf[1024];
@@ -60,10 +38,10 @@ static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, c
 	cJSON_AddNumberToObject(by, "usage", snap_amount(res, b->usage));
 	cJSON_AddNumberToObject(by, "limit", snap_amount(res, b->limit));
 	cJSON_AddNumberToObject(by, "need", snap_amount(res, b->need));
-	fmt(used, sizeof(used), res, b->usage);
-	fmt(limit, sizeof(limit), res, b->limit);
-	fmt(need, sizeof(need), res, b->need);
-	fmt(over, sizeof(over), res, b->usage + b->need - b->limit);
+	config_format_amount(used, sizeof(used), res, b->usage);
+	config_format_amount(limit, sizeof(limit), res, b->limit);
+	config_format_amount(need, sizeof(need), res, b->need);
+	config_format_amount(over, sizeof(over), res, b->usage + b->need - b->limit);
 	line(ex,
 	     "quota: %s %s uses %s of the %s %s it may use (nominal plus what it may borrow); "
 	     "the gang needs %s more",
@@ -135,8 +113,8 @@ static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJS
 	     "fit: only %u of the %u member(s) it needs together fit; %u node(s) it may use "
 	     "lack %s",
 	     b->placed, b->members, b->short_nodes, res);
-	fmt(a, sizeof(a), res, free_total);
-	fmt(n, sizeof(n), res, need);
+	config_format_amount(a, sizeof(a), res, free_total);
+	config_format_amount(n, sizeof(n), res, need);
 	if (need > 0 && free_total >= need) {
 		cJSON_AddBoolToObject(by, "fragmented", 1);
 		line(ex,

@@ -85,32 +85,6 @@ static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi
 	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
 }
 
-/* "16", "500m", "2Ti": how a person writes the amount of a resource. */
-static void fmt_amount(char *buf, size_t len, const char *res, int64_t v)
-{
-	static const char *const bin[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
-
-	if (v == QUEUE_UNLIMITED) {
-		snprintf(buf, len, "unlimited");
-	} else if (strcmp(res, "cpu") == 0) {
-		if (v % 1000 == 0)
-			snprintf(buf, len, "%lld", (long long)(v / 1000));
-		else
-			snprintf(buf, len, "%lldm", (long long)v);
-	} else if (strcmp(res, "memory") == 0 || strcmp(res, "ephemeral-storage") == 0) {
-		int u = -1;
-
-		while (u < 4 && v != 0 && v % (1ll << (10 * (u + 2))) == 0)
-			u++;
-		if (u < 0)
-			snprintf(buf, len, "%lld", (long long)v);
-		else
-			snprintf(buf, len, "%lld%s", (long long)(v >> (10 * (u + 1))), bin[u]);
-	} else {
-		snprintf(buf, len, "%lld", (long long)v);
-	}
-}
-
 static void slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
 {
 	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
@@ -429,9 +403,10 @@ static void quota_message(struct plan_run *r, struct plan_gang *g, const struct 
 	const char *rname = r->cfg->resources.v[s->resource];
 
 	slot_name(r, v->slot, res, sizeof(res));
-	fmt_amount(used, sizeof(used), rname, queue_tree_demand(r->tree, v->node, v->slot));
-	fmt_amount(limit, sizeof(limit), rname, v->limit);
-	fmt_amount(need, sizeof(need), rname, req[v->slot]);
+	config_format_amount(used, sizeof(used), rname,
+	                     queue_tree_demand(r->tree, v->node, v->slot));
+	config_format_amount(limit, sizeof(limit), rname, v->limit);
+	config_format_amount(need, sizeof(need), rname, req[v->slot]);
 	g->state = PLAN_WAITING;
 	r->quota_failed = 1;
 	g->block = (struct plan_block){.why = PLAN_WHY_QUOTA,
