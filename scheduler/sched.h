@@ -10,6 +10,11 @@
  *             when they change
  *   timeout.c gangs waiting past their timeout, and their backoff
  *   evict.c   the planner's victims: DisruptionTarget, eviction, Event
+ *   log.c     leveled logs, text or JSON, naming pod and gang
+ *   lease.c   leader election (lease.h): only the leader runs cycles
+ *   httpd*.c  the debug HTTP server (httpd.h), serving debug.c's routes
+ *             over snap.c's copy of a cycle, and metrics.c's /metrics
+ *   cli*.c    `muster status` and `muster explain`, clients of that API
  *
  * Internal to scheduler/; main.c sees only sched_run().
  */
