@@ -158,7 +158,7 @@ static void members(const struct snap_gang *g, cJSON *by, cJSON *ex, cJSON *to)
 		line(to, "its PodGroup created (the pods name one that does not exist)");
 }
 
-static void reservation(const struct snap *sn, const struct snap_gang *g, cJSON *ex)
+static void reservation(const struct snap_gang *g, cJSON *ex)
 {
 	char when[32];
 	time_t t = (time_t)g->expected_start_s;
@@ -179,7 +179,6 @@ static void reservation(const struct snap *sn, const struct snap_gang *g, cJSON 
 	     "reservation: it holds %u node(s) and starts there by %s, when running work "
 	     "ends; shorter jobs may backfill until then",
 	     g->nresv_nodes, when);
-	(void)sn;
 }
 
 static const char *const constraint_name[] = {
@@ -253,6 +252,6 @@ void debug_explain(const struct snap *sn, const struct snap_gang *g, cJSON *doc)
 		other(g, ex, to);
 		break;
 	}
-	reservation(sn, g, ex);
+	reservation(g, ex);
 	pods(g, doc);
 }

@@ -315,7 +315,9 @@ static void count_gang(struct snap *sn, struct snap_gang *o, uint32_t *qpos)
 		sn->queues[n].pending++;
 }
 
-static int take_gangs(const struct snap_input *s, struct snap *sn)
+/* The listed gangs in order; listed_at[plan gang index] is its index in
+ * sn->gangs + 1, or 0 when not listed. */
+static int take_gangs(const struct snap_input *s, struct snap *sn, uint32_t *listed_at)
 {
 	const struct plan *p = s->plan;
 	const struct plan_gang **order = malloc((p->ngangs + 1) * sizeof(*order));
@@ -345,6 +347,7 @@ static int take_gangs(const struct snap_input *s, struct snap *sn)
 		if ((rc = take_gang(s, sn, &sn->gangs[k], order[k])) < 0)
 			break;
 		sn->gangs[k].position = (uint32_t)k + 1;
+		listed_at[order[k] - p->gangs] = (uint32_t)k + 1;
 		count_gang(sn, &sn->gangs[k], qpos);
 	}
 	sn->ngangs = rc == 0 ? n : 0;
@@ -354,21 +357,10 @@ static int take_gangs(const struct snap_input *s, struct snap *sn)
 
 /* ---- reservations ------------------------------------------------------ */
 
-static struct snap_gang *find_gang(struct snap *sn, const struct plan_gang *g,
-                                   const struct snap_input *s)
+static int take_reservation(struct snap *sn, const struct plan_reservation *v,
+                            const uint32_t *listed_at)
 {
-	const char *ns = str(s, g->ns), *name = str(s, g->name);
-
-	for (size_t k = 0; k < sn->ngangs; k++)
-		if (strcmp(sn->gangs[k].ns, ns) == 0 && strcmp(sn->gangs[k].name, name) == 0)
-			return &sn->gangs[k];
-	return NULL;
-}
-
-static int take_reservation(const struct snap_input *s, struct snap *sn,
-                            const struct plan_reservation *v)
-{
-	struct snap_gang *o = find_gang(sn, &s->plan->gangs[v->gang], s);
+	struct snap_gang *o = listed_at[v->gang] ? &sn->gangs[listed_at[v->gang] - 1] : NULL;
 
 	if (!o || !(o->resv_nodes = arena_calloc(&sn->arena, v->nmembers + 1, sizeof(uint32_t))))
 		return o ? -ENOMEM : 0;
@@ -399,13 +391,16 @@ static int take_reservation(const struct snap_input *s, struct snap *sn,
 
 static int take_all(const struct snap_input *s, struct snap *sn)
 {
+	uint32_t *listed_at = arena_calloc(&sn->arena, s->plan->ngangs + 1, sizeof(*listed_at));
 	int rc;
 
+	if (!listed_at)
+		return -ENOMEM;
 	if ((rc = take_queues(s, sn)) < 0 || (rc = take_nodes(s, sn)) < 0 ||
-	    (rc = take_gangs(s, sn)) < 0)
+	    (rc = take_gangs(s, sn, listed_at)) < 0)
 		return rc;
 	for (size_t k = 0; k < s->plan->nresv; k++)
-		if ((rc = take_reservation(s, sn, &s->plan->resv[k])) < 0)
+		if ((rc = take_reservation(sn, &s->plan->resv[k], listed_at)) < 0)
 			return rc;
 	return 0;
 }

@@ -718,7 +718,7 @@ def test_dockerfile_runtime_has_every_library():
         pytest.skip(f"the runtime image is Debian {release}; this machine is {host.get('VERSION_CODENAME')}")
     binary = os.path.join(TOP, "build", "muster")  # the plain build (the image's), never a sanitized one
     if not os.access(binary, os.X_OK):
-        pytest.skip("build/muster is missing (make)")
+        pytest.fail(f"{binary} is missing: run make first")
     runtime = apt_installs(lines)
     assert runtime, "the runtime stage installs nothing"
 

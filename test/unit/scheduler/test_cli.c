@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -949,34 +948,6 @@ static void test_page(void **state)
 	assert_null(strstr(page, "document.write"));
 }
 
-/* node --check on the page's script, when Node is installed. */
-static void test_page_script_parses(void **state)
-{
-	const char *page = sched_debug_page(NULL);
-	const char *a = strstr(page, "<script>"), *b = strstr(page, "</script>");
-	char path[] = "/tmp/muster-page-XXXXXX.js", cmd[128];
-	int fd, rc;
-
-	(void)state;
-	if (system("command -v node >/dev/null 2>&1") != 0) {
-		print_message(
-		    "SKIP: node is not installed; the page's script is not syntax-checked\n");
-		skip();
-	}
-	assert_non_null(a);
-	assert_non_null(b);
-	a += strlen("<script>");
-	assert_true(b > a);
-	fd = mkstemps(path, 3);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, a, (size_t)(b - a)), b - a);
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "node --check %s", path);
-	rc = system(cmd);
-	unlink(path);
-	assert_int_equal(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -998,7 +969,6 @@ int main(void)
 	    cmocka_unit_test(test_cmd_refused),
 	    cmocka_unit_test(test_cmd_usage),
 	    cmocka_unit_test(test_page),
-	    cmocka_unit_test(test_page_script_parses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

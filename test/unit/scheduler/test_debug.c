@@ -65,9 +65,7 @@ static void small_world(struct snap *sn, struct snap_queue *q, struct snap_node 
                         int64_t alloc[2][5], int64_t used[2][5])
 {
 	memset(sn, 0, sizeof(*sn));
-	memset(q, 0, 2 * sizeof(*q));
-	q[0] = (struct snap_queue){.name = "", .parent = -1, .cohort = 1};
-	q[1] = (struct snap_queue){.name = "small", .parent = 0, .weight = 1};
+	q[0] = (struct snap_queue){.name = "", .parent = -1, .cohort = 1, .weight = 1};
 	q[0].nominal = q[0].usage = q[0].borrowing = q[0].lending = q[0].borrowed = q[0].lent =
 	    zeros;
 	q[1] = q[0];
