@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "queue/queue.h"
 #include "scheduler/plan.h"
+#include "scheduler/snap.h"
 
 /* 2026-01-01T00:00:00Z: synth's creation timestamps count from here. */
 #define BASE_S 1767225600ll
@@ -452,6 +453,29 @@ static void test_no_reclaim_beyond_nominal(void **state)
  * line: reserved on n-0-0 from now + 50. Then, of three 4-GPU gangs:
  * L (runtime 100 s) would still run at H's start: waits; N (no runtime):
  * waits; S (runtime 30 s) ends before: backfills onto n-0-0. */
+/* The debug API's copy of the cycle (scheduler/snap.h) shows gang s/NAME
+ * holding node `node`, reserving `gpus` there, listed first. */
+static void snap_has_reservation(struct world *w, const char *name, const char *node, int64_t gpus)
+{
+	struct snap_input in = {&w->plan, w->qs, w->cfg, w->s.model, 1, NOW_S};
+	struct snap sn = {0};
+	const struct snap_gang *g;
+	const struct snap_node *n = NULL;
+
+	assert_int_equal(snap_take(&in, &sn), 0);
+	g = &sn.gangs[0];
+	assert_string_equal(g->name, name);
+	assert_int_equal(g->position, 1);
+	assert_true(g->reserved);
+	assert_int_equal(g->nresv_nodes, 1);
+	n = &sn.nodes[g->resv_nodes[0]];
+	assert_string_equal(n->name, node);
+	assert_int_equal(n->reserved[KUBEAPI_RES_GPU], gpus);
+	assert_int_equal(n->nreserved_for, 1);
+	assert_ptr_equal(&sn.gangs[n->reserved_for[0]], g);
+	snap_free(&sn);
+}
+
 static void test_reservation_and_backfill(void **state)
 {
 	struct world w;
@@ -478,6 +502,7 @@ static void test_reservation_and_backfill(void **state)
 	assert_int_equal(find(&w, "s", "S")->state, PLAN_ADMITTED);
 	assert_int_equal(w.plan.nbinds, 1);
 	assert_int_equal(w.plan.stats.reservations, 1);
+	snap_has_reservation(&w, "H", "n-0-0", 8);
 	world_free(&w);
 }
 
