@@ -790,7 +790,8 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	    .groups = &w->s.groups,
 	    .vcgroups = &w->s.vcgroups,
 	    .qs = w->qs,
-	    .scheduler = synth_id(&w->s, "muster"),
+	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
+	    .nschedulers = 1,
 	    .now_s = NOW_S,
 	};
 	double ms[MAX_REPS], cpu[MAX_REPS];

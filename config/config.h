@@ -154,9 +154,15 @@ struct config_topology {
 	struct config_strings levels; /**< node label keys, coarse to fine */
 };
 
+/** Most names schedulerNames may list. */
+#define CONFIG_MAX_SCHEDULER_NAMES 8
+
 /** A whole configuration. */
 struct config {
 	char *scheduler_name; /**< default "muster" */
+	/** schedulerNames: several names taken at once (one gang tree, one
+	 *  quota for all); when given, scheduler_name is not used. */
+	struct config_strings scheduler_names;
 	struct config_strings resources;
 	struct config_flavor *flavors;
 	size_t n_flavors;

@@ -70,6 +70,7 @@ void config_free(struct config **cp)
 	free(c->queues);
 	free(c->all_queues);
 	free(c->scheduler_name);
+	config__free_strings(&c->scheduler_names);
 	free(c->default_queue);
 	config__free_strings(&c->resources);
 	config__free_strings(&c->topology.levels);

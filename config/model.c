@@ -258,6 +258,30 @@ static void set_flavors(struct config__loader *l, const yaml_node_t *n, void *ob
 
 /* ---- the root ---------------------------------------------------------- */
 
+/* Several scheduler names, each once: Muster stands in for the schedulers
+ * operators name (volcano, scheduler-plugins-scheduler, ...). The daemon
+ * takes at most CONFIG_MAX_SCHEDULER_NAMES. */
+static void set_scheduler_names(struct config__loader *l, const yaml_node_t *n, void *obj)
+{
+	struct config_strings *r = &((struct config *)obj)->scheduler_names;
+	size_t i, j;
+
+	if (!config__strings(l, n, "schedulerNames", r))
+		return;
+	if (r->n == 0)
+		config__error(l, n, "'schedulerNames' is empty; expected at least one name");
+	if (r->n > CONFIG_MAX_SCHEDULER_NAMES)
+		config__error(l, n, "%zu scheduler names; at most %d", r->n,
+		              CONFIG_MAX_SCHEDULER_NAMES);
+	for (i = 1; i < r->n; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(r->v[i], r->v[j]) == 0) {
+				config__error(l, config__node(l, n->data.sequence.items.start[i]),
+				              "scheduler name '%s' is listed twice", r->v[i]);
+				break;
+			}
+}
+
 /* Replaces the default list: at least one resource, each once, and no more
  * than the quota slots allow. */
 static void set_resources(struct config__loader *l, const yaml_node_t *n, void *obj)
@@ -319,6 +343,7 @@ static const struct config__field root_fields[] = {
     {.key = "schedulerName",
      .kind = CONFIG__STRING,
      .offset = offsetof(struct config, scheduler_name)},
+    {.key = "schedulerNames", .kind = CONFIG__CUSTOM, .fn = set_scheduler_names},
     {.key = "resources", .kind = CONFIG__CUSTOM, .fn = set_resources},
     {.key = "flavors", .kind = CONFIG__CUSTOM, .fn = set_flavors},
     {.key = "topology", .kind = CONFIG__MAP, .sub = &topology_table},

@@ -166,6 +166,46 @@ void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n)
 
 /* ---- PodGroups ------------------------------------------------------------------- */
 
+static int by_task(const void *a, const void *b)
+{
+	const struct kubeapi_min_task *x = a, *y = b;
+
+	return (x->task > y->task) - (x->task < y->task);
+}
+
+/* Volcano spec.minTaskMember: task name -> members of that task the gang
+ * needs; at most KUBEAPI_MAX_TASKS. */
+static int min_tasks(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	const cJSON *m, *e;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "minTaskMember", "spec.minTaskMember", &m)) != 0)
+		return rc < 0 ? rc : 0;
+	cJSON_ArrayForEach(e, m)
+	{
+		struct kubeapi_min_task *t = &g->min_tasks[g->ntasks];
+		size_t len = strlen(e->string);
+
+		if (g->ntasks == KUBEAPI_MAX_TASKS)
+			return kubeapi__fail(d, "spec.minTaskMember: more than %d tasks",
+			                     KUBEAPI_MAX_TASKS);
+		if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX ||
+		    e->valuedouble != (double)(int32_t)e->valuedouble)
+			return kubeapi__fail(d, "spec.minTaskMember.%.64s: expected an integer in "
+			                        "[0, %d]",
+			                     e->string, INT32_MAX);
+		if (len == 0 || len > KUBEAPI_MAX_NAME)
+			return kubeapi__fail(d, "spec.minTaskMember: a task name of %zu bytes", len);
+		if (!(t->task = kubeapi__intern(d, e->string, len)))
+			return -ENOMEM;
+		t->min = (int32_t)e->valuedouble;
+		g->ntasks++;
+	}
+	qsort(g->min_tasks, g->ntasks, sizeof(g->min_tasks[0]), by_task);
+	return 0;
+}
+
 static int podgroup_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
 {
 	const cJSON *minres;
@@ -190,10 +230,64 @@ static int podgroup_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubea
 		return 0;
 	}
 	if ((rc = kubeapi__string_id(d, spec, "queue", "spec.queue", KUBEAPI_MAX_NAME, &g->queue)) <
-	    0)
+	        0 ||
+	    (rc = min_tasks(d, spec, g)) < 0)
 		return rc;
 	return kubeapi__string_id(d, spec, "priorityClassName", "spec.priorityClassName",
 	                          KUBEAPI_MAX_NAME, &g->priority_class);
+}
+
+/* One condition of a Volcano PodGroup: kept only when it is the only one
+ * (Muster writes exactly one); status writes compare against it. */
+static int pg_condition(struct kubeapi__dec *d, const cJSON *c, struct kubeapi_pg_status *st)
+{
+	const char *s, *msg, *t;
+	size_t len, mlen, tlen;
+	int rc;
+
+	if ((rc = kubeapi__string_id(d, c, "type", "status.conditions[].type", 64, &st->cond_type)) <
+	        0 ||
+	    (rc = kubeapi__string_id(d, c, "reason", "status.conditions[].reason", 256,
+	                             &st->cond_reason)) < 0 ||
+	    (rc = kubeapi__string_id(d, c, "transitionID", "status.conditions[].transitionID",
+	                             KUBEAPI_MAX_NAME, &st->transition_id)) < 0 ||
+	    (rc = kubeapi__string(d, c, "status", "status.conditions[].status", 16, &s, &len)) < 0 ||
+	    (rc = kubeapi__string(d, c, "message", "status.conditions[].message", 32768, &msg,
+	                          &mlen)) < 0 ||
+	    (rc = kubeapi__string(d, c, "lastTransitionTime",
+	                          "status.conditions[].lastTransitionTime", 64, &t, &tlen)) < 0)
+		return rc;
+	st->cond_true = s && len == 4 && memcmp(s, "True", 4) == 0;
+	st->cond_msg = msg ? kubeapi_text_hash(msg, mlen) : 0;
+	if (t && kubeapi__parse_time(t, tlen, &st->cond_time_s) < 0)
+		return kubeapi__fail(d, "status.conditions[].lastTransitionTime: not an RFC 3339 "
+		                        "time: \"%s\"",
+		                     t);
+	return 0;
+}
+
+static int pg_status(struct kubeapi__dec *d, const cJSON *status, struct kubeapi_pg_status *st)
+{
+	static const char *const counts[] = {"running", "succeeded", "failed"};
+	int32_t *at[] = {&st->running, &st->succeeded, &st->failed};
+	const cJSON *conds;
+	int64_t v;
+	int rc;
+
+	if ((rc = kubeapi__string_id(d, status, "phase", "status.phase", 64, &st->phase)) < 0)
+		return rc;
+	for (size_t k = 0; k < 3; k++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "status.%s", counts[k]);
+		if ((rc = kubeapi__int(d, status, counts[k], path, 0, INT32_MAX, &v)) < 0)
+			return rc;
+		*at[k] = rc == 0 ? (int32_t)v : 0;
+	}
+	if ((rc = kubeapi__array(d, status, "conditions", "status.conditions", 64, &conds)) < 0)
+		return rc;
+	st->ncond = (uint8_t)cJSON_GetArraySize(conds);
+	return st->ncond == 1 ? pg_condition(d, cJSON_GetArrayItem(conds, 0), st) : 0;
 }
 
 static int podgroup_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
@@ -205,8 +299,7 @@ static int podgroup_fields(struct kubeapi__dec *d, const cJSON *obj, const struc
 
 	if ((rc = kubeapi__object(d, obj, "spec", "spec", &spec)) < 0 ||
 	    (rc = kubeapi__object(d, obj, "status", "status", &status)) < 0 ||
-	    (rc = podgroup_spec(d, spec, g)) < 0 ||
-	    (rc = kubeapi__string_id(d, status, "phase", "status.phase", 64, &g->phase)) < 0)
+	    (rc = podgroup_spec(d, spec, g)) < 0 || (rc = pg_status(d, status, &g->status)) < 0)
 		return rc;
 	return kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &g->muster);
 }
@@ -249,7 +342,12 @@ void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *
 	kubeapi_str_unref(m->in, g->name);
 	kubeapi_str_unref(m->in, g->queue);
 	kubeapi_str_unref(m->in, g->priority_class);
-	kubeapi_str_unref(m->in, g->phase);
+	kubeapi_str_unref(m->in, g->status.phase);
+	kubeapi_str_unref(m->in, g->status.cond_type);
+	kubeapi_str_unref(m->in, g->status.cond_reason);
+	kubeapi_str_unref(m->in, g->status.transition_id);
+	for (unsigned k = 0; k < g->ntasks; k++)
+		kubeapi_str_unref(m->in, g->min_tasks[k].task);
 	kubeapi_blob_unref(m->in, g->min_resources);
 	kubeapi__labels_unref(m->in, g->muster);
 	memset(g, 0, sizeof(*g));

@@ -20,6 +20,7 @@
 
 #define GROUP_LABEL      "scheduling.x-k8s.io/pod-group"
 #define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define TASK_KEY         "volcano.sh/task-spec"
 #define MUSTER_PREFIX    "muster.dev/"
 
 /* The spec under construction: plain arrays, laid out into a blob at the
@@ -597,6 +598,26 @@ static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, str
 	return p->group ? 0 : -ENOMEM;
 }
 
+/* The Volcano task (role) a pod plays, for minTaskMember: the annotation,
+ * else the label, as Volcano's own scheduler reads it. */
+static int pod_task(struct kubeapi__dec *d, const struct kubeapi__meta *md, struct kubeapi_pod *p)
+{
+	const char *s;
+	size_t len;
+	int rc = kubeapi__string(d, md->annotations, TASK_KEY, "metadata.annotations." TASK_KEY,
+	                         KUBEAPI_MAX_NAME, &s, &len);
+
+	if (rc < 0)
+		return rc;
+	if (len == 0 && (rc = kubeapi__string(d, md->labels, TASK_KEY, "metadata.labels." TASK_KEY,
+	                                      KUBEAPI_MAX_NAME, &s, &len)) < 0)
+		return rc;
+	if (len == 0)
+		return 0;
+	p->task = kubeapi__intern(d, s, len);
+	return p->task ? 0 : -ENOMEM;
+}
+
 /* The controller owner reference (controller: true), if any. */
 static int pod_owner(struct kubeapi__dec *d, const cJSON *owners, struct kubeapi_pod *p)
 {
@@ -641,8 +662,8 @@ static int pod_scheduled_condition(struct kubeapi__dec *d, const cJSON *status,
                                    struct kubeapi_pod *p)
 {
 	const cJSON *conds, *c;
-	const char *type, *st, *reason;
-	size_t tlen, slen, rlen;
+	const char *type, *st, *reason, *msg;
+	size_t tlen, slen, rlen, mlen;
 	int rc;
 
 	if ((rc = kubeapi__array(d, status, "conditions", "status.conditions", 64, &conds)) < 0)
@@ -654,10 +675,13 @@ static int pod_scheduled_condition(struct kubeapi__dec *d, const cJSON *status,
 		    kubeapi__string(d, c, "status", "status.conditions[].status", 16, &st, &slen) <
 		        0 ||
 		    kubeapi__string(d, c, "reason", "status.conditions[].reason", 128, &reason,
-		                    &rlen) < 0)
+		                    &rlen) < 0 ||
+		    kubeapi__string(d, c, "message", "status.conditions[].message", 32768, &msg,
+		                    &mlen) < 0)
 			return -EINVAL;
 		if (!type || tlen != 12 || memcmp(type, "PodScheduled", 12) != 0)
 			continue;
+		p->sched_msg = msg ? kubeapi_text_hash(msg, mlen) : 0;
 		if (st && slen == 4 && memcmp(st, "True", 4) == 0)
 			p->sched_cond = KUBEAPI_SCHED_COND_TRUE;
 		else if (reason && rlen == 13 && memcmp(reason, "Unschedulable", 13) == 0)
@@ -696,7 +720,8 @@ static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kub
 		return rc;
 	if ((rc = kubeapi__string_id(d, spec, "nodeName", "spec.nodeName", KUBEAPI_MAX_NAME,
 	                             &p->node)) < 0 ||
-	    (rc = pod_group(d, md, p)) < 0 || (rc = pod_owner(d, md->owners, p)) < 0 ||
+	    (rc = pod_group(d, md, p)) < 0 || (rc = pod_task(d, md, p)) < 0 ||
+	    (rc = pod_owner(d, md->owners, p)) < 0 ||
 	    (rc = pod_phase(d, status, p)) < 0 ||
 	    (rc = pod_scheduled_condition(d, status, p)) < 0 ||
 	    (rc = pod_start_time(d, status, p)) < 0 ||
@@ -747,6 +772,7 @@ void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
 	kubeapi_str_unref(in, p->name);
 	kubeapi_str_unref(in, p->node);
 	kubeapi_str_unref(in, p->group);
+	kubeapi_str_unref(in, p->task);
 	kubeapi_str_unref(in, p->owner_kind);
 	kubeapi_str_unref(in, p->owner_name);
 	kubeapi__podspec_unref(in, p->spec);

@@ -191,6 +191,8 @@ struct kubeapi_pod {
 	uint32_t group;                  /* PodGroup name in ns; 0 for a pod on its own */
 	uint32_t owner_kind, owner_name; /* controller owner reference, or 0 */
 	uint8_t phase, group_source, sched_cond, deleting;
+	uint32_t task;      /* Volcano task: annotation or label volcano.sh/task-spec, or 0 */
+	uint32_t sched_msg; /* kubeapi_text_hash() of PodScheduled's message, 0 if none */
 	uint32_t pad_;
 	int64_t created_s, deleted_s;        /* creation, deletion timestamps (unix s) */
 	int64_t started_s;                   /* status.startTime (unix s), 0 when absent */
@@ -218,22 +220,58 @@ enum kubeapi_dialect {
 	KUBEAPI_PG_VOLCANO,           /* scheduling.volcano.sh/v1beta1 */
 };
 
+/* Volcano spec.minTaskMember: at most this many tasks (a training job has
+ * a handful of roles: master, worker, ps, chief, evaluator, launcher). */
+#define KUBEAPI_MAX_TASKS 8
+
+struct kubeapi_min_task {
+	uint32_t task; /* the name pods carry in volcano.sh/task-spec */
+	int32_t min;
+};
+
+/* A PodGroup's status as the API server holds it: what status writes are
+ * compared with. Volcano's conditions are read only when there is exactly
+ * one (what Muster writes); several are reported as ncond > 1. */
+struct kubeapi_pg_status {
+	uint32_t phase; /* status.phase, or 0 */
+	int32_t running, succeeded, failed;
+	uint32_t cond_type, cond_reason; /* the condition's type and reason */
+	uint32_t cond_msg;               /* kubeapi_text_hash() of its message */
+	uint32_t transition_id;          /* its transitionID */
+	int64_t cond_time_s;             /* its lastTransitionTime (unix s) */
+	uint8_t ncond, cond_true;        /* how many conditions; status "True" */
+	uint16_t pad_;
+};
+
 struct kubeapi_podgroup {
 	uint8_t uid[16];
 	uint32_t ns, name;
 	uint8_t dialect;
 	uint8_t has_timeout;
-	uint16_t pad_;
+	uint8_t ntasks; /* entries in min_tasks */
+	uint8_t pad_;
 	int32_t min_member;
 	int32_t timeout_s;       /* scheduleTimeoutSeconds, when has_timeout */
 	uint32_t queue;          /* Volcano spec.queue, else 0 */
 	uint32_t priority_class; /* Volcano spec.priorityClassName, else 0 */
-	uint32_t phase;          /* status.phase as written last */
 	int64_t created_s;
 	uint64_t rv;
 	const struct kubeapi_reslist *min_resources;
 	const struct kubeapi_labels *muster;
+	struct kubeapi_pg_status status;
+	struct kubeapi_min_task min_tasks[KUBEAPI_MAX_TASKS]; /* Volcano, sorted by task id */
 };
+
+/** A 32-bit hash of text[0..len) (FNV-1a, never 0): how a status message
+ *  is remembered without keeping it. O(len). */
+static inline uint32_t kubeapi_text_hash(const char *text, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)text[i]) * 16777619u;
+	return h ? h : 1;
+}
 
 struct kubeapi_priorityclass {
 	uint32_t name;

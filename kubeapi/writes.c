@@ -142,6 +142,36 @@ void kubeapi_format_microtime(struct timespec t, char out[32])
 	snprintf(out + n, 32 - n, ".%06dZ", (int)((t.tv_nsec / 1000) % 1000000));
 }
 
+/* The patch's metadata.resourceVersion: a precondition (see
+ * kubeapi_target). */
+static void add_precondition(cJSON *patch, const struct kubeapi_target *t)
+{
+	cJSON *md;
+
+	if (!t->resource_version)
+		return;
+	md = cJSON_AddObjectToObject(patch, "metadata");
+	if (md)
+		cJSON_AddStringToObject(md, "resourceVersion", t->resource_version);
+}
+
+uint64_t kubeapi_response_rv(const struct kubeapi_response *r)
+{
+	cJSON *o = r && r->body ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+	const cJSON *rv = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+	uint64_t v = 0;
+	char *end;
+
+	if (cJSON_IsString(rv) && rv->valuestring[0] >= '0' && rv->valuestring[0] <= '9') {
+		errno = 0;
+		v = strtoull(rv->valuestring, &end, 10);
+		if (errno || *end)
+			v = 0;
+	}
+	cJSON_Delete(o);
+	return v;
+}
+
 int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_target *t,
                                 const char *type, const char *status, const char *reason,
                                 const char *message, time_t now, kubeapi_http_done_cb cb,
@@ -170,6 +200,7 @@ int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_tar
 		cJSON_AddStringToObject(c, "message", message);
 	cJSON_AddStringToObject(c, "lastTransitionTime", ts);
 	cJSON_AddStringToObject(c, "lastProbeTime", ts);
+	add_precondition(p, t);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", t->ns, t->name);
 	return submit_json(h, KUBEAPI_PATCH_STRATEGIC, path, p, KUBEAPI_REQ_RETRY, cb, data);
 }
@@ -196,6 +227,7 @@ int kubeapi_patch_podgroup_status(struct kubeapi_http *h, enum kubeapi_dialect d
 		return -ENOMEM;
 	}
 	cJSON_AddItemToObject(p, "status", st);
+	add_precondition(p, t);
 	/* scheduler-plugins' CRD has a status subresource; Volcano's has none
 	 * (`subresources: {}`), so its status is patched on the object. */
 	snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s%s", gv, t->ns, t->name,

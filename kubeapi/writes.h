@@ -22,6 +22,11 @@
 struct kubeapi_target {
 	const char *ns, *name;
 	const char *uid; /* precondition where the API supports one; may be NULL */
+	/* Status patches: the resourceVersion the change was computed from.
+	 * The server refuses the patch (409) when the object has changed
+	 * since, so an old intention never lands over a newer state. May be
+	 * NULL: no precondition. */
+	const char *resource_version;
 };
 
 /** POST pods/binding: bind pod `t` to `node`. With a uid, the server
@@ -44,6 +49,10 @@ int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_tar
                                 const char *type, const char *status, const char *reason,
                                 const char *message, time_t now, kubeapi_http_done_cb cb,
                                 void *data);
+
+/** The metadata.resourceVersion of the object a write's response body
+ *  holds, when numeric (as etcd's are); 0 otherwise. Parses the body. */
+uint64_t kubeapi_response_rv(const struct kubeapi_response *r);
 
 /** Merge patch of a PodGroup's status in its own dialect (the status
  *  subresource for scheduler-plugins; the object itself for Volcano, whose

@@ -198,6 +198,7 @@ static const char *const why_name[] = {
     [PLAN_WHY_TIMEOUT] = "Timeout",
     [PLAN_WHY_NO_QUEUE] = "NoQueue",
     [PLAN_WHY_PREEMPTING] = "Preempting",
+    [PLAN_WHY_ENQUEUE] = "MinResources",
 };
 
 static const char *const kind_name[] = {"PodGroup", "VolcanoPodGroup", "Pod"};

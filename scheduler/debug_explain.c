@@ -186,6 +186,7 @@ static const char *const constraint_name[] = {
     [PLAN_WHY_FIT] = "fit",          [PLAN_WHY_STRICT_FIFO] = "strictFIFO",
     [PLAN_WHY_MEMBERS] = "members",  [PLAN_WHY_TIMEOUT] = "timeout",
     [PLAN_WHY_NO_QUEUE] = "noQueue", [PLAN_WHY_PREEMPTING] = "preempting",
+    [PLAN_WHY_ENQUEUE] = "minResources",
 };
 
 static void other(const struct snap_gang *g, cJSON *ex, cJSON *to)
@@ -206,6 +207,12 @@ static void other(const struct snap_gang *g, cJSON *ex, cJSON *to)
 	case PLAN_WHY_PREEMPTING:
 		line(ex, "preempting: room is held for it while the gangs it preempted end");
 		line(to, "its victims' pods ending (their termination grace period)");
+		break;
+	case PLAN_WHY_ENQUEUE:
+		line(ex, "minResources: %s", g->message ? g->message : "its PodGroup is not enqueued");
+		line(to,
+		     "its queue's quota (beside the PodGroups already enqueued) or the cluster "
+		     "covering the PodGroup's minResources; or smaller minResources");
 		break;
 	default:
 		line(ex, "not tried in the last cycle");

@@ -68,8 +68,9 @@ static const char run_usage[] =
     "                          service account (KUBERNETES_SERVICE_HOST and\n"
     "                          /var/run/secrets/kubernetes.io/serviceaccount)\n"
     "  --context NAME          a kubeconfig context other than the current one\n"
-    "  --scheduler-name NAME   the spec.schedulerName to take (default: the\n"
-    "                          configuration's schedulerName, itself \"muster\" by default)\n"
+    "  --scheduler-name NAME   a spec.schedulerName to take; repeat it to take several\n"
+    "                          (default: the configuration's schedulerNames or\n"
+    "                          schedulerName, itself \"muster\" by default)\n"
     "  --debug-addr ADDR       serve /healthz, /readyz, /metrics and /debug on host:port\n"
     "                          (e.g. 127.0.0.1:10251); any address but loopback also\n"
     "                          needs the three flags below\n"
@@ -230,7 +231,12 @@ static int cmd_run(int argc, char **argv)
 			o.context = optarg;
 			break;
 		case 'n':
-			o.scheduler_name = optarg;
+			if (o.nscheduler_names == SCHED_MAX_NAMES) {
+				fprintf(stderr, "muster run: at most %d --scheduler-name\n",
+				        SCHED_MAX_NAMES);
+				return 2;
+			}
+			o.scheduler_names[o.nscheduler_names++] = optarg;
 			break;
 		case 'd':
 			o.debug_addr = optarg;

@@ -85,7 +85,7 @@ static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi
 	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
 }
 
-static void slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
+void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
 {
 	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
 
@@ -146,8 +146,9 @@ static int32_t pod_priority(const struct kubeapi_pod *pod)
 	return pod->spec && pod->spec->has_priority ? pod->spec->priority : 0;
 }
 
-/* The queue of a pod in PodGroup pg (or alone, pg NULL), or QUEUE_NONE
- * with res->reason saying why. */
+/* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
+ * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason saying
+ * why. */
 static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
                     const struct kubeapi_pod *pod, struct queue_resolution *res)
 {
@@ -155,15 +156,17 @@ static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
 
 	if (pg)
 		label = kubeapi_labels_get(pg->muster, r->queue_label);
-	if (!label)
+	if (!label && pod)
 		label = kubeapi_labels_get(pod->muster, r->queue_label);
 	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)
 		volcano = pg->queue;
 	queue_resolve(r->in->qs, label ? plan__str(r, label) : NULL,
-	              volcano ? plan__str(r, volcano) : NULL, plan__str(r, pod->ns), res);
+	              volcano ? plan__str(r, volcano) : NULL, plan__str(r, pod ? pod->ns : pg->ns),
+	              res);
 	return res->node;
 }
 
+/* pod: a member, or NULL for a PodGroup without pods. */
 static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
 {
 	struct queue_resolution res;
@@ -186,37 +189,59 @@ static int32_t group_priority(const struct plan_run *r, const struct kubeapi_pod
 	return pc ? pc->value : INT32_MIN;
 }
 
+/* A new gang record under key, indexed. NULL: out of memory. */
+static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns, uint32_t name)
+{
+	struct plan *p = r->p;
+	struct plan_gang *g;
+
+	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) <
+	    0)
+		return NULL;
+	g = &p->gangs[p->ngangs++];
+	memset(g, 0, sizeof(*g));
+	g->key = key;
+	g->ns = ns;
+	g->name = name;
+	g->priority = INT32_MIN;
+	g->queue = QUEUE_NONE;
+	g->state = PLAN_RUNNING;
+	g->min_member = 1;
+	if (kubeapi_idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
+		return NULL;
+	return g;
+}
+
+/* What gang g takes from its PodGroup pg. */
+static void use_group(const struct plan_run *r, struct plan_gang *g,
+                      const struct kubeapi_podgroup *pg)
+{
+	g->group = pg;
+	g->min_member = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
+	g->submitted_s = pg->created_s;
+	g->priority = group_priority(r, pg);
+	g->fixed_priority = g->priority != INT32_MIN;
+}
+
 /* The gang pod belongs to, created on first sight. NULL: out of memory. */
-static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t *cap)
+static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	struct plan *p = r->p;
 	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
 	                          : plan_gang_key(pod->ns, pod->name, 1);
 	uintptr_t at = (uintptr_t)kubeapi_idmap_get(&r->by_group, key);
+	const struct kubeapi_podgroup *pg;
 	struct plan_gang *g;
 
 	if (at)
 		return &p->gangs[at - 1];
-	if (arena_grow(&p->arena, &p->gangs, p->ngangs, cap, sizeof(*p->gangs), 1024) < 0)
+	if (!(g = new_gang(r, key, pod->ns, pod->group ? pod->group : pod->name)))
 		return NULL;
-	g = &p->gangs[p->ngangs++];
-	memset(g, 0, sizeof(*g));
-	g->key = key;
-	g->ns = pod->ns;
-	g->name = pod->group ? pod->group : pod->name;
-	g->priority = INT32_MIN;
-	g->queue = QUEUE_NONE;
-	g->state = PLAN_RUNNING;
-	g->min_member = 1;
 	g->submitted_s = pod->created_s;
+	g->enqueued = !pod->group; /* a single pod has no minResources */
 	if (pod->group) {
-		g->group = find_group(r, pod);
-		if (g->group) {
-			g->min_member =
-			    g->group->min_member > 0 ? (uint32_t)g->group->min_member : 1;
-			g->submitted_s = g->group->created_s;
-			g->priority = group_priority(r, g->group);
-			g->fixed_priority = g->priority != INT32_MIN;
+		if ((pg = find_group(r, pod))) {
+			use_group(r, g, pg);
 		} else {
 			g->state = PLAN_INCOMPLETE;
 			g->block.why = PLAN_WHY_MEMBERS;
@@ -225,15 +250,46 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 			                          plan__str(r, g->ns), plan__str(r, g->name));
 		}
 	}
-	if (kubeapi_idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
-		return NULL;
 	resolve_queue(r, g, pod);
 	return g;
 }
 
+/* Standing in for Volcano: its PodGroups that have no pod of Muster's yet
+ * are gangs too, so they can be enqueued (operators such as Kubeflow's
+ * create pods only once their PodGroup is Inqueue). One that has run
+ * (Running, Completed, Unknown) and lost its pods is left as it is. */
+static int group_gangs(struct plan_run *r)
+{
+	const struct kubeapi_idmap *m = r->in->vcgroups;
+	struct plan_gang *g;
+
+	if (!r->in->volcano_groups || !m)
+		return 0;
+	for (size_t i = 0; i < m->nslots; i++) {
+		const struct kubeapi_podgroup *pg = m->slots[i].value;
+		uint64_t key;
+
+		if (!m->slots[i].key ||
+		    (pg->status.phase && pg->status.phase != r->phase_pending &&
+		     pg->status.phase != r->phase_inqueue))
+			continue;
+		key = plan_gang_key(pg->ns, pg->name, 0);
+		if (kubeapi_idmap_get(&r->by_group, key))
+			continue;
+		if (!(g = new_gang(r, key, pg->ns, pg->name)))
+			return -ENOMEM;
+		use_group(r, g, pg);
+		resolve_queue(r, g, NULL);
+	}
+	return 0;
+}
+
 static bool is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 {
-	return pod->spec && pod->spec->scheduler == r->in->scheduler;
+	for (size_t k = 0; pod->spec && k < r->in->nschedulers; k++)
+		if (pod->spec->scheduler == r->in->schedulers[k])
+			return true;
+	return false;
 }
 
 /* The node a pod is on or assumed on: its name id, or 0. */
@@ -270,8 +326,7 @@ static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long nod
  * Muster's, into its gang (a single pod is a gang of one: it may be a
  * victim) and its queue's usage. Every pod on a known node is remembered
  * for preemption and for the reservations' timeline. */
-static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32_t node,
-                       size_t *cap)
+static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32_t node)
 {
 	long i = policy_nodes_find(&r->p->nodes, node);
 	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
@@ -284,9 +339,10 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, -1);
 	r->p->stats.bound_pods++;
 	if (is_ours(r, pod) && (pod->group || r->preemption)) {
-		if (!(g = gang_of(r, pod, cap)))
+		if (!(g = gang_of(r, pod)))
 			return -ENOMEM;
 		g->bound++;
+		g->running += pod->phase == KUBEAPI_POD_RUNNING;
 		if (!g->fixed_priority && pod_priority(pod) > g->priority)
 			g->priority = pod_priority(pod); /* what a preemptor weighs */
 		queue = g->queue;
@@ -306,7 +362,6 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 static int count_pods(struct plan_run *r)
 {
 	const struct kubeapi_idmap *m = r->in->pods;
-	size_t cap = 0;
 	int rc;
 
 	for (size_t s = 0; s < m->nslots; s++) {
@@ -320,23 +375,25 @@ static int count_pods(struct plan_run *r)
 			/* Finished members hold nothing, but count for the
 			 * PodGroup's status and toward minMember. */
 			if (pod->group && is_ours(r, pod)) {
-				if (!(g = gang_of(r, pod, &cap)))
+				if (!(g = gang_of(r, pod)))
 					return -ENOMEM;
 				g->succeeded += pod->phase == KUBEAPI_POD_SUCCEEDED;
 				g->failed += pod->phase == KUBEAPI_POD_FAILED;
+				if (pod->task && (rc = plan__task_done(r, g, pod)) < 0)
+					return rc;
 			}
 			continue;
 		}
 		r->p->stats.pods++;
 		node = node_of(r, pod);
 		if (node) {
-			if ((rc = count_bound(r, pod, node, &cap)) < 0)
+			if ((rc = count_bound(r, pod, node)) < 0)
 				return rc;
 			continue;
 		}
 		if (!is_ours(r, pod) || pod->deleting)
 			continue;
-		if (!(g = gang_of(r, pod, &cap)))
+		if (!(g = gang_of(r, pod)))
 			return -ENOMEM;
 		g->npending++;
 		if (!g->fixed_priority && pod_priority(pod) > g->priority)
@@ -363,7 +420,6 @@ static int collect_pending(struct plan_run *r)
 {
 	const struct kubeapi_idmap *m = r->in->pods;
 	struct plan *p = r->p;
-	size_t cap = p->ngangs;
 
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
@@ -382,7 +438,7 @@ static int collect_pending(struct plan_run *r)
 		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !is_ours(r, pod) ||
 		    pod->deleting)
 			continue;
-		if (!(g = gang_of(r, pod, &cap)))
+		if (!(g = gang_of(r, pod)))
 			return -ENOMEM;
 		g->pending[g->npending++] = pod;
 	}
@@ -402,7 +458,7 @@ static void quota_message(struct plan_run *r, struct plan_gang *g, const struct 
 	const struct queue_slot *s = queue_set_slot(r->in->qs, v->slot);
 	const char *rname = r->cfg->resources.v[s->resource];
 
-	slot_name(r, v->slot, res, sizeof(res));
+	plan__slot_name(r, v->slot, res, sizeof(res));
 	config_format_amount(used, sizeof(used), rname,
 	                     queue_tree_demand(r->tree, v->node, v->slot));
 	config_format_amount(limit, sizeof(limit), rname, v->limit);
@@ -672,6 +728,8 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 	uint32_t first = r->p->nbinds;
 	int rc = 1;
 
+	if (g->group && g->group->ntasks)
+		need = plan__task_order(r, g, need);
 	if (need > g->npending)
 		need = g->npending; /* cannot happen: such gangs are INCOMPLETE */
 	if (need && (rc = admit(r, g, g->pending, need)) <= 0)
@@ -750,7 +808,7 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		struct plan_gang *g = &p->gangs[k];
 		int64_t *req;
 
-		if (g->npending == 0 || g->state != PLAN_RUNNING)
+		if (g->npending == 0 || g->state != PLAN_RUNNING || !g->enqueued)
 			continue;
 		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))
 			return -ENOMEM;
@@ -765,6 +823,8 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 			    g->bound + g->succeeded + g->npending, g->min_member, g->min_member);
 			continue;
 		}
+		if (g->group && g->group->ntasks && plan__tasks_short(r, g))
+			continue;
 		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {
 			g->state = PLAN_BACKOFF;
 			g->block.why = PLAN_WHY_TIMEOUT;
@@ -863,6 +923,8 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	r->runtime_key = find_id(r, "muster.dev/expected-runtime");
 	r->preemptible_key = find_id(r, "muster.dev/preemptible");
 	r->false_value = find_id(r, "false");
+	r->phase_pending = find_id(r, "Pending");
+	r->phase_inqueue = find_id(r, "Inqueue");
 	for (size_t k = 0; k < r->cfg->n_all_queues; k++)
 		r->preemption |=
 		    r->cfg->all_queues[k]->preemption.within_queue != CONFIG_WITHIN_QUEUE_NEVER ||
@@ -912,7 +974,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 	int rc;
 
 	if ((rc = setup(&r, p, in)) == 0 && (rc = count_pods(&r)) == 0 &&
-	    (rc = collect_pending(&r)) == 0) {
+	    (rc = group_gangs(&r)) == 0 && (rc = collect_pending(&r)) == 0 &&
+	    (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
@@ -940,6 +1003,7 @@ void plan_free(struct plan *p)
 			free(p->holds.slots[i].value);
 	kubeapi_idmap_free(&p->holds);
 	kubeapi_idmap_free(&p->seen);
+	kubeapi_idmap_free(&p->enqueued);
 	policy_nodes_release(&p->nodes);
 	arena_free(&p->arena);
 	memset(p, 0, sizeof(*p));

@@ -9,6 +9,11 @@
  *      node (pods of other schedulers included);
  *   2. gangs: Muster's pods grouped by PodGroup (either dialect), or
  *      alone; their queue (queue_resolve), priority, submission time;
+ *      standing in for Volcano, also its PodGroups that have no pod yet;
+ *   2b. the enqueue gate (plan_enqueue.c): a PodGroup's minResources must
+ *      fit its queue's quota, beside the other enqueued PodGroups that
+ *      have not started, and the cluster's capacity, before its pods are
+ *      tried (Volcano shows this as the phase Inqueue);
  *   3. queue usage counted again from the bound and assumed members of
  *      every gang, so usage is always what runs (a reload of the
  *      configuration loses nothing);
@@ -45,7 +50,13 @@ struct plan_input {
 	const struct kubeapi_idmap *groups, *vcgroups; /* PodGroups of both dialects */
 	const struct kubeapi_idmap *priorityclasses;   /* may be NULL */
 	struct queue_set *qs;                          /* its usage is recounted */
-	uint32_t scheduler;                            /* id of our schedulerName */
+	/* Ids of the schedulerNames Muster takes (one gang tree and one quota
+	 * for all of them); an id no pod has is harmless. */
+	const uint32_t *schedulers;
+	size_t nschedulers;
+	/* Muster stands in for Volcano (it takes the name "volcano"): Volcano
+	 * PodGroups are its own before any pod exists, to enqueue them. */
+	uint8_t volcano_groups;
 	/* Pods Muster bound and has not yet seen bound: pod key -> node
 	 * name id (as uintptr_t). May be NULL. */
 	const struct kubeapi_idmap *assumed;
@@ -88,6 +99,7 @@ enum plan_why {
 	PLAN_WHY_TIMEOUT,     /* backing off after a timeout */
 	PLAN_WHY_NO_QUEUE,    /* no queue takes it */
 	PLAN_WHY_PREEMPTING,  /* victims chosen; waiting for them to end */
+	PLAN_WHY_ENQUEUE,     /* PodGroup minResources: quota (node, slot, ...) or cluster */
 };
 
 struct plan_block {
@@ -104,6 +116,10 @@ struct plan_block {
 	uint32_t rejected[POLICY_REJECT_COUNT];
 	/* PLAN_WHY_STRICT_FIFO: the head's gang index. */
 	uint32_t head;
+	/* PLAN_WHY_MEMBERS: a task of minTaskMember is short (task id). */
+	uint32_t task;
+	/* PLAN_WHY_ENQUEUE: node < 0 when the cluster's capacity, not a
+	 * quota, is short: of resource short_res, usage = the capacity. */
 };
 
 struct plan_gang {
@@ -117,7 +133,11 @@ struct plan_gang {
 	int64_t submitted_s;
 	uint32_t min_member;
 	uint32_t bound;             /* members bound or assumed, not finished */
+	uint32_t running;           /* of those, in phase Running */
 	uint32_t succeeded, failed; /* members finished */
+	/* The PodGroup passed the minResources gate (Volcano: Inqueue); its
+	 * pods may be admitted. Always 1 for a single pod. */
+	uint8_t enqueued;
 	uint32_t npending;
 	const struct kubeapi_pod **pending; /* not yet bound, by creation then name */
 	uint32_t first_bind, nbind;         /* into plan.binds */
@@ -190,6 +210,10 @@ struct plan {
 	 * first saw it waiting, the tie-break between equal submission times. */
 	struct kubeapi_idmap seen;
 	uint64_t seen_seq;
+	/* Kept across cycles: gangs whose PodGroup passed the minResources
+	 * gate and has not started yet (key -> 1), so a decision stands
+	 * before the watch shows the PodGroup Inqueue. */
+	struct kubeapi_idmap enqueued;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it

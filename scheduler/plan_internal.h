@@ -4,6 +4,8 @@
  *   plan.c          gangs, usage, the admission loop
  *   plan_time.c     runtimes, reservations and backfill
  *   plan_preempt.c  preemption, reclaim, and the room held for preemptors
+ *   plan_group.c    what a PodGroup asks beyond minMember: the
+ *                   minResources gate (enqueue) and minTaskMember
  *
  * Internal to scheduler/plan*.c.
  */
@@ -83,6 +85,9 @@ struct plan_run {
 	uint32_t runtime_key;          /* id of "muster.dev/expected-runtime" */
 	uint32_t preemptible_key;      /* id of "muster.dev/preemptible" */
 	uint32_t false_value;          /* id of "false" */
+	uint32_t phase_pending;        /* id of "Pending" */
+	uint32_t phase_inqueue;        /* id of "Inqueue" */
+	size_t cap_gangs;              /* room in p->gangs */
 	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
 	struct policy_fitcache fits;
 	struct kubeapi_idmap memo; /* static fit -> struct memo */
@@ -105,10 +110,22 @@ struct plan_run {
 	uint8_t ends_built;
 	struct plan_undo *undo; /* room for one backfill placement's lowering */
 	size_t cap_undo;
+	/* Finished members that name a Volcano task: minTaskMember counts
+	 * them. */
+	struct plan_task_done *done;
+	size_t ndone, cap_done;
+	/* Allocatable of ready, schedulable nodes per model resource, for the
+	 * minResources gate; built when first needed. */
+	int64_t *capacity;
+};
+
+struct plan_task_done {
+	uint32_t gang, task;
 };
 
 /* plan.c */
 const char *plan__str(const struct plan_run *r, uint32_t id);
+void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len);
 const char *plan__printf(struct plan_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
@@ -131,6 +148,12 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
                          const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
                          struct policy_why *why);
+
+/* plan_group.c */
+int plan__enqueue(struct plan_run *r);
+int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct kubeapi_pod *pod);
+bool plan__tasks_short(struct plan_run *r, struct plan_gang *g);
+uint32_t plan__task_order(struct plan_run *r, struct plan_gang *g, uint32_t need);
 
 /* plan_preempt.c */
 int plan__holds(struct plan_run *r);

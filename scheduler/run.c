@@ -72,6 +72,23 @@ static void on_reload(void *data, enum config_reload what, const struct config_e
 		sched_log(s, "  %s", errs->v[i].msg);
 }
 
+/* The scheduler names in force: the flags', else the configuration's. */
+static void use_names(struct sched *s)
+{
+	const struct config_strings *c = &s->cfg->scheduler_names;
+
+	if (s->opt.nscheduler_names) {
+		memcpy(s->names, s->opt.scheduler_names, sizeof(s->names));
+		s->nnames = s->opt.nscheduler_names;
+		return;
+	}
+	s->nnames = 0;
+	for (size_t k = 0; k < c->n && k < SCHED_MAX_NAMES; k++)
+		s->names[s->nnames++] = c->v[k];
+	if (s->nnames == 0)
+		s->names[s->nnames++] = s->cfg->scheduler_name;
+}
+
 /* Between cycles: a new configuration replaces the old one whole. Usage
  * is counted again from the bound pods every cycle, so nothing admitted
  * is lost or evicted by the swap. */
@@ -93,8 +110,7 @@ static void apply_config(struct sched *s)
 	config_free(&s->cfg);
 	s->cfg = fresh;
 	s->qs = qs;
-	if (!s->opt.scheduler_name)
-		s->name = s->cfg->scheduler_name;
+	use_names(s);
 	sched_log(s, "%s: applied (%zu cohorts, %zu queues)", s->opt.config, s->cfg->n_all_cohorts,
 	          s->cfg->n_all_queues);
 }
@@ -177,6 +193,7 @@ static void cycle(struct sched *s)
 	    .refused = &s->refused,
 	};
 	struct kubeapi_idmap assumed = {0}, backoff = {0};
+	uint32_t ids[SCHED_MAX_NAMES];
 	uint64_t t0 = uv_hrtime();
 	int rc;
 
@@ -192,11 +209,17 @@ static void cycle(struct sched *s)
 		sched_evict_sweep(s);
 	}
 	in.qs = s->qs;
-	/* No pod names this scheduler yet: a cycle still runs (with an id no
-	 * pod has), so usage, nodes and the debug API are current. */
-	in.scheduler = kubeapi_str_find(kubeapi_model_intern(m), s->name, strlen(s->name));
-	if (!in.scheduler)
-		in.scheduler = UINT32_MAX;
+	/* A name no pod has yet has no id: the cycle still runs, so usage,
+	 * nodes and the debug API are current. */
+	for (unsigned k = 0; k < s->nnames; k++) {
+		uint32_t id = kubeapi_str_find(kubeapi_model_intern(m), s->names[k],
+		                               strlen(s->names[k]));
+
+		if (id)
+			ids[in.nschedulers++] = id;
+		in.volcano_groups |= strcmp(s->names[k], "volcano") == 0;
+	}
+	in.schedulers = ids;
 	/* The planner wants pod -> node; the assumed map holds more. */
 	for (size_t i = 0; i < s->assumed.nslots; i++) {
 		const struct sched_assumed *e = s->assumed.slots[i].value;
@@ -430,7 +453,7 @@ static int start(struct sched *s)
 	}
 	if ((rc = queue_set_build(s->cfg, &s->qs)) < 0)
 		return rc;
-	s->name = s->opt.scheduler_name ? s->opt.scheduler_name : s->cfg->scheduler_name;
+	use_names(s);
 	if ((rc = connect_api(s)) < 0)
 		return rc;
 	if ((rc = kubeapi_cache_new(s->loop, s->http, &copt, &s->cache)) < 0 ||
@@ -449,7 +472,9 @@ static int start(struct sched *s)
 	uv_timer_start(&s->period, on_period, s->opt.period_ms, s->opt.period_ms);
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
-	sched_log(s, "started: scheduler name %s, %zu queues, API server %s", s->name,
+	sched_log(s, "started: scheduler name%s %s%s%s%s, %zu queues, API server %s",
+	          s->nnames > 1 ? "s" : "", s->names[0], s->nnames > 1 ? ", " : "",
+	          s->nnames > 1 ? s->names[1] : "", s->nnames > 2 ? ", ..." : "",
 	          s->cfg->n_all_queues, s->conn.server);
 	return 0;
 }

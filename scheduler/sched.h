@@ -38,11 +38,17 @@
 #include "scheduler/plan.h"
 #include "scheduler/snap.h"
 
+/* Most scheduler names one Muster takes. */
+#define SCHED_MAX_NAMES CONFIG_MAX_SCHEDULER_NAMES
+
 struct sched_options {
 	const char *kubeconfig;     /* NULL: in-cluster */
 	const char *context;        /* NULL: the kubeconfig's current context */
 	const char *config;         /* the queue file */
-	const char *scheduler_name; /* NULL: the config's schedulerName */
+	/* --scheduler-name, repeatable; none: the config's schedulerNames,
+	 * else its schedulerName. */
+	const char *scheduler_names[SCHED_MAX_NAMES];
+	unsigned nscheduler_names;
 	const char *debug_addr;     /* NULL: no debug server */
 	const char *debug_cert, *debug_key, *debug_token; /* files, for httpd */
 	bool log_json;                                    /* one JSON object per line */
@@ -91,7 +97,8 @@ struct sched {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
-	const char *name; /* scheduler name in force */
+	const char *names[SCHED_MAX_NAMES]; /* scheduler names in force */
+	unsigned nnames;
 	char instance[128];
 	uv_timer_t debounce, period;
 	uv_signal_t sigterm, sigint;

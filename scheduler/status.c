@@ -1,19 +1,38 @@
 /*
- * Status written back, the way kube-scheduler does (sched.h):
+ * Status written back, the way kube-scheduler and each PodGroup dialect's
+ * own scheduler write it (sched.h), and kept converged with what the API
+ * server holds:
  *   - a waiting pod: condition PodScheduled=False, reason Unschedulable,
- *     with the planner's message, written when the message changes (a
- *     hash per pod), not once per cycle; and a FailedScheduling Event
- *     when its headline (before the first ';') changes in more than its
- *     numbers, so node counts that drift with the cluster ("3 node(s)
- *     were not ready" becoming "4", or appearing) update the condition
- *     without a stream of Events;
+ *     with the planner's message; and a FailedScheduling Event when its
+ *     headline (before the first ';') changes in more than its numbers, so
+ *     node counts that drift with the cluster ("3 node(s) were not ready"
+ *     becoming "4") update the condition without a stream of Events;
  *   - a bound pod: a Scheduled Event (bind.c); the API server sets
  *     PodScheduled=True itself on binding;
- *   - a PodGroup: its status in its own dialect, when it changes.
- * At most status_per_cycle writes start per cycle, so a large backlog of
- * waiting pods never crowds out bindings in the engine's write budget.
+ *   - a PodGroup: phase, counts and (Volcano) its condition, in its own
+ *     dialect's terms (scheduler-plugins' PodGroup controller, Volcano's
+ *     session and gang plugin).
+ *
+ * Each cycle the intended status is compared with the watch's copy of the
+ * object, not with what Muster remembers sending, so a status that is
+ * stale for any reason (a lost write, another writer, a restart) repairs
+ * itself. A write goes out only when they differ and
+ *   - no other write to that object is in flight (one at a time: the next
+ *     one carries the newest intention, computed afresh);
+ *   - the watch has shown the object at least as new as Muster's last
+ *     write to it (else the comparison would be with Muster's own past);
+ *   - it carries the resourceVersion it was computed from, so the server
+ *     refuses it (409) if the object changed meanwhile: an old intention
+ *     never lands over a newer state. A bind changes the pod, so a waiting
+ *     message computed before it can never land after it, and none is sent
+ *     for a pod bound or being bound.
+ * Per object Muster keeps one word (last write's resourceVersion << 1 |
+ * in flight) until the watch has caught up with it. At most
+ * status_per_cycle writes start per cycle, so a large backlog of waiting
+ * pods never crowds out bindings in the engine's write budget.
  */
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,22 +41,13 @@
 #include "kubeapi/writes.h"
 #include "scheduler/sched.h"
 
+#define IN_FLIGHT 1u
+
 struct write_op {
 	struct sched *s;
 	struct kubeapi_idmap *map;
-	uint64_t key, hash;
+	uint64_t key;
 };
-
-static uint64_t hash_str(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*p) {
-		h ^= (unsigned char)*p++;
-		h *= 0x100000001b3ull;
-	}
-	return h | 1; /* never 0: 0 means "nothing written" in the maps */
-}
 
 /* The message's headline (up to the first ';': what waits and on what;
  * after it come per-node details that churn with the cluster), hashed
@@ -69,21 +79,29 @@ void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi
 	t->ns = sched_str(s, pod->ns);
 	t->name = sched_str(s, pod->name);
 	t->uid = uid;
+	t->resource_version = NULL;
 }
 
-/* The hash is recorded when the write is sent, so the cycles that run
- * while it is in flight do not send it again; a write that fails is
- * forgotten, so the next cycle sends it again. */
+/* The write is done: remember the resourceVersion it produced, until
+ * the watch shows it; a failed one leaves nothing but the last success.
+ * A 409 (the object changed) is retried once the watch shows the change. */
 static void on_written(void *data, const struct kubeapi_response *r)
 {
 	struct write_op *op = data;
+	bool ok = !r->err && r->status >= 200 && r->status < 300;
+	uint64_t last, rv;
 
-	if (!op->s->stopping && (r->err || r->status < 200 || r->status >= 300)) {
-		if ((uintptr_t)kubeapi_idmap_get(op->map, op->key) == op->hash)
-			kubeapi_idmap_del(op->map, op->key);
-		if (r->status != 404) /* a pod or group deleted meanwhile is no error */
-			op->s->n.write_errors++;
-	}
+	if (op->s->stopping)
+		goto out;
+	last = (uint64_t)(uintptr_t)kubeapi_idmap_get(op->map, op->key) >> 1;
+	rv = ok ? kubeapi_response_rv(r) : last;
+	if (rv)
+		kubeapi_idmap_put(op->map, op->key, (void *)(uintptr_t)(rv << 1));
+	else
+		kubeapi_idmap_del(op->map, op->key);
+	if (!ok && r->status != 404 && r->status != 409) /* gone, or changed: no error */
+		op->s->n.write_errors++;
+out:
 	free(op);
 }
 
@@ -115,95 +133,223 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
 		s->n.events++;
 }
 
-/* One write, remembered in map under key with hash once it succeeds. */
-static struct write_op *new_op(struct sched *s, struct kubeapi_idmap *map, uint64_t key,
-                               uint64_t hash)
+/* May a write to the object at key, whose cached copy is at
+ * resourceVersion rv, go out now? Forgets a last write the watch has
+ * caught up with. */
+static bool may_write(struct kubeapi_idmap *map, uint64_t key, uint64_t rv)
+{
+	uintptr_t v = (uintptr_t)kubeapi_idmap_get(map, key);
+
+	if (v & IN_FLIGHT)
+		return false;
+	if (v && rv < (v >> 1))
+		return false; /* the watch has not shown our last write yet */
+	if (v)
+		kubeapi_idmap_del(map, key);
+	return true;
+}
+
+/* A write about to go out: in flight under key. NULL: out of memory. */
+static struct write_op *begin(struct sched *s, struct kubeapi_idmap *map, uint64_t key)
 {
 	struct write_op *op = malloc(sizeof(*op));
 
 	if (!op)
 		return NULL;
-	*op = (struct write_op){s, map, key, hash};
-	if (kubeapi_idmap_put(map, key, (void *)(uintptr_t)hash) < 0) {
+	*op = (struct write_op){s, map, key};
+	if (kubeapi_idmap_put(map, key, (void *)(uintptr_t)IN_FLIGHT) < 0) {
 		free(op);
 		return NULL;
 	}
 	return op;
 }
 
+/* The submit failed: nothing is in flight. */
+static void abandon(struct write_op *op)
+{
+	kubeapi_idmap_del(op->map, op->key);
+	free(op);
+}
+
+static void format_rv(uint64_t rv, char buf[24])
+{
+	snprintf(buf, 24, "%" PRIu64, rv);
+}
+
+/* A FailedScheduling Event and a log line when the headline changed. */
+static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, const char *msg)
+{
+	uint64_t h = hash_shape(msg);
+
+	if ((uintptr_t)kubeapi_idmap_get(&s->evented, key) == h ||
+	    kubeapi_idmap_put(&s->evented, key, (void *)(uintptr_t)h) < 0)
+		return;
+	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
+	sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
+	               sched_str(s, pod->name), "pod %s/%s waits: %s", sched_str(s, pod->ns),
+	               sched_str(s, pod->name), msg);
+}
+
 static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const char *msg,
                           unsigned *budget)
 {
-	uint64_t key = (uint64_t)pod->ns << 32 | pod->name, h = hash_str(msg);
+	uint64_t key = (uint64_t)pod->ns << 32 | pod->name;
 	struct kubeapi_target t;
 	struct write_op *op;
-	char uid[40];
+	char uid[40], rv[24];
 
-	if ((uintptr_t)kubeapi_idmap_get(&s->written, key) == h || *budget == 0)
-		return;
-	if (!(op = new_op(s, &s->written, key, h)))
+	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE &&
+	    pod->sched_msg == kubeapi_text_hash(msg, strlen(msg)))
+		return; /* the server has it */
+	/* Never for a pod bound or being bound. */
+	if (pod->node || kubeapi_idmap_get(&s->assumed, key) || *budget == 0 ||
+	    !may_write(&s->written, key, pod->rv) || !(op = begin(s, &s->written, key)))
 		return;
 	sched_target(s, pod, &t, uid);
+	format_rv(pod->rv, rv);
+	t.resource_version = pod->rv ? rv : NULL;
 	(*budget)--;
 	if (kubeapi_patch_pod_condition(s->http, &t, "PodScheduled", "False", "Unschedulable", msg,
 	                                time(NULL), on_written, op) < 0) {
-		kubeapi_idmap_del(&s->written, key);
-		free(op);
+		abandon(op);
 		return;
 	}
 	s->n.status_writes++;
-	h = hash_shape(msg);
-	if ((uintptr_t)kubeapi_idmap_get(&s->evented, key) != h &&
-	    kubeapi_idmap_put(&s->evented, key, (void *)(uintptr_t)h) == 0) {
-		sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
-		sched_log_gang(s, sched_str(s, pod->ns),
-		               sched_str(s, pod->group ? pod->group : pod->name),
-		               sched_str(s, pod->name), "pod %s/%s waits: %s",
-		               sched_str(s, pod->ns), sched_str(s, pod->name), msg);
+	announce(s, pod, key, msg);
+}
+
+/* ---- PodGroups ---------------------------------------------------------- */
+
+/* A PodGroup's status as Muster means it. cond_type NULL: no condition
+ * (only Volcano has them). */
+struct pg_intent {
+	const char *phase;
+	int32_t running, succeeded, failed;
+	const char *cond_type, *reason, *message;
+};
+
+/* Volcano's phase (its session's getPodGroupPhase): Running once minMember
+ * members are scheduled (bound, or finished), Completed when all those
+ * have finished; before that Inqueue once enqueued, else Pending. */
+static const char *volcano_phase(const struct plan_gang *g)
+{
+	uint32_t scheduled = g->bound + g->nbind + g->succeeded + g->failed;
+
+	if (scheduled > 0 && scheduled >= g->min_member)
+		return scheduled == g->succeeded + g->failed ? "Completed" : "Running";
+	return g->enqueued ? "Inqueue" : "Pending";
+}
+
+/* scheduler-plugins' phase (its PodGroup controller), from the pods. */
+static const char *sp_phase(const struct plan_gang *g)
+{
+	uint32_t pods = g->bound + g->npending + g->succeeded + g->failed, min = g->min_member;
+
+	if (pods < min)
+		return "Pending";
+	if (g->succeeded >= min)
+		return "Finished";
+	if (g->failed && g->failed + g->running + g->succeeded >= min)
+		return "Failed";
+	if (g->running + g->succeeded >= min)
+		return "Running";
+	return "Scheduling";
+}
+
+/* Volcano's reasons: NotEnoughPodsOfTask, NotEnoughTasks (too few pods),
+ * NotEnoughResources (everything else: room, quota, minResources). */
+static const char *volcano_reason(const struct plan_gang *g)
+{
+	if (g->block.why == PLAN_WHY_MEMBERS)
+		return g->block.task ? "NotEnoughPodsOfTask" : "NotEnoughTasks";
+	return "NotEnoughResources";
+}
+
+static void intent(const struct plan_gang *g, struct pg_intent *in)
+{
+	bool volcano = g->group->dialect == KUBEAPI_PG_VOLCANO;
+	bool waits = g->message && g->state != PLAN_ADMITTED && g->state != PLAN_RUNNING;
+
+	*in = (struct pg_intent){.phase = volcano ? volcano_phase(g) : sp_phase(g),
+	                         .running = (int32_t)g->running,
+	                         .succeeded = (int32_t)g->succeeded,
+	                         .failed = (int32_t)g->failed};
+	if (!volcano)
+		return;
+	if (waits) {
+		in->cond_type = "Unschedulable";
+		in->reason = volcano_reason(g);
+		in->message = g->message;
+	} else if (g->bound + g->nbind + g->succeeded + g->failed >= g->min_member) {
+		in->cond_type = "Scheduled";
+		in->reason = "tasks in gang are ready to be scheduled";
 	}
 }
 
-/* The phase of a gang in the PodGroup's dialect. */
-static const char *phase_of(const struct plan_gang *g)
+static bool same_str(struct sched *s, uint32_t id, const char *want)
 {
-	uint32_t bound = g->bound + g->nbind;
-	int volcano = g->group->dialect == KUBEAPI_PG_VOLCANO;
-
-	if (bound == 0 && g->npending == 0 && g->succeeded + g->failed > 0)
-		return volcano ? "Completed" : g->failed ? "Failed" : "Finished";
-	if (bound + g->succeeded >= g->min_member)
-		return volcano ? "Running" : "Scheduled";
-	if (bound > 0)
-		return volcano ? "Inqueue" : "Scheduling";
-	return "Pending";
+	return strcmp(sched_str(s, id), want ? want : "") == 0;
 }
 
-static char *group_status_json(const struct plan_gang *g)
+/* Does the server's copy say what in says? */
+static bool matches(struct sched *s, const struct kubeapi_pg_status *st,
+                    const struct pg_intent *in)
 {
-	cJSON *st = cJSON_CreateObject(), *conds, *c;
-	char now[32];
-	struct timespec ts;
+	if (!same_str(s, st->phase, in->phase) || st->running != in->running ||
+	    st->succeeded != in->succeeded || st->failed != in->failed)
+		return false;
+	if (!in->cond_type)
+		return true;
+	return st->ncond == 1 && st->cond_true && same_str(s, st->cond_type, in->cond_type) &&
+	       same_str(s, st->cond_reason, in->reason) &&
+	       st->cond_msg ==
+	           (in->message ? kubeapi_text_hash(in->message, strlen(in->message)) : 0);
+}
+
+/* The condition, keeping its transition time and id while its type holds
+ * (a transition is a change of type, not of message). */
+static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_status *old,
+                          const struct pg_intent *in)
+{
+	cJSON *c = cJSON_CreateObject();
+	struct timespec ts = {0};
+	char when[32], tid[160];
+
+	if (!c)
+		return;
+	if (old->ncond == 1 && old->cond_true && same_str(s, old->cond_type, in->cond_type)) {
+		ts.tv_sec = old->cond_time_s;
+		snprintf(tid, sizeof(tid), "%s", sched_str(s, old->transition_id));
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(tid, sizeof(tid), "%s-%llu", s->instance, (unsigned long long)s->n.cycles);
+	}
+	ts.tv_nsec = 0;
+	kubeapi_format_microtime(ts, when);
+	cJSON_AddStringToObject(c, "type", in->cond_type);
+	cJSON_AddStringToObject(c, "status", "True");
+	cJSON_AddStringToObject(c, "transitionID", tid);
+	cJSON_AddStringToObject(c, "lastTransitionTime", when);
+	cJSON_AddStringToObject(c, "reason", in->reason);
+	if (in->message)
+		cJSON_AddStringToObject(c, "message", in->message);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(st, "conditions"), c);
+}
+
+static char *group_status_json(struct sched *s, const struct kubeapi_podgroup *pg,
+                               const struct pg_intent *in)
+{
+	cJSON *st = cJSON_CreateObject();
 	char *out;
 
-	cJSON_AddStringToObject(st, "phase", phase_of(g));
-	cJSON_AddNumberToObject(st, "running", g->bound + g->nbind);
-	cJSON_AddNumberToObject(st, "succeeded", g->succeeded);
-	cJSON_AddNumberToObject(st, "failed", g->failed);
-	if (g->group->dialect == KUBEAPI_PG_VOLCANO) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec = 0; /* seconds: an unchanged status hashes the same */
-		kubeapi_format_microtime(ts, now);
-		conds = cJSON_AddArrayToObject(st, "conditions");
-		c = cJSON_CreateObject();
-		cJSON_AddStringToObject(c, "type", g->message ? "Unschedulable" : "Scheduled");
-		cJSON_AddStringToObject(c, "status", "True");
-		cJSON_AddStringToObject(c, "reason",
-		                        g->message ? "NotEnoughResources"
-		                                   : "tasks in gang are ready to be scheduled");
-		if (g->message)
-			cJSON_AddStringToObject(c, "message", g->message);
-		cJSON_AddItemToArray(conds, c);
-	}
+	if (!st)
+		return NULL;
+	cJSON_AddStringToObject(st, "phase", in->phase);
+	cJSON_AddNumberToObject(st, "running", in->running);
+	cJSON_AddNumberToObject(st, "succeeded", in->succeeded);
+	cJSON_AddNumberToObject(st, "failed", in->failed);
+	if (in->cond_type)
+		add_condition(s, st, &pg->status, in);
 	out = cJSON_PrintUnformatted(st);
 	cJSON_Delete(st);
 	return out;
@@ -211,28 +357,26 @@ static char *group_status_json(const struct plan_gang *g)
 
 static void group_status(struct sched *s, const struct plan_gang *g, unsigned *budget)
 {
-	char *json = group_status_json(g);
-	uint64_t h;
-	struct write_op *op;
+	const struct kubeapi_podgroup *pg = g->group;
 	struct kubeapi_target t = {.ns = sched_str(s, g->ns), .name = sched_str(s, g->name)};
+	struct pg_intent in;
+	struct write_op *op;
+	char *json, rv[24];
 
-	if (!json)
+	intent(g, &in);
+	if (matches(s, &pg->status, &in) || *budget == 0 || !may_write(&s->groups, g->key, pg->rv))
 		return;
-	/* The condition's time is left out of the comparison. */
-	h = hash_str(phase_of(g)) ^ (g->message ? hash_str(g->message) : 0) ^
-	    ((uint64_t)(g->bound + g->nbind) << 1) ^ ((uint64_t)g->succeeded << 21) ^
-	    ((uint64_t)g->failed << 41);
-	h |= 1;
-	if ((uintptr_t)kubeapi_idmap_get(&s->groups, g->key) != h && *budget > 0 &&
-	    (op = new_op(s, &s->groups, g->key, h))) {
-		(*budget)--;
-		if (kubeapi_patch_podgroup_status(s->http, g->group->dialect, &t, json, on_written,
-		                                  op) < 0) {
-			kubeapi_idmap_del(&s->groups, g->key);
-			free(op);
-		} else
-			s->n.podgroup_writes++;
+	if (!(json = group_status_json(s, pg, &in)) || !(op = begin(s, &s->groups, g->key))) {
+		cJSON_free(json);
+		return;
 	}
+	format_rv(pg->rv, rv);
+	t.resource_version = pg->rv ? rv : NULL;
+	(*budget)--;
+	if (kubeapi_patch_podgroup_status(s->http, pg->dialect, &t, json, on_written, op) < 0)
+		abandon(op);
+	else
+		s->n.podgroup_writes++;
 	cJSON_free(json);
 }
 

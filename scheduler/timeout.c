@@ -66,10 +66,12 @@ void sched_timeouts(struct sched *s)
 		struct wait *w = kubeapi_idmap_get(m, g->key);
 
 		/* A gang holding a reservation waits for a known start, not in
-		 * vain: its clock restarts when it loses the reservation. */
+		 * vain: its clock restarts when it loses the reservation. One
+		 * not yet enqueued holds nothing, so there is nothing to give
+		 * up: like Volcano's, it waits in its queue. */
 		if ((g->state != PLAN_WAITING && g->state != PLAN_INCOMPLETE &&
 		     g->state != PLAN_BACKOFF) ||
-		    g->reserved)
+		    g->reserved || g->block.why == PLAN_WHY_ENQUEUE)
 			continue;
 		if (!w) {
 			if (!(w = calloc(1, sizeof(*w))) || kubeapi_idmap_put(m, g->key, w) < 0) {

@@ -62,7 +62,7 @@ struct bad {
 /* clang-format off */
 static const struct bad bad_files[] = {
     {"unknown key at the root", "colour: blue\n",
-     {"t.yaml:1:1: unknown key 'colour' in the configuration; expected schedulerName, "
+     {"t.yaml:1:1: unknown key 'colour' in the configuration; expected schedulerName, schedulerNames, "
       "resources, flavors, topology, defaultQueue, backfill, cohorts or queues"}},
     {"unknown key in a queue", Q1 "    wieght: 2\n",
      {"t.yaml:3:5: unknown key 'wieght' in queue; expected name, namespaces, weight, "
@@ -181,6 +181,16 @@ static const struct bad bad_files[] = {
      {"t.yaml:1:12: 'resources' is empty; expected at least one resource name"}},
     {"resource listed twice", "resources: [cpu, memory, cpu]\n",
      {"t.yaml:1:26: resource 'cpu' is listed twice"}},
+    {"no scheduler names", "schedulerNames: []\n",
+     {"t.yaml:1:17: 'schedulerNames' is empty; expected at least one name"}},
+    {"scheduler name listed twice", "schedulerNames: [volcano, muster, volcano]\n",
+     {"t.yaml:1:35: scheduler name 'volcano' is listed twice"}},
+    {"empty scheduler name", "schedulerNames: [muster, \"\"]\n",
+     {"t.yaml:1:26: 'schedulerNames' must not be empty"}},
+    {"too many scheduler names", "schedulerNames: [a, b, c, d, e, f, g, h, i]\n",
+     {"t.yaml:1:17: 9 scheduler names; at most 8"}},
+    {"scheduler names not a list", "schedulerNames: volcano\n",
+     {"t.yaml:1:17: expected a list for 'schedulerNames', got a string"}},
 };
 /* clang-format on */
 
@@ -222,7 +232,7 @@ static const char many[] = "resources: [cpu]\n"
 static void test_many_errors_in_one_file(void **state)
 {
 	static const char *const want[] = {
-	    "t.yaml:2:1: unknown key 'colour' in the configuration; expected schedulerName, "
+	    "t.yaml:2:1: unknown key 'colour' in the configuration; expected schedulerName, schedulerNames, "
 	    "resources, flavors, topology, defaultQueue, backfill, cohorts or "
 	    "queues",
 	    "t.yaml:5:13: expected an integer from 1 to 1000000 for 'weight', got '0'",

@@ -1288,7 +1288,7 @@ static void test_podgroup_scheduler_plugins(void **state)
 	assert_int_equal(res_of(o.pg.min_resources, KUBEAPI_RES_GPU), 32); /* JSON 32 */
 	assert_int_equal(o.pg.queue, 0);
 	assert_int_equal(o.pg.priority_class, 0);
-	assert_int_equal(o.pg.phase, 0);
+	assert_int_equal(o.pg.status.phase, 0);
 	assert_int_equal(o.pg.muster->n, 1);
 	assert_string_equal(label(m, o.pg.muster, "muster.dev/queue"), "team-a");
 
@@ -1297,7 +1297,7 @@ static void test_podgroup_scheduler_plugins(void **state)
 	set(doc, "status", "{\"phase\":\"Running\"}");
 	decode_ok(m, PG_SP, doc, &o2);
 	assert_ptr_equal(o2.pg.min_resources, o.pg.min_resources);
-	assert_string_equal(S(m, o2.pg.phase), "Running");
+	assert_string_equal(S(m, o2.pg.status.phase), "Running");
 	kubeapi_podgroup_release(m, &o2.pg);
 	/* minMember defaults to 1; no timeout; Volcano's fields are not read */
 	set(doc, "spec", "{\"queue\":\"q\",\"priorityClassName\":\"p\"}");

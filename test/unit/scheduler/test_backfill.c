@@ -880,7 +880,8 @@ static int cycle(struct sim *m)
 	    .groups = &m->s.groups,
 	    .vcgroups = &m->s.vcgroups,
 	    .qs = m->qs,
-	    .scheduler = synth_id(&m->s, SCHED),
+	    .schedulers = (const uint32_t[]){synth_id(&m->s, SCHED)},
+	    .nschedulers = 1,
 	    .now_s = EPOCH_S + m->now,
 	};
 	int rc;

@@ -203,7 +203,8 @@ static void cycle(struct world *w)
 	    .groups = &w->s.groups,
 	    .vcgroups = &w->s.vcgroups,
 	    .qs = w->qs,
-	    .scheduler = synth_id(&w->s, "muster"),
+	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
+	    .nschedulers = 1,
 	    .now_s = NOW_S,
 	    .pdbs = &w->pdbs,
 	};

@@ -1,0 +1,340 @@
+/*
+ * What a PodGroup asks beyond minMember (plan_internal.h).
+ *
+ * The minResources gate ("enqueue", as Volcano calls it). A PodGroup
+ * that gives spec.minResources is enqueued (Volcano shows the phase
+ * Inqueue) only when they fit
+ *   - the cluster: each resource at most the allocatable of the ready,
+ *     schedulable nodes (a gang asking 400 GPUs of a 128-GPU cluster waits
+ *     instead of being bound as soon as some of its pods fit), and
+ *   - its queue's quota along the cohort tree, counting the minResources
+ *     of every other enqueued PodGroup that has not started, so enqueued
+ *     groups together never overrun a quota (Volcano's proportion
+ *     plugin counts its Inqueue jobs the same way).
+ * Until then its pods are not tried, and it is not timed out: it holds
+ * nothing. Once enqueued it stays so (a decision is kept across cycles,
+ * and Volcano's Inqueue is read back from the PodGroup), until it starts:
+ * from then on its members' own usage counts, not its minResources. The
+ * reservations count only for the gate: admission still checks each gang
+ * against what runs, as Volcano's allocate does. Without minResources a
+ * PodGroup is enqueued at once. Candidates are taken by priority, then
+ * age. Cost: O(gangs log gangs) plus O(nodes) once when a gate needs the
+ * cluster's capacity.
+ *
+ * minTaskMember (Volcano): a gang whose pods of some task are fewer than
+ * that task's minimum waits for them (NotEnoughPodsOfTask); when it is
+ * tried, the members it needs of each task come first among those placed
+ * together, so a master and a worker are admitted, not two workers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/plan_internal.h"
+
+/* Enough members bound, assumed or finished for minMember: from here on
+ * the gang's own pods count, as Volcano's phase Running says. */
+static bool started(const struct plan_gang *g)
+{
+	return g->bound + g->succeeded + g->failed >= g->min_member;
+}
+
+/* minResources as a request per queue slot (no flavor: the pods are not
+ * placed yet). */
+static void group_request(const struct plan_run *r, const struct kubeapi_reslist *l, int64_t *req)
+{
+	int64_t amount[CONFIG_MAX_SLOTS] = {0};
+
+	memset(req, 0, r->nslots * sizeof(*req));
+	for (size_t k = 0; k < r->nres_cfg; k++)
+		for (uint32_t e = 0; r->res_map[k] >= 0 && e < l->n; e++)
+			if (l->e[e].res == (unsigned)r->res_map[k])
+				amount[k] = l->e[e].amount;
+	queue_set_add_request(r->in->qs, req, amount, CONFIG_NO_FLAVOR);
+}
+
+/* Allocatable of the nodes that can take pods, per model resource. */
+static const int64_t *capacity(struct plan_run *r)
+{
+	const struct kubeapi_idmap *m = r->in->nodes;
+
+	if (r->capacity)
+		return r->capacity;
+	if (!(r->capacity = arena_calloc(&r->p->arena, KUBEAPI_MAX_RESOURCES, sizeof(int64_t))))
+		return NULL;
+	for (size_t i = 0; i < m->nslots; i++) {
+		const struct kubeapi_node *n = m->slots[i].value;
+
+		if (!m->slots[i].key || !n->ready || n->unschedulable || !n->allocatable)
+			continue;
+		for (uint32_t e = 0; e < n->allocatable->n; e++)
+			r->capacity[n->allocatable->e[e].res] += n->allocatable->e[e].amount;
+	}
+	return r->capacity;
+}
+
+static const char *res_name(const struct plan_run *r, unsigned res)
+{
+	const char *n = kubeapi_model_resource_name(r->in->model, res);
+
+	return n ? n : "?";
+}
+
+/* Does minResources l fit the cluster? If not, say so on g. -ENOMEM. */
+static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct kubeapi_reslist *l)
+{
+	const int64_t *cap = capacity(r);
+	char ask[48], has[48];
+
+	if (!cap)
+		return -ENOMEM;
+	for (uint32_t e = 0; e < l->n; e++) {
+		const struct kubeapi_res *x = &l->e[e];
+
+		if (x->amount <= cap[x->res])
+			continue;
+		config_format_amount(ask, sizeof(ask), res_name(r, x->res), x->amount);
+		config_format_amount(has, sizeof(has), res_name(r, x->res), cap[x->res]);
+		g->state = PLAN_WAITING;
+		g->block = (struct plan_block){.why = PLAN_WHY_ENQUEUE,
+		                               .node = -1,
+		                               .short_res = x->res,
+		                               .usage = cap[x->res],
+		                               .need = x->amount};
+		g->message = plan__printf(r,
+		                          "gang %s/%s: PodGroup minResources ask %s %s; the cluster's "
+		                          "ready nodes have %s",
+		                          plan__str(r, g->ns), plan__str(r, g->name), ask,
+		                          res_name(r, x->res), has);
+		return 0;
+	}
+	return 1;
+}
+
+/* Does minResources req fit g's queue beside what is enqueued? If not,
+ * say so on g. */
+static int fits_quota(struct plan_run *r, struct plan_gang *g, const int64_t *req)
+{
+	struct queue_verdict v = queue_tree_fits(r->tree, g->queue, req);
+	const struct queue_slot *s;
+	char res[160], used[48], limit[48], need[48];
+	const char *rname;
+	int64_t demand;
+
+	if (v.fits)
+		return 1;
+	s = queue_set_slot(r->in->qs, v.slot);
+	rname = r->cfg->resources.v[s->resource];
+	demand = queue_tree_demand(r->tree, v.node, v.slot);
+	plan__slot_name(r, v.slot, res, sizeof(res));
+	config_format_amount(used, sizeof(used), rname, demand);
+	config_format_amount(limit, sizeof(limit), rname, v.limit);
+	config_format_amount(need, sizeof(need), rname, req[v.slot]);
+	g->state = PLAN_WAITING;
+	g->block = (struct plan_block){.why = PLAN_WHY_ENQUEUE,
+	                               .node = v.node,
+	                               .slot = (uint16_t)v.slot,
+	                               .usage = demand,
+	                               .limit = v.limit,
+	                               .need = req[v.slot]};
+	g->message = plan__printf(r,
+	                          "gang %s/%s: PodGroup minResources need %s %s; %s %s is at %s/%s "
+	                          "(running and enqueued PodGroups)",
+	                          plan__str(r, g->ns), plan__str(r, g->name), need, res,
+	                          queue_tree_is_cohort(r->tree, v.node) ? "cohort" : "queue",
+	                          queue_tree_name(r->tree, v.node), used, limit);
+	return 0;
+}
+
+/* Reserve (sign +1) or give back (-1) g's minResources in its queue. */
+static int reserve(struct plan_run *r, const struct plan_gang *g, int sign)
+{
+	int64_t req[QUEUE_MAX_SLOTS];
+
+	group_request(r, g->group->min_resources, req);
+	return queue_tree_charge(r->tree, g->queue, req, sign);
+}
+
+/* The gate for one candidate: 1 enqueued (and reserved), 0 not (g says
+ * why), -ENOMEM. */
+static int gate(struct plan_run *r, struct plan_gang *g)
+{
+	int64_t req[QUEUE_MAX_SLOTS];
+	int rc;
+
+	if (!g->group->min_resources)
+		return 1;
+	if ((rc = fits_cluster(r, g, g->group->min_resources)) <= 0)
+		return rc;
+	group_request(r, g->group->min_resources, req);
+	if (!fits_quota(r, g, req))
+		return 0;
+	return queue_tree_charge(r->tree, g->queue, req, +1) < 0 ? -EINVAL : 1;
+}
+
+static int by_turn(const void *a, const void *b, void *gangs)
+{
+	const struct plan_gang *x = (const struct plan_gang *)gangs + *(const uint32_t *)a;
+	const struct plan_gang *y = (const struct plan_gang *)gangs + *(const uint32_t *)b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->submitted_s != y->submitted_s)
+		return x->submitted_s < y->submitted_s ? -1 : 1;
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Forget decisions about gangs gone or started. O(decisions). */
+static void forget_enqueued(struct plan_run *r)
+{
+	struct kubeapi_idmap *m = &r->p->enqueued;
+	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; gone && i < m->nslots; i++) {
+		long k = m->slots[i].key ? plan__gang_index(r, m->slots[i].key) : 0;
+
+		if (m->slots[i].key && (k < 0 || started(&r->p->gangs[k])))
+			gone[n++] = m->slots[i].key;
+	}
+	for (size_t k = 0; k < n; k++)
+		kubeapi_idmap_del(m, gone[k]);
+	free(gone);
+}
+
+/* Already enqueued: decided earlier, or Inqueue on the PodGroup itself. */
+static bool was_enqueued(const struct plan_run *r, const struct plan_gang *g)
+{
+	return kubeapi_idmap_get(&r->p->enqueued, g->key) ||
+	       (g->group->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
+	        g->group->status.phase == r->phase_inqueue);
+}
+
+int plan__enqueue(struct plan_run *r)
+{
+	struct plan *p = r->p;
+	uint32_t *cand = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*cand));
+	uint32_t *held = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*held));
+	size_t ncand = 0, nheld = 0;
+	int rc = 0;
+
+	if (!cand || !held)
+		return -ENOMEM;
+	for (size_t k = 0; k < p->ngangs; k++) {
+		struct plan_gang *g = &p->gangs[k];
+
+		if (!g->group || g->enqueued || g->queue == QUEUE_NONE)
+			continue;
+		if (started(g) || g->bound) {
+			g->enqueued = 1; /* admission under way or done */
+			continue;
+		}
+		if (!was_enqueued(r, g)) {
+			cand[ncand++] = (uint32_t)k;
+			continue;
+		}
+		g->enqueued = 1;
+		if (g->group->min_resources) {
+			if ((rc = reserve(r, g, +1)) < 0)
+				return rc;
+			held[nheld++] = (uint32_t)k;
+		}
+	}
+	qsort_r(cand, ncand, sizeof(*cand), by_turn, p->gangs);
+	for (size_t k = 0; k < ncand; k++) {
+		struct plan_gang *g = &p->gangs[cand[k]];
+
+		if ((rc = gate(r, g)) < 0)
+			break;
+		if (rc == 0)
+			continue;
+		g->enqueued = 1;
+		if (g->group->min_resources)
+			held[nheld++] = cand[k];
+		if (kubeapi_idmap_put(&p->enqueued, g->key, (void *)(uintptr_t)1) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+	}
+	/* The reservations only gate enqueueing: admission sees what runs. */
+	for (size_t k = 0; k < nheld; k++)
+		reserve(r, &p->gangs[held[k]], -1);
+	forget_enqueued(r);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- minTaskMember ----------------------------------------------------- */
+
+int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct kubeapi_pod *pod)
+{
+	if (arena_grow(&r->p->arena, &r->done, r->ndone, &r->cap_done, sizeof(*r->done), 64) < 0)
+		return -ENOMEM;
+	r->done[r->ndone++] = (struct plan_task_done){(uint32_t)(g - r->p->gangs), pod->task};
+	return 0;
+}
+
+/* Members of task t that are bound, assumed or finished. O(bound members
+ * + finished members with a task). */
+static uint32_t task_have(const struct plan_run *r, const struct plan_gang *g, uint32_t t)
+{
+	uint32_t n = 0, gi = (uint32_t)(g - r->p->gangs);
+
+	for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next)
+		n += r->bound[b - 1].pod->task == t;
+	for (size_t k = 0; k < r->ndone; k++)
+		n += r->done[k].gang == gi && r->done[k].task == t;
+	return n;
+}
+
+static uint32_t task_pending(const struct plan_gang *g, uint32_t t)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < g->npending; k++)
+		n += g->pending[k]->task == t;
+	return n;
+}
+
+bool plan__tasks_short(struct plan_run *r, struct plan_gang *g)
+{
+	for (unsigned k = 0; k < g->group->ntasks; k++) {
+		const struct kubeapi_min_task *t = &g->group->min_tasks[k];
+		uint32_t have = task_have(r, g, t->task) + task_pending(g, t->task);
+
+		if ((int64_t)have >= t->min)
+			continue;
+		g->state = PLAN_INCOMPLETE;
+		g->block = (struct plan_block){.why = PLAN_WHY_MEMBERS, .task = t->task};
+		g->message = plan__printf(r, "gang %s/%s: task %s has %u of %d members (minTaskMember)",
+		                          plan__str(r, g->ns), plan__str(r, g->name),
+		                          plan__str(r, t->task), have, t->min);
+		return true;
+	}
+	return false;
+}
+
+/* Move the pending members each task still needs to the front (oldest
+ * first, the rest keeping their order) and return how many must be
+ * placed together: at least need, at least those. O(tasks x pending). */
+uint32_t plan__task_order(struct plan_run *r, struct plan_gang *g, uint32_t need)
+{
+	uint32_t front = 0;
+
+	for (unsigned k = 0; k < g->group->ntasks; k++) {
+		const struct kubeapi_min_task *t = &g->group->min_tasks[k];
+		uint32_t have = task_have(r, g, t->task);
+		int64_t want = (int64_t)t->min - have;
+
+		for (uint32_t i = front; i < g->npending && want > 0; i++) {
+			const struct kubeapi_pod *pod = g->pending[i];
+
+			if (pod->task != t->task)
+				continue;
+			memmove(&g->pending[front + 1], &g->pending[front],
+			        (i - front) * sizeof(*g->pending));
+			g->pending[front++] = pod;
+			want--;
+		}
+	}
+	return front > need ? front : need;
+}
