@@ -155,24 +155,48 @@ class Muster:
             return None
 
 
-@pytest.fixture
-def muster(cluster, request):
+def launch(cluster, request, extra=(), tag=""):
     """`muster run` (the binary in $BUILD, default build/) with the cluster's
-    admin kubeconfig and test/cluster/scheduler-config.yaml, for one test.
-    Its stderr goes to $MUSTER_CLUSTER_DIR/logs/muster-<test>.log. Afterwards
-    it gets SIGTERM, on which it must exit 0 within 15 s."""
+    admin kubeconfig, test/cluster/scheduler-config.yaml and extra flags.
+    Its stderr goes to $MUSTER_CLUSTER_DIR/logs/muster-<test><tag>.log."""
     binary = os.path.join(TOP, os.environ.get("BUILD", "build"), "muster")
     if not os.access(binary, os.X_OK):
         pytest.fail(f"{binary} is missing: run make first")
     logs = os.path.join(cluster_dir(), "logs")
     os.makedirs(logs, exist_ok=True)
-    log = os.path.join(logs, "muster-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name) + ".log")
+    log = os.path.join(logs, "muster-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name + tag) + ".log")
     config_file = os.path.join(CLUSTER, "scheduler-config.yaml")
     argv = [binary, "run", "--kubeconfig", cluster["KUBECONFIG"], "--config", config_file,
-            "--debug-addr", "127.0.0.1:0"]
+            "--debug-addr", "127.0.0.1:0", *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    m = Muster(proc, log)
-    yield m
+    return Muster(proc, log)
+
+
+def stopped_cleanly(m):
     status = m.stop()
-    assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {log}:\n{m.tail()}"
+    assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {m.log}:\n{m.tail()}"
+
+
+@pytest.fixture
+def muster(cluster, request):
+    """A Muster (launch()) for one test. Afterwards it gets SIGTERM, on
+    which it must exit 0 within 15 s."""
+    m = launch(cluster, request)
+    yield m
+    stopped_cleanly(m)
+
+
+@pytest.fixture
+def start_muster(cluster, request):
+    """start_muster(*flags): a Muster with extra flags (launch()), for tests
+    that need other scheduler names; each is stopped as `muster` is."""
+    started = []
+
+    def start(*extra):
+        started.append(launch(cluster, request, extra, tag=f"-{len(started)}" if started else ""))
+        return started[-1]
+
+    yield start
+    for m in started:
+        stopped_cleanly(m)

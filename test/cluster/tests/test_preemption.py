@@ -23,15 +23,15 @@ seen. Events outlive their pods and are read directly.
 
 import datetime
 import re
-import threading
 import time
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 import conftest
 from conftest import Not, wait_for
+from history import History, condition
 
 SP = ("scheduling.x-k8s.io", "v1alpha1")
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -145,10 +145,6 @@ def all_gone(core, ns, names):
     return Not(f"still there: {left}") if left else True
 
 
-def condition(p, kind="PodScheduled"):
-    return next((c for c in (p.status.conditions or []) if c.type == kind), None)
-
-
 def waiting(core, ns, names, prefix, mentions=""):
     """name -> message once every pod has PodScheduled=False, reason
     Unschedulable, a message starting with `prefix` and containing
@@ -194,89 +190,6 @@ def reservation(msg):
 
 def now_utc():
     return datetime.datetime.now(datetime.timezone.utc)
-
-
-class History:
-    """Every version of every pod of a namespace, from a watch started
-    before the test creates anything: name -> [(time.time(), V1Pod)] in
-    the order the server sent them (ADDED, MODIFIED, DELETED)."""
-
-    def __init__(self, core, ns):
-        self.core, self.ns = core, ns
-        self.lock = threading.Lock()
-        self.versions = {}
-        self.deleted = {}  # name -> time.time() of its DELETED event
-        self.stopped = False
-        listed = core.list_namespaced_pod(ns)
-        self.rv = listed.metadata.resource_version
-        for p in listed.items:
-            self._add("ADDED", p)
-        self.watch = watch.Watch()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _add(self, kind, p):
-        with self.lock:
-            self.versions.setdefault(p.metadata.name, []).append((time.time(), p))
-            if kind == "DELETED":
-                self.deleted[p.metadata.name] = time.time()
-
-    def _run(self):
-        while not self.stopped:
-            try:
-                for ev in self.watch.stream(self.core.list_namespaced_pod, self.ns, resource_version=self.rv,
-                                            timeout_seconds=30):
-                    obj = ev["object"]
-                    if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                        self.rv = obj.metadata.resource_version
-                        self._add(ev["type"], obj)
-                    if self.stopped:
-                        return
-            except ApiException as e:
-                if e.status == 410:  # too old to resume: start again from a fresh list
-                    listed = self.core.list_namespaced_pod(self.ns)
-                    self.rv = listed.metadata.resource_version
-                    for p in listed.items:
-                        self._add("MODIFIED", p)
-                time.sleep(0.2)
-            except Exception:  # the watch ends now and then; resume where it was
-                time.sleep(0.2)
-
-    def stop(self):
-        self.stopped = True
-        self.watch.stop()
-
-    def of(self, name):
-        with self.lock:
-            return list(self.versions.get(name, []))
-
-    def ever(self, name, pred):
-        """The first version of pod `name` for which pred holds, else None."""
-        return next((p for _, p in self.of(name) if pred(p)), None)
-
-    def bound_at(self, name):
-        """time.time() at which the watch first showed the pod with a node."""
-        return next((t for t, p in self.of(name) if p.spec.node_name), None)
-
-    def nodes_of(self, name):
-        return {p.spec.node_name for _, p in self.of(name) if p.spec.node_name}
-
-    def story(self, names=None):
-        """What happened to each pod, for failure messages: the nodes it
-        was bound to, its PodScheduled messages, whether it was deleted."""
-        with self.lock:
-            names = sorted(self.versions) if names is None else names
-        return "\n".join(f"  {n}: nodes {sorted(self.nodes_of(n))}, deleted {n in self.deleted}, "
-                         f"messages {self.messages(n)}" for n in names)
-
-    def messages(self, name):
-        """Every distinct PodScheduled message the pod had, in order."""
-        out = []
-        for _, p in self.of(name):
-            c = condition(p)
-            if c and c.message and c.message not in out:
-                out.append(c.message)
-        return out
 
 
 def disruption_by_muster(p, ns, preemptor):
