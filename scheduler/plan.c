@@ -217,6 +217,7 @@ static void use_group(const struct plan_run *r, struct plan_gang *g,
                       const struct kubeapi_podgroup *pg)
 {
 	g->group = pg;
+	g->ran = plan__group_ran(r, pg);
 	g->min_member = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
 	g->submitted_s = pg->created_s;
 	g->priority = group_priority(r, pg);
@@ -256,8 +257,8 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 
 /* Standing in for Volcano: its PodGroups that have no pod of Muster's yet
  * are gangs too, so they can be enqueued (operators such as Kubeflow's
- * create pods only once their PodGroup is Inqueue). One that has run
- * (Running, Completed, Unknown) and lost its pods is left as it is. */
+ * create pods only once their PodGroup is Inqueue). One that has run and
+ * lost its pods is left as it is. */
 static int group_gangs(struct plan_run *r)
 {
 	const struct kubeapi_idmap *m = r->in->vcgroups;
@@ -269,9 +270,7 @@ static int group_gangs(struct plan_run *r)
 		const struct kubeapi_podgroup *pg = m->slots[i].value;
 		uint64_t key;
 
-		if (!m->slots[i].key ||
-		    (pg->status.phase && pg->status.phase != r->phase_pending &&
-		     pg->status.phase != r->phase_inqueue))
+		if (!m->slots[i].key || plan__group_ran(r, pg))
 			continue;
 		key = plan_gang_key(pg->ns, pg->name, 0);
 		if (kubeapi_idmap_get(&r->by_group, key))
@@ -909,6 +908,9 @@ static uint32_t find_id(const struct plan_run *r, const char *s)
 
 static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in)
 {
+	/* A PodGroup in one of these phases has run (both dialects'). */
+	static const char *const ran[] = {"Running", "Completed", "Unknown", "Finished", "Failed"};
+
 	r->p = p;
 	r->in = in;
 	r->strs = kubeapi_model_intern(in->model);
@@ -925,6 +927,8 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	r->false_value = find_id(r, "false");
 	r->phase_pending = find_id(r, "Pending");
 	r->phase_inqueue = find_id(r, "Inqueue");
+	for (size_t k = 0; k < sizeof(ran) / sizeof(ran[0]); k++)
+		r->phase_ran[k] = find_id(r, ran[k]);
 	for (size_t k = 0; k < r->cfg->n_all_queues; k++)
 		r->preemption |=
 		    r->cfg->all_queues[k]->preemption.within_queue != CONFIG_WITHIN_QUEUE_NEVER ||

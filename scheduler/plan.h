@@ -138,6 +138,10 @@ struct plan_gang {
 	/* The PodGroup passed the minResources gate (Volcano: Inqueue); its
 	 * pods may be admitted. Always 1 for a single pod. */
 	uint8_t enqueued;
+	/* The PodGroup's own phase says it has run (Running, Completed,
+	 * Unknown, Finished, Failed): members coming and going do not send
+	 * it back through the gate, nor its phase back to Inqueue. */
+	uint8_t ran;
 	uint32_t npending;
 	const struct kubeapi_pod **pending; /* not yet bound, by creation then name */
 	uint32_t first_bind, nbind;         /* into plan.binds */

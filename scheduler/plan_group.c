@@ -32,11 +32,21 @@
 
 #include "scheduler/plan_internal.h"
 
-/* Enough members bound, assumed or finished for minMember: from here on
- * the gang's own pods count, as Volcano's phase Running says. */
+bool plan__group_ran(const struct plan_run *r, const struct kubeapi_podgroup *pg)
+{
+	for (size_t k = 0; pg->status.phase && k < sizeof(r->phase_ran) / sizeof(r->phase_ran[0]);
+	     k++)
+		if (pg->status.phase == r->phase_ran[k])
+			return true;
+	return false;
+}
+
+/* Enough members bound, assumed or finished for minMember, or its phase
+ * says it ran: from here on the gang's own pods count, not its
+ * minResources. */
 static bool started(const struct plan_gang *g)
 {
-	return g->bound + g->succeeded + g->failed >= g->min_member;
+	return g->ran || g->bound + g->succeeded + g->failed >= g->min_member;
 }
 
 /* minResources as a request per queue slot (no flavor: the pods are not

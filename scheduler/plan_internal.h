@@ -87,6 +87,7 @@ struct plan_run {
 	uint32_t false_value;          /* id of "false" */
 	uint32_t phase_pending;        /* id of "Pending" */
 	uint32_t phase_inqueue;        /* id of "Inqueue" */
+	uint32_t phase_ran[5];         /* ids of the phases of a PodGroup that has run (setup) */
 	size_t cap_gangs;              /* room in p->gangs */
 	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
 	struct policy_fitcache fits;
@@ -150,6 +151,7 @@ int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
                          struct policy_why *why);
 
 /* plan_group.c */
+bool plan__group_ran(const struct plan_run *r, const struct kubeapi_podgroup *pg);
 int plan__enqueue(struct plan_run *r);
 int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct kubeapi_pod *pod);
 bool plan__tasks_short(struct plan_run *r, struct plan_gang *g);

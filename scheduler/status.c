@@ -230,13 +230,18 @@ struct pg_intent {
 
 /* Volcano's phase (its session's getPodGroupPhase): Running once minMember
  * members are scheduled (bound, or finished), Completed when all those
- * have finished; before that Inqueue once enqueued, else Pending. */
-static const char *volcano_phase(const struct plan_gang *g)
+ * have finished; before that Inqueue once enqueued, else Pending. Unlike
+ * Volcano, a PodGroup that has run keeps its phase while members come and
+ * go (a pod replaced, a job's pods deleted one by one): it is not sent
+ * back through enqueueing. */
+static const char *volcano_phase(struct sched *s, const struct plan_gang *g)
 {
 	uint32_t scheduled = g->bound + g->nbind + g->succeeded + g->failed;
 
 	if (scheduled > 0 && scheduled >= g->min_member)
 		return scheduled == g->succeeded + g->failed ? "Completed" : "Running";
+	if (g->ran)
+		return sched_str(s, g->group->status.phase);
 	return g->enqueued ? "Inqueue" : "Pending";
 }
 
@@ -265,12 +270,12 @@ static const char *volcano_reason(const struct plan_gang *g)
 	return "NotEnoughResources";
 }
 
-static void intent(const struct plan_gang *g, struct pg_intent *in)
+static void intent(struct sched *s, const struct plan_gang *g, struct pg_intent *in)
 {
 	bool volcano = g->group->dialect == KUBEAPI_PG_VOLCANO;
 	bool waits = g->message && g->state != PLAN_ADMITTED && g->state != PLAN_RUNNING;
 
-	*in = (struct pg_intent){.phase = volcano ? volcano_phase(g) : sp_phase(g),
+	*in = (struct pg_intent){.phase = volcano ? volcano_phase(s, g) : sp_phase(g),
 	                         .running = (int32_t)g->running,
 	                         .succeeded = (int32_t)g->succeeded,
 	                         .failed = (int32_t)g->failed};
@@ -363,7 +368,7 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	struct write_op *op;
 	char *json, rv[24];
 
-	intent(g, &in);
+	intent(s, g, &in);
 	if (matches(s, &pg->status, &in) || *budget == 0 || !may_write(&s->groups, g->key, pg->rv))
 		return;
 	if (!(json = group_status_json(s, pg, &in)) || !(op = begin(s, &s->groups, g->key))) {
@@ -373,6 +378,8 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	format_rv(pg->rv, rv);
 	t.resource_version = pg->rv ? rv : NULL;
 	(*budget)--;
+	sched_logl(s, SCHED_DEBUG, "PodGroup %s/%s at resourceVersion %s: status %s", t.ns, t.name,
+	           rv, json);
 	if (kubeapi_patch_podgroup_status(s->http, pg->dialect, &t, json, on_written, op) < 0)
 		abandon(op);
 	else

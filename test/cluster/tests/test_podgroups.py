@@ -95,7 +95,7 @@ def test_volcano_podgroup_is_inqueue_before_its_pods_and_minresources_over_quota
     for name, gpus in (("a", 6), ("b", 6), ("huge", 16)):
         custom.create_namespaced_custom_object(*VOLCANO, ns, "podgroups",
                                                group(name, 2, queue="e2e-small", min_resources={GPU: gpus}))
-        time.sleep(0.5)  # in this order
+        time.sleep(1.1)  # in this order: creation times have one-second resolution
     until(m, "a Inqueue with no pod", lambda: phase_is(custom, ns, "a", "Inqueue"))
     for name, gpus in (("b", "6"), ("huge", "16")):
         until(m, f"{name} waiting on minResources",
@@ -127,6 +127,11 @@ def test_volcano_podgroup_is_inqueue_before_its_pods_and_minresources_over_quota
         core.delete_namespaced_pod(f"a-{i}", ns, grace_period_seconds=0)
     until(m, "b Inqueue once a is gone", lambda: phase_is(custom, ns, "b", "Inqueue"), timeout=60)
     assert status(custom, ns, "huge")["phase"] == "Pending"
+    assert status(custom, ns, "a")["phase"] == "Running"  # it ran: not back to Inqueue
+    # Enqueued PodGroups hold e2e-small's quota for later enqueues: gone
+    # before the next test.
+    for name in ("a", "b", "huge"):
+        custom.delete_namespaced_custom_object(*VOLCANO, ns, "podgroups", name)
 
 
 def test_scheduler_plugins_minresources_hold_pods_that_fit(muster, core, custom, namespace):
