@@ -80,6 +80,7 @@ c-deps:
 deps: c-deps
 	@scripts/deps --venv >/dev/null
 	@test/cluster/build >/dev/null
+	@test/cluster/build-operators >/dev/null
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -23,6 +23,7 @@ class History:
         self.lock = threading.Lock()
         self.versions = {}
         self.deleted = {}  # name -> time.time() of its DELETED event
+        self.events = []  # (kind, V1Pod) in the order the server sent them, all pods
         self.stopped = False
         listed = core.list_namespaced_pod(ns)
         self.rv = listed.metadata.resource_version
@@ -35,6 +36,7 @@ class History:
     def _add(self, kind, p):
         with self.lock:
             self.versions.setdefault(p.metadata.name, []).append((time.time(), p))
+            self.events.append((kind, p))
             if kind == "DELETED":
                 self.deleted[p.metadata.name] = time.time()
 

@@ -16,8 +16,14 @@ Neither operator can put every listener on loopback: training-operator's
 webhook server listens on all interfaces (only its port is a flag) and
 mpi-operator's health server on :8080, fixed. Nothing calls either (no
 webhook configuration is installed), so both only need to be free.
+
+Neither exits 0 on SIGTERM: training-operator v1.9.4 panics in main (close
+of a closed channel, status 2), mpi-operator dies in klog.Fatal "Leader
+election stopped" (status 255). Both delete a job's PodGroup once the job
+has finished.
 """
 
+import functools
 import json
 import os
 import re
@@ -44,9 +50,13 @@ def _out(*argv, **kw):
     return subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True, **kw).stdout.strip()
 
 
+@functools.cache
+def _kubectl_path():
+    return os.path.join(_out(os.path.join(CLUSTER, "build"), "--bindir"), "kubectl")
+
+
 def kubectl(kubeconfig, *args, input=None):
-    kubectl = os.path.join(_out(os.path.join(CLUSTER, "build"), "--bindir"), "kubectl")
-    return _out(kubectl, "--kubeconfig", kubeconfig, *args, input=input)
+    return _out(_kubectl_path(), "--kubeconfig", kubeconfig, *args, input=input)
 
 
 def install_crds(kubeconfig):
@@ -54,7 +64,18 @@ def install_crds(kubeconfig):
     Server-side: they are too big for kubectl's last-applied annotation."""
     crds = _out(os.path.join(CLUSTER, "build-operators"), "--crds")
     kubectl(kubeconfig, "apply", "--server-side", "-f", crds)
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *CRDS)
+    # Polled here, not with `kubectl wait` or a jsonpath filter: both fail
+    # outright on a CRD whose status has no conditions yet, which is how
+    # these big ones start out.
+    deadline = time.monotonic() + 60
+    while not all(
+        any(c["type"] == "Established" and c["status"] == "True" for c in json.loads(line or "null") or [])
+        for line in kubectl(kubeconfig, "get", *CRDS, "-o",
+                            'jsonpath={range .items[*]}{.status.conditions}{"\\n"}{end}').split("\n")
+    ):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{', '.join(CRDS)} not Established after 60s")
+        time.sleep(0.2)
 
 
 def cluster_dir():
@@ -128,12 +149,14 @@ class Operator:
         return directory, bindir, kubeconfig, env
 
     @classmethod
-    def training(cls, gang_scheduler_name, name="training-operator", schemes=("pytorchjob",), directory=None):
+    def training(cls, gang_scheduler_name, name="training-operator", schemes=("pytorchjob",), namespace=None,
+                 directory=None):
         """training-operator with --gang-scheduler-name (volcano,
         scheduler-plugins, or any other name: treated as scheduler-plugins
         with that schedulerName). Only `schemes` run: every other job kind
         would need its CRD installed, and its MPIJob v1 CRD clashes with
-        mpi-operator's v2beta1 one."""
+        mpi-operator's v2beta1 one. With `namespace` it watches only that
+        one, so two (say, one per gang dialect) can run side by side."""
         directory, bindir, kubeconfig, env = cls._setup(directory)
         # Its cert rotator fails the process unless the Secret it fills
         # already exists, in namespace kubeflow, and tls.crt is on disk.
@@ -149,6 +172,8 @@ class Operator:
                 "--health-probe-bind-address", f"127.0.0.1:{probe}",
                 "--webhook-server-port", str(webhook), "--webhook-secret-name", secret]
         argv += [f"--enable-scheme={s}" for s in schemes]
+        if namespace:
+            argv += ["--namespace", namespace]
         # Ready once its certificates are in place; the controllers start
         # right after that.
         return cls(name, argv, env, f"http://127.0.0.1:{probe}/readyz", directory)
