@@ -192,11 +192,13 @@ static int min_tasks(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_p
 			                     KUBEAPI_MAX_TASKS);
 		if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX ||
 		    e->valuedouble != (double)(int32_t)e->valuedouble)
-			return kubeapi__fail(d, "spec.minTaskMember.%.64s: expected an integer in "
-			                        "[0, %d]",
+			return kubeapi__fail(d,
+			                     "spec.minTaskMember.%.64s: expected an integer in "
+			                     "[0, %d]",
 			                     e->string, INT32_MAX);
 		if (len == 0 || len > KUBEAPI_MAX_NAME)
-			return kubeapi__fail(d, "spec.minTaskMember: a task name of %zu bytes", len);
+			return kubeapi__fail(d, "spec.minTaskMember: a task name of %zu bytes",
+			                     len);
 		if (!(t->task = kubeapi__intern(d, e->string, len)))
 			return -ENOMEM;
 		t->min = (int32_t)e->valuedouble;
@@ -245,13 +247,14 @@ static int pg_condition(struct kubeapi__dec *d, const cJSON *c, struct kubeapi_p
 	size_t len, mlen, tlen;
 	int rc;
 
-	if ((rc = kubeapi__string_id(d, c, "type", "status.conditions[].type", 64, &st->cond_type)) <
-	        0 ||
+	if ((rc = kubeapi__string_id(d, c, "type", "status.conditions[].type", 64,
+	                             &st->cond_type)) < 0 ||
 	    (rc = kubeapi__string_id(d, c, "reason", "status.conditions[].reason", 256,
 	                             &st->cond_reason)) < 0 ||
 	    (rc = kubeapi__string_id(d, c, "transitionID", "status.conditions[].transitionID",
 	                             KUBEAPI_MAX_NAME, &st->transition_id)) < 0 ||
-	    (rc = kubeapi__string(d, c, "status", "status.conditions[].status", 16, &s, &len)) < 0 ||
+	    (rc = kubeapi__string(d, c, "status", "status.conditions[].status", 16, &s, &len)) <
+	        0 ||
 	    (rc = kubeapi__string(d, c, "message", "status.conditions[].message", 32768, &msg,
 	                          &mlen)) < 0 ||
 	    (rc = kubeapi__string(d, c, "lastTransitionTime",
@@ -260,8 +263,9 @@ static int pg_condition(struct kubeapi__dec *d, const cJSON *c, struct kubeapi_p
 	st->cond_true = s && len == 4 && memcmp(s, "True", 4) == 0;
 	st->cond_msg = msg ? kubeapi_text_hash(msg, mlen) : 0;
 	if (t && kubeapi__parse_time(t, tlen, &st->cond_time_s) < 0)
-		return kubeapi__fail(d, "status.conditions[].lastTransitionTime: not an RFC 3339 "
-		                        "time: \"%s\"",
+		return kubeapi__fail(d,
+		                     "status.conditions[].lastTransitionTime: not an RFC 3339 "
+		                     "time: \"%s\"",
 		                     t);
 	return 0;
 }

@@ -721,8 +721,7 @@ static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kub
 	if ((rc = kubeapi__string_id(d, spec, "nodeName", "spec.nodeName", KUBEAPI_MAX_NAME,
 	                             &p->node)) < 0 ||
 	    (rc = pod_group(d, md, p)) < 0 || (rc = pod_task(d, md, p)) < 0 ||
-	    (rc = pod_owner(d, md->owners, p)) < 0 ||
-	    (rc = pod_phase(d, status, p)) < 0 ||
+	    (rc = pod_owner(d, md->owners, p)) < 0 || (rc = pod_phase(d, status, p)) < 0 ||
 	    (rc = pod_scheduled_condition(d, status, p)) < 0 ||
 	    (rc = pod_start_time(d, status, p)) < 0 ||
 	    (rc = kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &p->muster)) < 0)

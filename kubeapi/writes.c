@@ -158,7 +158,8 @@ static void add_precondition(cJSON *patch, const struct kubeapi_target *t)
 uint64_t kubeapi_response_rv(const struct kubeapi_response *r)
 {
 	cJSON *o = r && r->body ? cJSON_ParseWithLength(r->body, r->len) : NULL;
-	const cJSON *rv = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+	const cJSON *rv =
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
 	uint64_t v = 0;
 	char *end;
 

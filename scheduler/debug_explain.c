@@ -182,10 +182,14 @@ static void reservation(const struct snap_gang *g, cJSON *ex)
 }
 
 static const char *const constraint_name[] = {
-    [PLAN_WHY_NONE] = "none",        [PLAN_WHY_QUOTA] = "quota",
-    [PLAN_WHY_FIT] = "fit",          [PLAN_WHY_STRICT_FIFO] = "strictFIFO",
-    [PLAN_WHY_MEMBERS] = "members",  [PLAN_WHY_TIMEOUT] = "timeout",
-    [PLAN_WHY_NO_QUEUE] = "noQueue", [PLAN_WHY_PREEMPTING] = "preempting",
+    [PLAN_WHY_NONE] = "none",
+    [PLAN_WHY_QUOTA] = "quota",
+    [PLAN_WHY_FIT] = "fit",
+    [PLAN_WHY_STRICT_FIFO] = "strictFIFO",
+    [PLAN_WHY_MEMBERS] = "members",
+    [PLAN_WHY_TIMEOUT] = "timeout",
+    [PLAN_WHY_NO_QUEUE] = "noQueue",
+    [PLAN_WHY_PREEMPTING] = "preempting",
     [PLAN_WHY_ENQUEUE] = "minResources",
 };
 
@@ -209,10 +213,10 @@ static void other(const struct snap_gang *g, cJSON *ex, cJSON *to)
 		line(to, "its victims' pods ending (their termination grace period)");
 		break;
 	case PLAN_WHY_ENQUEUE:
-		line(ex, "minResources: %s", g->message ? g->message : "its PodGroup is not enqueued");
-		line(to,
-		     "its queue's quota (beside the PodGroups already enqueued) or the cluster "
-		     "covering the PodGroup's minResources; or smaller minResources");
+		line(ex, "minResources: %s",
+		     g->message ? g->message : "its PodGroup is not enqueued");
+		line(to, "its queue's quota (beside the PodGroups already enqueued) or the cluster "
+		         "covering the PodGroup's minResources; or smaller minResources");
 		break;
 	default:
 		line(ex, "not tried in the last cycle");

@@ -195,8 +195,7 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	struct plan *p = r->p;
 	struct plan_gang *g;
 
-	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) <
-	    0)
+	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) < 0)
 		return NULL;
 	g = &p->gangs[p->ngangs++];
 	memset(g, 0, sizeof(*g));

@@ -111,11 +111,11 @@ static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct ku
 		                               .short_res = x->res,
 		                               .usage = cap[x->res],
 		                               .need = x->amount};
-		g->message = plan__printf(r,
-		                          "gang %s/%s: PodGroup minResources ask %s %s; the cluster's "
-		                          "ready nodes have %s",
-		                          plan__str(r, g->ns), plan__str(r, g->name), ask,
-		                          res_name(r, x->res), has);
+		g->message = plan__printf(
+		    r,
+		    "gang %s/%s: PodGroup minResources ask %s %s; the cluster's "
+		    "ready nodes have %s",
+		    plan__str(r, g->ns), plan__str(r, g->name), ask, res_name(r, x->res), has);
 		return 0;
 	}
 	return 1;
@@ -315,9 +315,10 @@ bool plan__tasks_short(struct plan_run *r, struct plan_gang *g)
 			continue;
 		g->state = PLAN_INCOMPLETE;
 		g->block = (struct plan_block){.why = PLAN_WHY_MEMBERS, .task = t->task};
-		g->message = plan__printf(r, "gang %s/%s: task %s has %u of %d members (minTaskMember)",
-		                          plan__str(r, g->ns), plan__str(r, g->name),
-		                          plan__str(r, t->task), have, t->min);
+		g->message =
+		    plan__printf(r, "gang %s/%s: task %s has %u of %d members (minTaskMember)",
+		                 plan__str(r, g->ns), plan__str(r, g->name), plan__str(r, t->task),
+		                 have, t->min);
 		return true;
 	}
 	return false;

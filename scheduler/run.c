@@ -212,8 +212,8 @@ static void cycle(struct sched *s)
 	/* A name no pod has yet has no id: the cycle still runs, so usage,
 	 * nodes and the debug API are current. */
 	for (unsigned k = 0; k < s->nnames; k++) {
-		uint32_t id = kubeapi_str_find(kubeapi_model_intern(m), s->names[k],
-		                               strlen(s->names[k]));
+		uint32_t id =
+		    kubeapi_str_find(kubeapi_model_intern(m), s->names[k], strlen(s->names[k]));
 
 		if (id)
 			ids[in.nschedulers++] = id;

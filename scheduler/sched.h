@@ -42,14 +42,14 @@
 #define SCHED_MAX_NAMES CONFIG_MAX_SCHEDULER_NAMES
 
 struct sched_options {
-	const char *kubeconfig;     /* NULL: in-cluster */
-	const char *context;        /* NULL: the kubeconfig's current context */
-	const char *config;         /* the queue file */
+	const char *kubeconfig; /* NULL: in-cluster */
+	const char *context;    /* NULL: the kubeconfig's current context */
+	const char *config;     /* the queue file */
 	/* --scheduler-name, repeatable; none: the config's schedulerNames,
 	 * else its schedulerName. */
 	const char *scheduler_names[SCHED_MAX_NAMES];
 	unsigned nscheduler_names;
-	const char *debug_addr;     /* NULL: no debug server */
+	const char *debug_addr;                           /* NULL: no debug server */
 	const char *debug_cert, *debug_key, *debug_token; /* files, for httpd */
 	bool log_json;                                    /* one JSON object per line */
 	int log_level;             /* enum sched_log_level: the least shown */

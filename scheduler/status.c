@@ -297,8 +297,7 @@ static bool same_str(struct sched *s, uint32_t id, const char *want)
 }
 
 /* Does the server's copy say what in says? */
-static bool matches(struct sched *s, const struct kubeapi_pg_status *st,
-                    const struct pg_intent *in)
+static bool matches(struct sched *s, const struct kubeapi_pg_status *st, const struct pg_intent *in)
 {
 	if (!same_str(s, st->phase, in->phase) || st->running != in->running ||
 	    st->succeeded != in->succeeded || st->failed != in->failed)

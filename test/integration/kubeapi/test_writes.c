@@ -98,7 +98,7 @@ static void test_bind_sets_node_once(void **state)
 {
 	struct fixture *fx = *state;
 	char uid[64];
-	struct kubeapi_target t = {fx->ns, "b1", uid};
+	struct kubeapi_target t = {fx->ns, "b1", uid, NULL};
 
 	create_pod(fx, "b1", NULL, NULL);
 	pod_uid(fx, "b1", uid, sizeof(uid));
@@ -115,7 +115,7 @@ static void test_bind_sets_node_once(void **state)
 static void test_bind_with_a_stale_uid_is_refused(void **state)
 {
 	struct fixture *fx = *state;
-	struct kubeapi_target t = {fx->ns, "b2", "00000000-0000-0000-0000-000000000000"};
+	struct kubeapi_target t = {fx->ns, "b2", "00000000-0000-0000-0000-000000000000", NULL};
 
 	create_pod(fx, "b2", NULL, NULL);
 	assert_int_equal(WAIT(fx, kubeapi_bind(fx->t.http, &t, "cpu-0001", itest_done, &fx->t)),
@@ -126,11 +126,12 @@ static void test_bind_with_a_stale_uid_is_refused(void **state)
 static void test_names_that_could_reshape_a_path_are_refused(void **state)
 {
 	struct fixture *fx = *state;
-	struct kubeapi_target bad = {fx->ns, "x/../y", NULL}, bad2 = {"../kube-system", "y", NULL};
+	struct kubeapi_target bad = {fx->ns, "x/../y", NULL, NULL},
+	                      bad2 = {"../kube-system", "y", NULL, NULL};
 
 	assert_int_equal(kubeapi_bind(fx->t.http, &bad, "cpu-0001", itest_done, &fx->t), -EINVAL);
 	assert_int_equal(kubeapi_bind(fx->t.http, &bad2, "cpu-0001", itest_done, &fx->t), -EINVAL);
-	assert_int_equal(kubeapi_bind(fx->t.http, &(struct kubeapi_target){fx->ns, "y", NULL},
+	assert_int_equal(kubeapi_bind(fx->t.http, &(struct kubeapi_target){fx->ns, "y", NULL, NULL},
 	                              "node?x=1", itest_done, &fx->t),
 	                 -EINVAL);
 }
@@ -138,7 +139,7 @@ static void test_names_that_could_reshape_a_path_are_refused(void **state)
 static void test_condition_patch_is_what_kubectl_shows(void **state)
 {
 	struct fixture *fx = *state;
-	struct kubeapi_target t = {fx->ns, "c1", NULL};
+	struct kubeapi_target t = {fx->ns, "c1", NULL, NULL};
 	const char *msg = "gang t/train-7: 7 of 8 members fit; queue \"team-a\" at 16/16 gpu";
 
 	create_pod(fx, "c1", NULL, NULL);
@@ -156,10 +157,52 @@ static void test_condition_patch_is_what_kubectl_shows(void **state)
 	    msg);
 }
 
+/* The resourceVersion precondition: a patch computed from an old version
+ * of the pod is refused (409) and changes nothing; one from the current
+ * version lands, and its response names the version it produced. */
+static void test_condition_patch_with_a_stale_resource_version_is_refused(void **state)
+{
+	struct fixture *fx = *state;
+	char rv[32], old[32];
+	struct kubeapi_target t = {fx->ns, "c2", NULL, rv};
+	struct kubeapi_response r = {0};
+	const char *shown =
+	    "get pod c2 -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")]"
+	    ".message}'";
+
+	create_pod(fx, "c2", NULL, NULL);
+	snprintf(old, sizeof(old), "%s",
+	         kubectl(fx, "get pod c2 -o jsonpath={.metadata.resourceVersion}"));
+	snprintf(rv, sizeof(rv), "%llu", strtoull(old, NULL, 10) - 1);
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_condition(fx->t.http, &t, "PodScheduled",
+	                                                      "False", "Unschedulable", "stale",
+	                                                      time(NULL), itest_done, &fx->t)),
+	                 409);
+	assert_string_equal(kubectl(fx, shown), "");
+	snprintf(rv, sizeof(rv), "%s", old);
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_condition(fx->t.http, &t, "PodScheduled",
+	                                                      "False", "Unschedulable", "current",
+	                                                      time(NULL), itest_done, &fx->t)),
+	                 200);
+	r.body = fx->t.body;
+	r.len = strlen(fx->t.body);
+	assert_true(kubeapi_response_rv(&r) > strtoull(old, NULL, 10));
+	assert_int_equal(
+	    kubeapi_response_rv(&r),
+	    strtoull(kubectl(fx, "get pod c2 -o jsonpath={.metadata.resourceVersion}"), NULL, 10));
+	assert_string_equal(kubectl(fx, shown), "current");
+	/* The same version again is now old. */
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_condition(fx->t.http, &t, "PodScheduled",
+	                                                      "False", "Unschedulable", "late",
+	                                                      time(NULL), itest_done, &fx->t)),
+	                 409);
+	assert_string_equal(kubectl(fx, shown), "current");
+}
+
 static void test_podgroup_status_in_both_dialects(void **state)
 {
 	struct fixture *fx = *state;
-	struct kubeapi_target t = {fx->ns, "pg", NULL};
+	struct kubeapi_target t = {fx->ns, "pg", NULL, NULL};
 	char path[256];
 
 	snprintf(path, sizeof(path), "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups",
@@ -198,7 +241,7 @@ static void test_event_is_listed_with_its_reason_and_note(void **state)
 {
 	struct fixture *fx = *state;
 	char uid[64];
-	struct kubeapi_target t = {fx->ns, "e1", uid};
+	struct kubeapi_target t = {fx->ns, "e1", uid, NULL};
 	struct kubeapi_event ev = {&t,
 	                           "Warning",
 	                           "FailedScheduling",
@@ -254,7 +297,8 @@ static void test_lease_create_renew_and_conflict(void **state)
 static void test_eviction_blocked_by_a_pdb_then_allowed_without(void **state)
 {
 	struct fixture *fx = *state;
-	struct kubeapi_target guarded = {fx->ns, "g1", NULL}, free_pod = {fx->ns, "f1", NULL};
+	struct kubeapi_target guarded = {fx->ns, "g1", NULL, NULL},
+	                      free_pod = {fx->ns, "f1", NULL, NULL};
 	char path[256];
 	int i;
 
@@ -296,6 +340,7 @@ int main(void)
 	    cmocka_unit_test(test_bind_with_a_stale_uid_is_refused),
 	    cmocka_unit_test(test_names_that_could_reshape_a_path_are_refused),
 	    cmocka_unit_test(test_condition_patch_is_what_kubectl_shows),
+	    cmocka_unit_test(test_condition_patch_with_a_stale_resource_version_is_refused),
 	    cmocka_unit_test(test_podgroup_status_in_both_dialects),
 	    cmocka_unit_test(test_event_is_listed_with_its_reason_and_note),
 	    cmocka_unit_test(test_lease_create_renew_and_conflict),

@@ -232,7 +232,8 @@ static const char many[] = "resources: [cpu]\n"
 static void test_many_errors_in_one_file(void **state)
 {
 	static const char *const want[] = {
-	    "t.yaml:2:1: unknown key 'colour' in the configuration; expected schedulerName, schedulerNames, "
+	    "t.yaml:2:1: unknown key 'colour' in the configuration; expected schedulerName, "
+	    "schedulerNames, "
 	    "resources, flavors, topology, defaultQueue, backfill, cohorts or "
 	    "queues",
 	    "t.yaml:5:13: expected an integer from 1 to 1000000 for 'weight', got '0'",

@@ -75,8 +75,7 @@ static void vc_group(struct world *w, const char *name, const char *spec, const 
 }
 
 /* A pending pod of Volcano gang `group` (annotation), task `task` or NULL. */
-static void vc_pod(struct world *w, const char *name, const char *group, const char *task,
-                   int gpus)
+static void vc_pod(struct world *w, const char *name, const char *group, const char *task, int gpus)
 {
 	struct kubeapi_pod *p = calloc(1, sizeof(*p));
 	struct kubeapi_decode_error err;
@@ -217,7 +216,8 @@ static void test_min_task_member(void **state)
 	assert_int_equal(g->state, PLAN_INCOMPLETE);
 	assert_int_equal(g->block.why, PLAN_WHY_MEMBERS);
 	assert_int_equal(g->block.task, synth_id(&w.s, "master"));
-	assert_string_equal(g->message, "gang s/job: task master has 0 of 1 members (minTaskMember)");
+	assert_string_equal(g->message,
+	                    "gang s/job: task master has 0 of 1 members (minTaskMember)");
 	vc_pod(&w, "master", "job", "master", 4);
 	cycle(&w, 0);
 	g = gang(&w, "job");
@@ -252,8 +252,8 @@ static void test_min_task_member_decode(void **state)
 
 		assert_int_equal(kubeapi_podgroup_decode(s.model, KUBEAPI_PG_VOLCANO, o, &g, &err),
 		                 -EINVAL);
-		assert_non_null(strstr(kubeapi_decode_error_str(&err, b, sizeof(b)),
-		                       "spec.minTaskMember"));
+		assert_non_null(
+		    strstr(kubeapi_decode_error_str(&err, b, sizeof(b)), "spec.minTaskMember"));
 		cJSON_Delete(o);
 	}
 	synth_free(&s);
