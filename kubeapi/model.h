@@ -193,7 +193,6 @@ struct kubeapi_pod {
 	uint8_t phase, group_source, sched_cond, deleting;
 	uint32_t task;      /* Volcano task: annotation or label volcano.sh/task-spec, or 0 */
 	uint32_t sched_msg; /* kubeapi_text_hash() of PodScheduled's message, 0 if none */
-	uint32_t pad_;
 	int64_t created_s, deleted_s;        /* creation, deletion timestamps (unix s) */
 	int64_t started_s;                   /* status.startTime (unix s), 0 when absent */
 	uint64_t rv;                         /* metadata.resourceVersion, 0 if not numeric */

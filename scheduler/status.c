@@ -190,16 +190,16 @@ static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t ke
 	               sched_str(s, pod->name), msg);
 }
 
+/* msg_hash: kubeapi_text_hash() of msg, computed once per gang. */
 static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const char *msg,
-                          unsigned *budget)
+                          uint32_t msg_hash, unsigned *budget)
 {
 	uint64_t key = (uint64_t)pod->ns << 32 | pod->name;
 	struct kubeapi_target t;
 	struct write_op *op;
 	char uid[40], rv[24];
 
-	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE &&
-	    pod->sched_msg == kubeapi_text_hash(msg, strlen(msg)))
+	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE && pod->sched_msg == msg_hash)
 		return; /* the server has it */
 	/* Never for a pod bound or being bound. */
 	if (pod->node || kubeapi_idmap_get(&s->assumed, key) || *budget == 0 ||
@@ -404,13 +404,15 @@ void sched_status_write(struct sched *s)
 
 	for (size_t k = 0; k < s->plan.ngangs; k++) {
 		const struct plan_gang *g = &s->plan.gangs[k];
+		uint32_t h;
 
 		if (g->group)
 			group_status(s, g, &budget);
-		if (!g->message || g->state == PLAN_ADMITTED)
+		if (!g->message || g->state == PLAN_ADMITTED || g->npending == 0)
 			continue;
+		h = kubeapi_text_hash(g->message, strlen(g->message));
 		for (uint32_t m = 0; m < g->npending; m++)
-			pod_condition(s, g->pending[m], g->message, &budget);
+			pod_condition(s, g->pending[m], g->message, h, &budget);
 	}
 }
 
