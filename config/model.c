@@ -258,13 +258,26 @@ static void set_flavors(struct config__loader *l, const yaml_node_t *n, void *ob
 
 /* ---- the root ---------------------------------------------------------- */
 
+/* An error at every entry of the list n (read into r) that an earlier one
+ * repeats. O(entries^2): lists of a few names. */
+static void each_once(struct config__loader *l, const yaml_node_t *n,
+                      const struct config_strings *r, const char *what)
+{
+	for (size_t i = 1; i < r->n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(r->v[i], r->v[j]) == 0) {
+				config__error(l, config__node(l, n->data.sequence.items.start[i]),
+				              "%s '%s' is listed twice", what, r->v[i]);
+				break;
+			}
+}
+
 /* Several scheduler names, each once: Muster stands in for the schedulers
  * operators name (volcano, scheduler-plugins-scheduler, ...). The daemon
  * takes at most CONFIG_MAX_SCHEDULER_NAMES. */
 static void set_scheduler_names(struct config__loader *l, const yaml_node_t *n, void *obj)
 {
 	struct config_strings *r = &((struct config *)obj)->scheduler_names;
-	size_t i, j;
 
 	if (!config__strings(l, n, "schedulerNames", r))
 		return;
@@ -273,13 +286,7 @@ static void set_scheduler_names(struct config__loader *l, const yaml_node_t *n, 
 	if (r->n > CONFIG_MAX_SCHEDULER_NAMES)
 		config__error(l, n, "%zu scheduler names; at most %d", r->n,
 		              CONFIG_MAX_SCHEDULER_NAMES);
-	for (i = 1; i < r->n; i++)
-		for (j = 0; j < i; j++)
-			if (strcmp(r->v[i], r->v[j]) == 0) {
-				config__error(l, config__node(l, n->data.sequence.items.start[i]),
-				              "scheduler name '%s' is listed twice", r->v[i]);
-				break;
-			}
+	each_once(l, n, r, "scheduler name");
 }
 
 /* Replaces the default list: at least one resource, each once, and no more
@@ -287,7 +294,7 @@ static void set_scheduler_names(struct config__loader *l, const yaml_node_t *n, 
 static void set_resources(struct config__loader *l, const yaml_node_t *n, void *obj)
 {
 	struct config_strings *r = &((struct config *)obj)->resources;
-	size_t count, i, j;
+	size_t count;
 
 	config__free_strings(r);
 	*r = (struct config_strings){NULL, 0};
@@ -300,13 +307,7 @@ static void set_resources(struct config__loader *l, const yaml_node_t *n, void *
 		config__error(l, n, "%zu resources; at most %d", count, CONFIG_MAX_SLOTS);
 		return;
 	}
-	for (i = 1; i < r->n; i++)
-		for (j = 0; j < i; j++)
-			if (strcmp(r->v[i], r->v[j]) == 0) {
-				config__error(l, config__node(l, n->data.sequence.items.start[i]),
-				              "resource '%s' is listed twice", r->v[i]);
-				break;
-			}
+	each_once(l, n, r, "resource");
 }
 
 static void set_root_cohorts(struct config__loader *l, const yaml_node_t *n, void *obj)

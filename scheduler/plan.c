@@ -777,22 +777,26 @@ static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
 	return seq;
 }
 
-/* Forget gangs that no longer wait. O(gangs remembered). */
-static void forget_seen(struct plan_run *r)
+void plan__forget(struct plan_run *r, struct kubeapi_idmap *m,
+                  bool (*done)(const struct plan_gang *))
 {
-	struct kubeapi_idmap *m = &r->p->seen;
 	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
 	size_t n = 0;
 
 	for (size_t i = 0; gone && i < m->nslots; i++) {
 		long k = m->slots[i].key ? plan__gang_index(r, m->slots[i].key) : 0;
 
-		if (m->slots[i].key && (k < 0 || r->p->gangs[k].npending == 0))
+		if (m->slots[i].key && (k < 0 || done(&r->p->gangs[k])))
 			gone[n++] = m->slots[i].key;
 	}
 	for (size_t k = 0; k < n; k++)
 		kubeapi_idmap_del(m, gone[k]);
 	free(gone);
+}
+
+static bool not_waiting(const struct plan_gang *g)
+{
+	return g->npending == 0;
 }
 
 /* Gangs whose turn it is this cycle, as queue items. */
@@ -982,7 +986,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
-		forget_seen(&r);
+		plan__forget(&r, &p->seen, not_waiting); /* gangs that no longer wait */
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);

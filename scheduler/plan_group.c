@@ -194,24 +194,6 @@ static int by_turn(const void *a, const void *b, void *gangs)
 	return (x->key > y->key) - (x->key < y->key);
 }
 
-/* Forget decisions about gangs gone or started. O(decisions). */
-static void forget_enqueued(struct plan_run *r)
-{
-	struct kubeapi_idmap *m = &r->p->enqueued;
-	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
-	size_t n = 0;
-
-	for (size_t i = 0; gone && i < m->nslots; i++) {
-		long k = m->slots[i].key ? plan__gang_index(r, m->slots[i].key) : 0;
-
-		if (m->slots[i].key && (k < 0 || started(&r->p->gangs[k])))
-			gone[n++] = m->slots[i].key;
-	}
-	for (size_t k = 0; k < n; k++)
-		kubeapi_idmap_del(m, gone[k]);
-	free(gone);
-}
-
 /* Already enqueued: decided earlier, or Inqueue on the PodGroup itself. */
 static bool was_enqueued(const struct plan_run *r, const struct plan_gang *g)
 {
@@ -269,7 +251,7 @@ int plan__enqueue(struct plan_run *r)
 	/* The reservations only gate enqueueing: admission sees what runs. */
 	for (size_t k = 0; k < nheld; k++)
 		reserve(r, &p->gangs[held[k]], -1);
-	forget_enqueued(r);
+	plan__forget(r, &p->enqueued, started); /* decisions about gangs gone or started */
 	return rc < 0 ? rc : 0;
 }
 

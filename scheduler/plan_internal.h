@@ -132,6 +132,10 @@ const char *plan__printf(struct plan_run *r, const char *fmt, ...)
 void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
                    size_t n);
 long plan__gang_index(const struct plan_run *r, uint64_t key);
+/* Delete from m (keyed by gang) the gangs gone or for which done() holds.
+ * O(keys). */
+void plan__forget(struct plan_run *r, struct kubeapi_idmap *m,
+                  bool (*done)(const struct plan_gang *));
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                 size_t n, uint32_t *out);
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
