@@ -208,12 +208,14 @@ GANGS = 50
 
 def make_gang(core, custom, ns, k, rng):
     """Gang g<k>: a PodGroup (dialects alternate), then 2 to 4 pods, each
-    after a random delay of up to 0.4 s."""
+    after a random delay: mostly under 60 ms, so a waiting message and the
+    gang's bind are decided a cycle apart (20 ms of debounce) and race to
+    the server, sometimes up to 0.4 s, so the gang waits a few cycles."""
     dialect = SP if k % 2 == 0 else VOLCANO
     n = rng.randint(2, 4)
     custom.create_namespaced_custom_object(*dialect, ns, "podgroups", group(f"g{k}", n, dialect))
     for i in range(n):
-        time.sleep(rng.random() * 0.4)
+        time.sleep(rng.random() * (0.06 if rng.random() < 0.75 else 0.4))
         p = pod(f"g{k}-{i}", 0, cpu="100m", gang=f"g{k}", dialect=dialect,
                 scheduler="scheduler-plugins-scheduler" if dialect == SP else "volcano")
         core.create_namespaced_pod(ns, p)
