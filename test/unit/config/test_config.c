@@ -230,6 +230,24 @@ static void test_defaults(void **state)
 	config_free(&c);
 }
 
+/* Several scheduler names, in the file's order; none by default. */
+static void test_scheduler_names(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	assert_int_equal(
+	    parse("schedulerNames: [muster, volcano, scheduler-plugins-scheduler]\n", &c, NULL), 0);
+	assert_int_equal(c->scheduler_names.n, 3);
+	assert_string_equal(c->scheduler_names.v[0], "muster");
+	assert_string_equal(c->scheduler_names.v[1], "volcano");
+	assert_string_equal(c->scheduler_names.v[2], "scheduler-plugins-scheduler");
+	config_free(&c);
+	assert_int_equal(parse("resources: [cpu]\n", &c, NULL), 0);
+	assert_int_equal(c->scheduler_names.n, 0);
+	config_free(&c);
+}
+
 /* ---- preemption and backfill keys ---------------------------------------- */
 
 /* Every spelling of a boolean accepted, and a mapping present but empty
@@ -478,6 +496,7 @@ int main(void)
 	    TEST(test_example),
 	    TEST(test_nested_cohorts),
 	    TEST(test_defaults),
+	    TEST(test_scheduler_names),
 	    TEST(test_preemption_keys),
 	    TEST(test_backfill_keys),
 	    TEST(test_durations),
