@@ -315,12 +315,14 @@ static bool matches(struct sched *s, const struct kubeapi_pg_status *st, const s
 static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_status *old,
                           const struct pg_intent *in)
 {
-	cJSON *c = cJSON_CreateObject();
+	cJSON *list = cJSON_AddArrayToObject(st, "conditions"), *c = cJSON_CreateObject();
 	struct timespec ts = {0};
 	char when[32], tid[160];
 
-	if (!c)
+	if (!list || !c) {
+		cJSON_Delete(c);
 		return;
+	}
 	if (old->ncond == 1 && old->cond_true && same_str(s, old->cond_type, in->cond_type)) {
 		ts.tv_sec = old->cond_time_s;
 		snprintf(tid, sizeof(tid), "%s", sched_str(s, old->transition_id));
@@ -337,7 +339,7 @@ static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_st
 	cJSON_AddStringToObject(c, "reason", in->reason);
 	if (in->message)
 		cJSON_AddStringToObject(c, "message", in->message);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(st, "conditions"), c);
+	cJSON_AddItemToArray(list, c);
 }
 
 static char *group_status_json(struct sched *s, const struct kubeapi_podgroup *pg,
