@@ -155,24 +155,6 @@ static void add_precondition(cJSON *patch, const struct kubeapi_target *t)
 		cJSON_AddStringToObject(md, "resourceVersion", t->resource_version);
 }
 
-uint64_t kubeapi_response_rv(const struct kubeapi_response *r)
-{
-	cJSON *o = r && r->body ? cJSON_ParseWithLength(r->body, r->len) : NULL;
-	const cJSON *rv =
-	    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
-	uint64_t v = 0;
-	char *end;
-
-	if (cJSON_IsString(rv) && rv->valuestring[0] >= '0' && rv->valuestring[0] <= '9') {
-		errno = 0;
-		v = strtoull(rv->valuestring, &end, 10);
-		if (errno || *end)
-			v = 0;
-	}
-	cJSON_Delete(o);
-	return v;
-}
-
 int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_target *t,
                                 const char *type, const char *status, const char *reason,
                                 const char *message, time_t now, kubeapi_http_done_cb cb,

@@ -50,10 +50,6 @@ int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_tar
                                 const char *message, time_t now, kubeapi_http_done_cb cb,
                                 void *data);
 
-/** The metadata.resourceVersion of the object a write's response body
- *  holds, when numeric (as etcd's are); 0 otherwise. Parses the body. */
-uint64_t kubeapi_response_rv(const struct kubeapi_response *r);
-
 /** Merge patch of a PodGroup's status in its own dialect (the status
  *  subresource for scheduler-plugins; the object itself for Volcano, whose
  *  CRD has none); status_json is the JSON object to put under "status". */

@@ -74,15 +74,23 @@ const char *plan__printf(struct plan_run *r, const char *fmt, ...)
 
 /* ---- amounts --------------------------------------------------------- */
 
+void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
+                       size_t n, uint16_t f)
+{
+	int64_t amount[CONFIG_MAX_SLOTS] = {0};
+
+	for (size_t k = 0; k < r->nres_cfg; k++)
+		for (size_t i = 0; r->res_map[k] >= 0 && i < n; i++)
+			if (e[i].res == (unsigned)r->res_map[k])
+				amount[k] = e[i].amount;
+	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
+}
+
 /* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
 static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
                     uint16_t f)
 {
-	int64_t amount[CONFIG_MAX_SLOTS];
-
-	for (size_t k = 0; k < r->nres_cfg; k++)
-		amount[k] = r->res_map[k] < 0 ? 0 : policy_spec_request(s, (unsigned)r->res_map[k]);
-	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
+	plan__add_amounts(r, req, kubeapi_podspec_requests(s), s->nrequests, f);
 }
 
 void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
@@ -449,30 +457,38 @@ static int collect_pending(struct plan_run *r)
 
 /* ---- admission ------------------------------------------------------- */
 
+void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
+                      const int64_t *req, enum plan_why why, struct plan_quota_text *t)
+{
+	const struct queue_slot *s = queue_set_slot(r->in->qs, v->slot);
+	const char *rname = r->cfg->resources.v[s->resource];
+	int64_t demand = queue_tree_demand(r->tree, v->node, v->slot);
+
+	plan__slot_name(r, v->slot, t->res, sizeof(t->res));
+	config_format_amount(t->used, sizeof(t->used), rname, demand);
+	config_format_amount(t->limit, sizeof(t->limit), rname, v->limit);
+	config_format_amount(t->need, sizeof(t->need), rname, req[v->slot]);
+	t->level = queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue";
+	t->at = queue_tree_name(r->tree, v->node);
+	g->state = PLAN_WAITING;
+	g->block = (struct plan_block){.why = (uint8_t)why,
+	                               .node = v->node,
+	                               .slot = (uint16_t)v->slot,
+	                               .usage = demand,
+	                               .limit = v->limit,
+	                               .need = req[v->slot]};
+}
+
 static void quota_message(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
                           const int64_t *req)
 {
-	char res[160], used[48], limit[48], need[48];
-	const struct queue_slot *s = queue_set_slot(r->in->qs, v->slot);
-	const char *rname = r->cfg->resources.v[s->resource];
+	struct plan_quota_text t;
 
-	plan__slot_name(r, v->slot, res, sizeof(res));
-	config_format_amount(used, sizeof(used), rname,
-	                     queue_tree_demand(r->tree, v->node, v->slot));
-	config_format_amount(limit, sizeof(limit), rname, v->limit);
-	config_format_amount(need, sizeof(need), rname, req[v->slot]);
-	g->state = PLAN_WAITING;
+	plan__quota_wait(r, g, v, req, PLAN_WHY_QUOTA, &t);
 	r->quota_failed = 1;
-	g->block = (struct plan_block){.why = PLAN_WHY_QUOTA,
-	                               .node = v->node,
-	                               .slot = (uint16_t)v->slot,
-	                               .usage = queue_tree_demand(r->tree, v->node, v->slot),
-	                               .limit = v->limit,
-	                               .need = req[v->slot]};
 	g->message = plan__printf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more",
-	                          plan__str(r, g->ns), plan__str(r, g->name),
-	                          queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue",
-	                          queue_tree_name(r->tree, v->node), used, limit, res, need);
+	                          plan__str(r, g->ns), plan__str(r, g->name), t.level, t.at, t.used,
+	                          t.limit, t.res, t.need);
 }
 
 static void place_message(struct plan_run *r, struct plan_gang *g, const struct policy_why *why,
@@ -928,7 +944,6 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	r->runtime_key = find_id(r, "muster.dev/expected-runtime");
 	r->preemptible_key = find_id(r, "muster.dev/preemptible");
 	r->false_value = find_id(r, "false");
-	r->phase_pending = find_id(r, "Pending");
 	r->phase_inqueue = find_id(r, "Inqueue");
 	for (size_t k = 0; k < sizeof(ran) / sizeof(ran[0]); k++)
 		r->phase_ran[k] = find_id(r, ran[k]);

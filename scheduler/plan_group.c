@@ -53,14 +53,8 @@ static bool started(const struct plan_gang *g)
  * placed yet). */
 static void group_request(const struct plan_run *r, const struct kubeapi_reslist *l, int64_t *req)
 {
-	int64_t amount[CONFIG_MAX_SLOTS] = {0};
-
 	memset(req, 0, r->nslots * sizeof(*req));
-	for (size_t k = 0; k < r->nres_cfg; k++)
-		for (uint32_t e = 0; r->res_map[k] >= 0 && e < l->n; e++)
-			if (l->e[e].res == (unsigned)r->res_map[k])
-				amount[k] = l->e[e].amount;
-	queue_set_add_request(r->in->qs, req, amount, CONFIG_NO_FLAVOR);
+	plan__add_amounts(r, req, l->e, l->n, POLICY_NO_FLAVOR);
 }
 
 /* Allocatable of the nodes that can take pods, per model resource. */
@@ -126,33 +120,16 @@ static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct ku
 static int fits_quota(struct plan_run *r, struct plan_gang *g, const int64_t *req)
 {
 	struct queue_verdict v = queue_tree_fits(r->tree, g->queue, req);
-	const struct queue_slot *s;
-	char res[160], used[48], limit[48], need[48];
-	const char *rname;
-	int64_t demand;
+	struct plan_quota_text t;
 
 	if (v.fits)
 		return 1;
-	s = queue_set_slot(r->in->qs, v.slot);
-	rname = r->cfg->resources.v[s->resource];
-	demand = queue_tree_demand(r->tree, v.node, v.slot);
-	plan__slot_name(r, v.slot, res, sizeof(res));
-	config_format_amount(used, sizeof(used), rname, demand);
-	config_format_amount(limit, sizeof(limit), rname, v.limit);
-	config_format_amount(need, sizeof(need), rname, req[v.slot]);
-	g->state = PLAN_WAITING;
-	g->block = (struct plan_block){.why = PLAN_WHY_ENQUEUE,
-	                               .node = v.node,
-	                               .slot = (uint16_t)v.slot,
-	                               .usage = demand,
-	                               .limit = v.limit,
-	                               .need = req[v.slot]};
+	plan__quota_wait(r, g, &v, req, PLAN_WHY_ENQUEUE, &t);
 	g->message = plan__printf(r,
 	                          "gang %s/%s: PodGroup minResources need %s %s; %s %s is at %s/%s "
 	                          "(running and enqueued PodGroups)",
-	                          plan__str(r, g->ns), plan__str(r, g->name), need, res,
-	                          queue_tree_is_cohort(r->tree, v.node) ? "cohort" : "queue",
-	                          queue_tree_name(r->tree, v.node), used, limit);
+	                          plan__str(r, g->ns), plan__str(r, g->name), t.need, t.res,
+	                          t.level, t.at, t.used, t.limit);
 	return 0;
 }
 

@@ -85,7 +85,6 @@ struct plan_run {
 	uint32_t runtime_key;          /* id of "muster.dev/expected-runtime" */
 	uint32_t preemptible_key;      /* id of "muster.dev/preemptible" */
 	uint32_t false_value;          /* id of "false" */
-	uint32_t phase_pending;        /* id of "Pending" */
 	uint32_t phase_inqueue;        /* id of "Inqueue" */
 	uint32_t phase_ran[5];         /* ids of the phases of a PodGroup that has run (setup) */
 	size_t cap_gangs;              /* room in p->gangs */
@@ -127,6 +126,21 @@ struct plan_task_done {
 /* plan.c */
 const char *plan__str(const struct plan_run *r, uint32_t id);
 void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len);
+/* Add the amounts e[0..n) (a pod's requests, a PodGroup's minResources),
+ * on a node of flavor f (POLICY_NO_FLAVOR: not placed yet), to the slot
+ * vector req. O(configured resources x n). */
+void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
+                       size_t n, uint16_t f);
+
+/* A quota verdict v against request req, as text for a message. */
+struct plan_quota_text {
+	char res[160], used[48], limit[48], need[48];
+	const char *level, *at; /* "queue" or "cohort", and its name */
+};
+/* Gang g waits on quota (why: PLAN_WHY_QUOTA or PLAN_WHY_ENQUEUE): its
+ * state and block say where; t gets the amounts for its message. */
+void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
+                      const int64_t *req, enum plan_why why, struct plan_quota_text *t);
 const char *plan__printf(struct plan_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,

@@ -26,8 +26,10 @@
  *     never lands over a newer state. A bind changes the pod, so a waiting
  *     message computed before it can never land after it, and none is sent
  *     for a pod bound or being bound.
- * Per object Muster keeps one word (last write's resourceVersion << 1 |
- * in flight) until the watch has caught up with it. At most
+ * Per object Muster keeps one word (the version the watch must pass, << 1
+ * | in flight) until the watch has passed it: a write that succeeded
+ * against version V produced a later one, so a copy newer than V shows it,
+ * and no response needs parsing. At most
  * status_per_cycle writes start per cycle, so a large backlog of waiting
  * pods never crowds out bindings in the engine's write budget.
  */
@@ -47,6 +49,7 @@ struct write_op {
 	struct sched *s;
 	struct kubeapi_idmap *map;
 	uint64_t key;
+	uint64_t rv; /* the precondition sent; 0 for none */
 };
 
 /* The message's headline (up to the first ';': what waits and on what;
@@ -82,21 +85,18 @@ void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi
 	t->resource_version = NULL;
 }
 
-/* The write is done: remember the resourceVersion it produced, until
- * the watch shows it; a failed one leaves nothing but the last success.
- * A 409 (the object changed) is retried once the watch shows the change. */
+/* The write is done. One that succeeded against version V is waited for
+ * until the watch shows a version past V; a failed one changed nothing
+ * (a 409: the object changed, and the next cycle sees how). */
 static void on_written(void *data, const struct kubeapi_response *r)
 {
 	struct write_op *op = data;
 	bool ok = !r->err && r->status >= 200 && r->status < 300;
-	uint64_t last, rv;
 
 	if (op->s->stopping)
 		goto out;
-	last = (uint64_t)(uintptr_t)kubeapi_idmap_get(op->map, op->key) >> 1;
-	rv = ok ? kubeapi_response_rv(r) : last;
-	if (rv)
-		kubeapi_idmap_put(op->map, op->key, (void *)(uintptr_t)(rv << 1));
+	if (ok && op->rv)
+		kubeapi_idmap_put(op->map, op->key, (void *)(uintptr_t)((op->rv + 1) << 1));
 	else
 		kubeapi_idmap_del(op->map, op->key);
 	if (!ok && r->status != 404 && r->status != 409) /* gone, or changed: no error */
@@ -135,7 +135,7 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
 
 /* May a write to the object at key, whose cached copy is at
  * resourceVersion rv, go out now? Forgets a last write the watch has
- * caught up with. */
+ * passed. */
 static bool may_write(struct kubeapi_idmap *map, uint64_t key, uint64_t rv)
 {
 	uintptr_t v = (uintptr_t)kubeapi_idmap_get(map, key);
@@ -143,20 +143,21 @@ static bool may_write(struct kubeapi_idmap *map, uint64_t key, uint64_t rv)
 	if (v & IN_FLIGHT)
 		return false;
 	if (v && rv < (v >> 1))
-		return false; /* the watch has not shown our last write yet */
+		return false; /* the watch has not passed our last write yet */
 	if (v)
 		kubeapi_idmap_del(map, key);
 	return true;
 }
 
-/* A write about to go out: in flight under key. NULL: out of memory. */
-static struct write_op *begin(struct sched *s, struct kubeapi_idmap *map, uint64_t key)
+/* A write against version rv about to go out: in flight under key.
+ * NULL: out of memory. */
+static struct write_op *begin(struct sched *s, struct kubeapi_idmap *map, uint64_t key, uint64_t rv)
 {
 	struct write_op *op = malloc(sizeof(*op));
 
 	if (!op)
 		return NULL;
-	*op = (struct write_op){s, map, key};
+	*op = (struct write_op){s, map, key, rv};
 	if (kubeapi_idmap_put(map, key, (void *)(uintptr_t)IN_FLIGHT) < 0) {
 		free(op);
 		return NULL;
@@ -203,7 +204,7 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 		return; /* the server has it */
 	/* Never for a pod bound or being bound. */
 	if (pod->node || kubeapi_idmap_get(&s->assumed, key) || *budget == 0 ||
-	    !may_write(&s->written, key, pod->rv) || !(op = begin(s, &s->written, key)))
+	    !may_write(&s->written, key, pod->rv) || !(op = begin(s, &s->written, key, pod->rv)))
 		return;
 	sched_target(s, pod, &t, uid);
 	format_rv(pod->rv, rv);
@@ -372,7 +373,8 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	intent(s, g, &in);
 	if (matches(s, &pg->status, &in) || *budget == 0 || !may_write(&s->groups, g->key, pg->rv))
 		return;
-	if (!(json = group_status_json(s, pg, &in)) || !(op = begin(s, &s->groups, g->key))) {
+	if (!(json = group_status_json(s, pg, &in)) ||
+	    !(op = begin(s, &s->groups, g->key, pg->rv))) {
 		cJSON_free(json);
 		return;
 	}
