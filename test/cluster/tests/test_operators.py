@@ -152,7 +152,8 @@ def run_two(start_muster, core, custom, ns, operator, gv, plural, make, members,
                 custom.create_namespaced_custom_object(*gv, ns, plural, make(name))
                 time.sleep(1.1)  # "one" first: creation times have one-second resolution
             if check:
-                until(m, "the first job running, the second held", lambda: check(core, custom, ns))
+                until(m, "the first job running, the second held", lambda: check(core, custom, ns),
+                      timeout=JOB_TIMEOUT)
             for name in ("one", "two"):
                 until(m, f"{plural}/{name} Succeeded", lambda: (op.check(), succeeded(custom, gv, plural, ns, name))[1],
                       timeout=JOB_TIMEOUT)
