@@ -10,6 +10,7 @@
 #include "policy/policy.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,20 +317,40 @@ static bool value_in(const uint32_t *values, unsigned n, uint32_t v)
 	return false;
 }
 
+/* A label value as Go's strconv.ParseInt(s, 10, 64) reads it, which is
+ * what Kubernetes uses for Gt/Lt: an optional sign and decimal digits,
+ * nothing else (no blanks), and a value outside int64 is an error, not a
+ * saturated number. strtoll would accept " 5" and clamp "9e99...". */
+static bool parse_int64(const char *s, long long *out)
+{
+	bool neg = *s == '-';
+	unsigned long long v = 0, lim;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	if (!*s)
+		return false;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+	for (; *s; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (d > 9 || v > (lim - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = !neg ? (long long)v : v > LLONG_MAX ? LLONG_MIN : -(long long)v;
+	return true;
+}
+
 /* Gt/Lt compare the label value and the one operand as integers; a value
- * that is not an integer fails the requirement, as upstream. */
+ * that is not an int64 fails the requirement, as upstream. */
 static bool int_compare(const struct kubeapi_model *m, uint32_t have, uint32_t want, int op)
 {
 	const struct kubeapi_intern *in = kubeapi_model_intern((struct kubeapi_model *)m);
 	const char *a = kubeapi_str(in, have), *b = kubeapi_str(in, want);
-	char *ea, *eb;
 	long long x, y;
 
-	if (!a || !b || !*a || !*b)
-		return false;
-	x = strtoll(a, &ea, 10);
-	y = strtoll(b, &eb, 10);
-	if (*ea || *eb)
+	if (!a || !b || !parse_int64(a, &x) || !parse_int64(b, &y))
 		return false;
 	return op == KUBEAPI_SEL_GT ? x > y : x < y;
 }

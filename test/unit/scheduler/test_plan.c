@@ -359,6 +359,44 @@ static void test_selector(void **state)
 	world_free(&w);
 }
 
+/* A pod asking for one Gt/Lt requirement: "key Gt value". */
+static void int_pod(struct world *w, const char *name, const char *op, const char *value)
+{
+	char spec[256];
+
+	snprintf(
+	    spec, sizeof(spec),
+	    "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+	    "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"gen\",\"operator\":"
+	    "\"%s\",\"values\":[\"%s\"]}]}]}}}",
+	    op, value);
+	synth_pod(&w->s, "a", name, NULL, "muster", 100, 0, NULL, 0, spec);
+}
+
+/* Gt/Lt read values as Go's ParseInt does: a label or operand outside
+ * int64, or with blanks, fails the match instead of saturating. */
+static void test_selector_gt_lt(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	synth_node(&w.s, "huge", "z", "r0", 0, "\"gen\":\"99999999999999999999\"");
+	synth_node(&w.s, "spaced", "z", "r0", 0, "\"gen\":\" 7\"");
+	synth_node(&w.s, "min", "z", "r0", 0, "\"gen\":\"-9223372036854775808\"");
+	int_pod(&w, "gt-max", "Gt", "9223372036854775806");
+	int_pod(&w, "lt-big", "Lt", "-9223372036854775807");
+	int_pod(&w, "gt-over", "Gt", "9223372036854775808");
+	cycle(&w);
+	/* "huge" saturates under strtoll and would take gt-max; only "min"
+	 * (LLONG_MIN exactly) matches, and only lt-big. */
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_string_equal(s_(&w, w.plan.binds[0].node), "min");
+	assert_int_equal(find_gang(&w, "a", "gt-max")->block.rejected[POLICY_SELECTOR], 3);
+	assert_int_equal(find_gang(&w, "a", "gt-over")->block.rejected[POLICY_SELECTOR], 3);
+	world_free(&w);
+}
+
 /* Many gangs of one spec that cannot fit: after the first failure the
  * rest are answered from the memo. */
 static void test_memo(void **state)
@@ -431,6 +469,7 @@ int main(void)
 	    cmocka_unit_test(test_assumed),
 	    cmocka_unit_test(test_incomplete),
 	    cmocka_unit_test(test_selector),
+	    cmocka_unit_test(test_selector_gt_lt),
 	    cmocka_unit_test(test_memo),
 	    cmocka_unit_test(test_strict_fifo_why),
 	};
