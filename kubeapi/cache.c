@@ -97,7 +97,9 @@ struct kubeapi_cache {
 	struct kubeapi_cache_options opt;
 	struct store stores[KUBEAPI_STORE_COUNT];
 	unsigned decode_errors;
-	unsigned closing; /* informers still closing */
+	unsigned untracked; /* Nodes decoded without some of their resources */
+	uint64_t res_gen;   /* the model's resource generation last acted on */
+	unsigned closing;   /* informers still closing */
 	void (*closed_cb)(void *);
 	void *closed_data;
 };
@@ -113,6 +115,43 @@ static void log_line(struct kubeapi_cache *c, const char *msg)
 		c->opt.log(c->opt.data, msg);
 	else
 		fprintf(stderr, "muster: %s\n", msg);
+}
+
+/* A name got a slot since we last looked, and some pod or PodGroup asks
+ * for a name no Node offered when it was decoded: list those kinds again,
+ * so their requests are read against the table as it is now. Costs one
+ * list of each per arrival of a new resource name (a new device plugin,
+ * a new MIG profile), only while such requests exist. */
+static void resolve_unoffered(struct kubeapi_cache *c)
+{
+	static const enum kubeapi_store_kind consumers[] = {
+	    KUBEAPI_STORE_PODS, KUBEAPI_STORE_PODGROUPS, KUBEAPI_STORE_VCJOBS};
+	uint64_t gen = kubeapi_model_resource_gen(c->model);
+
+	if (gen == c->res_gen)
+		return;
+	c->res_gen = gen;
+	if (kubeapi_model_unoffered(c->model) == 0)
+		return;
+	log_line(c, "a resource name got a slot while some pods or PodGroups ask for names no "
+	            "node offered; listing them again");
+	for (size_t k = 0; k < sizeof(consumers) / sizeof(consumers[0]); k++)
+		kubeapi_informer_relist(c->stores[consumers[k]].inf);
+}
+
+/* A Node kept without some of its resources: said each time it is decoded
+ * (that is, when it changes), since pods needing those cannot go there. */
+static void report_untracked(struct kubeapi_cache *c, const struct kubeapi_decode_error *err)
+{
+	char line[512];
+
+	c->untracked++;
+	snprintf(line, sizeof(line),
+	         "%s %s: %u resource name(s) not tracked, first \"%s\" (a Node brings at most %d "
+	         "new names and %d fit in all); pods asking for them will not be placed on it",
+	         err->kind, err->name, err->untracked, err->untracked_name,
+	         KUBEAPI_MAX_NEW_RESOURCES, KUBEAPI_MAX_RESOURCES);
+	log_line(c, line);
 }
 
 static void changed(struct store *s)
@@ -157,6 +196,9 @@ static void on_upsert(void *data, const cJSON *obj)
 		log_line(c, line);
 		return;
 	}
+	if (err.untracked)
+		report_untracked(c, &err);
+	resolve_unoffered(c);
 	key = s->desc->key(&tmp);
 	old = kubeapi_idmap_get(&s->map, key);
 	if (old) {
@@ -350,6 +392,11 @@ void kubeapi_cache_informer_stats(const struct kubeapi_cache *c, enum kubeapi_st
 unsigned kubeapi_cache_decode_errors(const struct kubeapi_cache *c)
 {
 	return c->decode_errors;
+}
+
+unsigned kubeapi_cache_untracked(const struct kubeapi_cache *c)
+{
+	return c->untracked;
 }
 
 static void informer_closed(void *data)

@@ -78,6 +78,10 @@ void kubeapi_cache_informer_stats(const struct kubeapi_cache *c, enum kubeapi_st
 /** Decode failures logged since start. */
 unsigned kubeapi_cache_decode_errors(const struct kubeapi_cache *c);
 
+/** Node decodes that left resource names out (table full or over the
+ *  per-Node cap, kubeapi/decode.h), logged since start. */
+unsigned kubeapi_cache_untracked(const struct kubeapi_cache *c);
+
 /** Stop the informers and free everything once they let go; then
  *  closed_cb(data). Clears *cp. */
 void kubeapi_cache_close(struct kubeapi_cache **cp, void (*closed_cb)(void *), void *data);

@@ -40,15 +40,37 @@ void kubeapi_model_free(struct kubeapi_model **mp);
 /** Its string and blob table. */
 struct kubeapi_intern *kubeapi_model_intern(struct kubeapi_model *m);
 
-/** Index of resource `name`, registering it if new; -ENOSPC past
- *  KUBEAPI_MAX_RESOURCES, -EINVAL for an empty or oversized name. */
+/* The resource table. A slot is held by the decoded objects whose blobs
+ * use its index (counted) or pinned for the model's life (the well-known
+ * names and those passed to kubeapi_model_resource()). Only a Node's
+ * allocatable brings a new name in, at most KUBEAPI_MAX_NEW_RESOURCES per
+ * Node; a name no object uses any more frees its slot. A pod or PodGroup
+ * only looks names up (KUBEAPI_RES_UNOFFERED when absent), so what
+ * tenants create cannot fill the table; when a name arrives, objects that
+ * asked for an unoffered one must be decoded again
+ * (kubeapi_model_resource_gen() tells when). */
+#define KUBEAPI_MAX_NEW_RESOURCES 16
+
+/** Index of resource `name`, registering and pinning it; -ENOSPC when
+ *  every slot is taken, -EINVAL for an empty or oversized name. */
 int kubeapi_model_resource(struct kubeapi_model *m, const char *name, size_t len);
 
-/** How many resources are registered: indexes run 0 .. n-1. */
+/** Index of resource `name` if it has a slot, else -ENOENT. */
+int kubeapi_model_resource_find(const struct kubeapi_model *m, const char *name, size_t len);
+
+/** One past the highest slot in use: indexes run 0 .. n-1 (some of them
+ *  may be free: their name is NULL). */
 unsigned kubeapi_model_nresources(const struct kubeapi_model *m);
 
-/** Name of resource index `res`, or NULL. */
+/** Name of resource index `res`, or NULL for a free slot. */
 const char *kubeapi_model_resource_name(const struct kubeapi_model *m, unsigned res);
+
+/** Bumped each time a name gets a slot. */
+uint64_t kubeapi_model_resource_gen(const struct kubeapi_model *m);
+
+/** Objects holding KUBEAPI_RES_UNOFFERED (a decoded pod spec or PodGroup
+ *  counts once per shared blob). */
+unsigned kubeapi_model_unoffered(const struct kubeapi_model *m);
 
 /** What went wrong, and with which object (as far as it could be read). */
 struct kubeapi_decode_error {
@@ -56,6 +78,11 @@ struct kubeapi_decode_error {
 	char ns[64];
 	char name[KUBEAPI_MAX_NAME + 1];
 	char msg[256]; /* "spec.containers[1].resources.requests.cpu: bad quantity \"1x\"" */
+	/* After a successful decode: resource names a Node offers that got no
+	 * slot (the table is full, or the Node brings more than
+	 * KUBEAPI_MAX_NEW_RESOURCES); the Node is kept without them. */
+	unsigned untracked;
+	char untracked_name[64]; /* the first, cut at 63 bytes */
 };
 
 /** Format "Kind ns/name: msg" into buf (for log lines). Returns buf. */

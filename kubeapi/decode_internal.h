@@ -27,8 +27,11 @@ struct kubeapi__scratch {
 struct kubeapi_model {
 	struct kubeapi__scratch *scratch;
 	struct kubeapi_intern *in;
-	char *resources[KUBEAPI_MAX_RESOURCES];
-	unsigned nres;
+	char *resources[KUBEAPI_MAX_RESOURCES];   /* NULL: a free slot */
+	uint32_t res_refs[KUBEAPI_MAX_RESOURCES]; /* blobs that use the index */
+	uint64_t res_pinned;                      /* slots never freed */
+	unsigned nres;                            /* one past the highest used */
+	uint64_t res_gen;                         /* bumped when a name gets a slot */
 };
 
 /* One decode call: the model and where errors go. A decoder fills a zeroed
@@ -41,6 +44,10 @@ struct kubeapi__dec {
 	 * a pod's whole label set, which only PodDisruptionBudget selectors
 	 * read (the API server never lets a selector name such a label). */
 	bool skip_long_labels;
+	/* Set while reading a Node's allocatable: names it offers get a slot.
+	 * Otherwise names are only looked up. */
+	bool offers;
+	uint64_t fresh; /* slots this decode gave a name; freed if unused at the end */
 };
 
 void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,
@@ -61,6 +68,7 @@ uint32_t kubeapi__intern(struct kubeapi__dec *d, const char *s, size_t len);
 struct kubeapi__ids {
 	uint32_t *v;
 	size_t n, cap;
+	uint64_t res; /* resource slots the blob uses: a new blob counts them */
 };
 
 /* Intern s[0..len) into ids; 0 when out of memory. */
@@ -178,6 +186,12 @@ unsigned kubeapi__amounts_list(const struct kubeapi__amounts *a, struct kubeapi_
 /* Intern them as a reslist blob (NULL, not an error, when empty). */
 int kubeapi__reslist(struct kubeapi__dec *d, const struct kubeapi__amounts *a,
                      const struct kubeapi_reslist **out);
+/* Drop a reslist blob; with its last reference, its resource slots. */
+void kubeapi__reslist_unref(struct kubeapi_model *m, const struct kubeapi_reslist *l);
+/* The slots of n entries: a new blob takes them in kubeapi__blob(). */
+uint64_t kubeapi__res_mask(const struct kubeapi_res *e, uint32_t n);
+/* Release the slots of n entries of a blob about to be freed. */
+void kubeapi__res_unref(struct kubeapi_model *m, const struct kubeapi_res *e, uint32_t n);
 
 /* Intern the labels (and then annotations) whose keys start with `prefix`
  * ("" for all) as a label blob; a label wins over an annotation with the
@@ -198,7 +212,7 @@ void kubeapi__buf_free(struct kubeapi__buf *b);
 /* Release the string ids held inside blobs before their last unref. */
 void kubeapi__labels_unref(struct kubeapi_intern *in, const struct kubeapi_labels *l);
 void kubeapi__taints_unref(struct kubeapi_intern *in, const struct kubeapi_taints *t);
-void kubeapi__podspec_unref(struct kubeapi_intern *in, const struct kubeapi_podspec *s);
+void kubeapi__podspec_unref(struct kubeapi_model *m, const struct kubeapi_podspec *s);
 void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_selector *s);
 
 #endif /* MUSTER_KUBEAPI_DECODE_INTERNAL_H */

@@ -122,8 +122,10 @@ static int node_fields(struct kubeapi__dec *d, const cJSON *obj, const struct ku
 	if ((rc = kubeapi__bool(d, spec, "unschedulable", "spec.unschedulable", &unsched)) < 0)
 		return rc;
 	n->unschedulable = unsched;
-	if ((rc = node_ready(d, status, n)) < 0 ||
-	    (rc = kubeapi__amounts_read(d, alloc, "status.allocatable", &a)) < 0 ||
+	d->offers = true;
+	rc = kubeapi__amounts_read(d, alloc, "status.allocatable", &a);
+	d->offers = false;
+	if (rc < 0 || (rc = node_ready(d, status, n)) < 0 ||
 	    (rc = kubeapi__reslist(d, &a, &n->allocatable)) < 0 ||
 	    (rc = node_taints(d, spec, &n->taints)) < 0)
 		return rc;
@@ -158,7 +160,7 @@ void kubeapi__node_release(struct kubeapi_model *m, void *obj)
 void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n)
 {
 	kubeapi_str_unref(m->in, n->name);
-	kubeapi_blob_unref(m->in, n->allocatable);
+	kubeapi__reslist_unref(m, n->allocatable);
 	kubeapi__taints_unref(m->in, n->taints);
 	kubeapi__labels_unref(m->in, n->labels);
 	memset(n, 0, sizeof(*n));
@@ -352,7 +354,7 @@ void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *
 	kubeapi_str_unref(m->in, g->status.transition_id);
 	for (unsigned k = 0; k < g->ntasks; k++)
 		kubeapi_str_unref(m->in, g->min_tasks[k].task);
-	kubeapi_blob_unref(m->in, g->min_resources);
+	kubeapi__reslist_unref(m, g->min_resources);
 	kubeapi__labels_unref(m->in, g->muster);
 	memset(g, 0, sizeof(*g));
 }

@@ -515,6 +515,7 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 	memcpy(buf.p + o_terms, b->terms, b->nterms * sizeof(b->terms[0]));
 	memcpy(buf.p + o_reqs, b->reqs, b->nreqs * sizeof(b->reqs[0]));
 	memcpy(buf.p + o_vals, b->values, b->nvalues * sizeof(b->values[0]));
+	b->ids.res = kubeapi__res_mask(res, nres);
 	*out = kubeapi__blob(d, buf.p, buf.len, &b->ids);
 	kubeapi__buf_free(&buf);
 	return *out ? 0 : -ENOMEM;
@@ -536,8 +537,9 @@ out:
 	return rc;
 }
 
-void kubeapi__podspec_unref(struct kubeapi_intern *in, const struct kubeapi_podspec *s)
+void kubeapi__podspec_unref(struct kubeapi_model *m, const struct kubeapi_podspec *s)
 {
+	struct kubeapi_intern *in = m->in;
 	const struct kubeapi_toleration *t;
 	const struct kubeapi_kv *kv;
 	const struct kubeapi_requirement *r;
@@ -547,6 +549,7 @@ void kubeapi__podspec_unref(struct kubeapi_intern *in, const struct kubeapi_pods
 	if (!s)
 		return;
 	if (kubeapi_blob_refs(s) == 1) {
+		kubeapi__res_unref(m, kubeapi_podspec_requests(s), s->nrequests);
 		t = kubeapi_podspec_tolerations(s);
 		kv = kubeapi_podspec_selector(s);
 		r = kubeapi_podspec_requirements(s);
@@ -774,7 +777,7 @@ void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
 	kubeapi_str_unref(in, p->task);
 	kubeapi_str_unref(in, p->owner_kind);
 	kubeapi_str_unref(in, p->owner_name);
-	kubeapi__podspec_unref(in, p->spec);
+	kubeapi__podspec_unref(m, p->spec);
 	kubeapi__labels_unref(in, p->muster);
 	kubeapi__labels_unref(in, p->labels);
 	memset(p, 0, sizeof(*p));

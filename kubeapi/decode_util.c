@@ -12,9 +12,11 @@
 #include "kubeapi/decode_internal.h"
 #include "kubeapi/quantity.h"
 
-/* Well-known resources, at the indexes of the KUBEAPI_RES_* enum. */
+/* Well-known resources, at the indexes of the KUBEAPI_RES_* enum. The
+ * unoffered one's name is what a waiting message says ("Insufficient
+ * ..."); it is no valid resource name, so no Node can offer it. */
 static const char *const well_known[KUBEAPI_RES_WELL_KNOWN] = {
-    "cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu",
+    "cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu", "(a resource no node offers)",
 };
 
 int kubeapi_model_new(struct kubeapi_model **out)
@@ -28,6 +30,7 @@ int kubeapi_model_new(struct kubeapi_model **out)
 		m->resources[i] = strdup(well_known[i]);
 		if (!m->resources[i])
 			goto fail;
+		m->res_pinned |= 1ULL << i;
 		m->nres++;
 	}
 	*out = m;
@@ -44,7 +47,7 @@ void kubeapi_model_free(struct kubeapi_model **mp)
 
 	if (!m)
 		return;
-	for (i = 0; i < m->nres; i++)
+	for (i = 0; i < KUBEAPI_MAX_RESOURCES; i++)
 		free(m->resources[i]);
 	kubeapi_intern_free(&m->in);
 	free(m->scratch);
@@ -57,21 +60,58 @@ struct kubeapi_intern *kubeapi_model_intern(struct kubeapi_model *m)
 	return m->in;
 }
 
-int kubeapi_model_resource(struct kubeapi_model *m, const char *name, size_t len)
+/* ---- the resource table ------------------------------------------------------ */
+
+/* A linear search of at most 64 short names: cheaper than hashing them,
+ * and only decoding a ResourceList calls it. */
+int kubeapi_model_resource_find(const struct kubeapi_model *m, const char *name, size_t len)
 {
 	unsigned i;
 
+	for (i = 0; i < m->nres; i++)
+		if (m->resources[i] && strlen(m->resources[i]) == len &&
+		    memcmp(m->resources[i], name, len) == 0)
+			return (int)i;
+	return -ENOENT;
+}
+
+/* The lowest free slot gets the name, with no references yet. */
+static int res_add(struct kubeapi_model *m, const char *name, size_t len)
+{
+	unsigned i = 0;
+
+	while (i < KUBEAPI_MAX_RESOURCES && m->resources[i])
+		i++;
+	if (i == KUBEAPI_MAX_RESOURCES)
+		return -ENOSPC;
+	if (!(m->resources[i] = strndup(name, len)))
+		return -ENOMEM;
+	m->res_refs[i] = 0;
+	if (i >= m->nres)
+		m->nres = i + 1;
+	return (int)i;
+}
+
+static void res_free(struct kubeapi_model *m, unsigned i)
+{
+	free(m->resources[i]);
+	m->resources[i] = NULL;
+	while (m->nres && !m->resources[m->nres - 1])
+		m->nres--;
+}
+
+int kubeapi_model_resource(struct kubeapi_model *m, const char *name, size_t len)
+{
+	int i;
+
 	if (len == 0 || len > KUBEAPI_MAX_NAME)
 		return -EINVAL;
-	for (i = 0; i < m->nres; i++)
-		if (strlen(m->resources[i]) == len && memcmp(m->resources[i], name, len) == 0)
-			return (int)i;
-	if (m->nres == KUBEAPI_MAX_RESOURCES)
-		return -ENOSPC;
-	m->resources[m->nres] = strndup(name, len);
-	if (!m->resources[m->nres])
-		return -ENOMEM;
-	return (int)m->nres++;
+	i = kubeapi_model_resource_find(m, name, len);
+	if (i == -ENOENT && (i = res_add(m, name, len)) >= 0)
+		m->res_gen++;
+	if (i >= 0)
+		m->res_pinned |= 1ULL << i;
+	return i;
 }
 
 unsigned kubeapi_model_nresources(const struct kubeapi_model *m)
@@ -82,6 +122,63 @@ unsigned kubeapi_model_nresources(const struct kubeapi_model *m)
 const char *kubeapi_model_resource_name(const struct kubeapi_model *m, unsigned res)
 {
 	return res < m->nres ? m->resources[res] : NULL;
+}
+
+uint64_t kubeapi_model_resource_gen(const struct kubeapi_model *m)
+{
+	return m->res_gen;
+}
+
+unsigned kubeapi_model_unoffered(const struct kubeapi_model *m)
+{
+	return m->res_refs[KUBEAPI_RES_UNOFFERED];
+}
+
+uint64_t kubeapi__res_mask(const struct kubeapi_res *e, uint32_t n)
+{
+	uint64_t mask = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		mask |= 1ULL << e[k].res;
+	return mask;
+}
+
+static void res_ref_mask(struct kubeapi_model *m, uint64_t mask)
+{
+	for (unsigned i = 0; mask; i++, mask >>= 1)
+		if (mask & 1)
+			m->res_refs[i]++;
+}
+
+void kubeapi__res_unref(struct kubeapi_model *m, const struct kubeapi_res *e, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		unsigned i = e[k].res;
+
+		if (--m->res_refs[i] == 0 && !(m->res_pinned >> i & 1))
+			res_free(m, i);
+	}
+}
+
+/* The end of one decode: a name it brought that no blob took (the decode
+ * failed, or the amount was 0) leaves no trace; one that stayed tells
+ * the cache that objects asking for it may now be satisfiable. */
+static void res_settle(struct kubeapi__dec *d)
+{
+	struct kubeapi_model *m = d->m;
+	bool kept = false;
+
+	for (unsigned i = 0; i < KUBEAPI_MAX_RESOURCES; i++) {
+		if (!(d->fresh >> i & 1))
+			continue;
+		if (m->res_refs[i] == 0 && !(m->res_pinned >> i & 1))
+			res_free(m, i);
+		else
+			kept = true;
+	}
+	if (kept)
+		m->res_gen++;
+	d->fresh = 0;
 }
 
 const char *kubeapi_decode_error_str(const struct kubeapi_decode_error *e, char *buf, size_t len)
@@ -97,6 +194,8 @@ void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,
 	d->m = m;
 	d->err = err;
 	d->skip_long_labels = false;
+	d->offers = false;
+	d->fresh = 0;
 	memset(err, 0, sizeof(*err));
 	snprintf(err->kind, sizeof(err->kind), "%s", kind);
 }
@@ -160,6 +259,7 @@ const void *kubeapi__blob(struct kubeapi__dec *d, const void *data, size_t len,
 
 	if (b && created) {
 		free(ids->v); /* the new blob owns the references */
+		res_ref_mask(d->m, ids->res);
 		*ids = (struct kubeapi__ids){0};
 	} else {
 		kubeapi__ids_drop(d->m->in, ids);
@@ -519,10 +619,12 @@ int kubeapi__decode(struct kubeapi_model *m, const struct kubeapi__kind *k, cons
 	if ((rc = kubeapi__meta(&d, obj, k->namespaced, &md)) < 0)
 		return rc;
 	k->identity(&tmp, &md, arg);
-	if ((rc = k->fields(&d, obj, &md, &tmp)) < 0) {
+	rc = k->fields(&d, obj, &md, &tmp);
+	if (rc < 0)
 		k->release(m, &tmp);
+	res_settle(&d);
+	if (rc < 0)
 		return rc;
-	}
 	memcpy(out, &tmp, k->size);
 	return 0;
 }
@@ -551,6 +653,39 @@ static int quantity(const cJSON *q, bool milli, char num[32], const char **text,
 	return 0;
 }
 
+/* The slot for a non-zero amount of `name` (found: its index, or -ENOENT).
+ * An offer (a Node's allocatable) gives a new name a slot, within the
+ * per-object cap and the table; what gets none is counted in err and
+ * left out (*res < 0). A request for a name without a slot becomes one
+ * unit of KUBEAPI_RES_UNOFFERED. */
+static int amount_slot(struct kubeapi__dec *d, const char *name, size_t len, int found, int *res,
+                       int64_t *v)
+{
+	struct kubeapi_decode_error *e = d->err;
+	int i = found;
+
+	*res = found;
+	if (found >= 0)
+		return 0;
+	if (!d->offers) {
+		*res = KUBEAPI_RES_UNOFFERED;
+		*v = 1;
+		return 0;
+	}
+	if (__builtin_popcountll(d->fresh) >= KUBEAPI_MAX_NEW_RESOURCES ||
+	    (i = res_add(d->m, name, len)) == -ENOSPC) {
+		if (e->untracked++ == 0)
+			snprintf(e->untracked_name, sizeof(e->untracked_name), "%.*s",
+			         (int)(len < 63 ? len : 63), name);
+		return 0;
+	}
+	if (i < 0)
+		return i;
+	d->fresh |= 1ULL << i;
+	*res = i;
+	return 0;
+}
+
 int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char *path,
                           struct kubeapi__amounts *a)
 {
@@ -570,22 +705,28 @@ int kubeapi__amounts_read(struct kubeapi__dec *d, const cJSON *list, const char 
 
 		if (!cJSON_IsString(q) && !cJSON_IsNumber(q))
 			return kubeapi__fail(d, "%s.%s: expected a quantity", path, q->string);
-		res = kubeapi_model_resource(d->m, q->string, klen);
-		if (res == -ENOMEM)
-			return res;
-		if (res < 0)
-			return kubeapi__fail(d, "%s: resource name \"%.64s\": %s", path, q->string,
-			                     res == -ENOSPC ? "too many distinct resources"
-			                                    : "invalid");
+		if (klen == 0 || klen > KUBEAPI_MAX_NAME)
+			return kubeapi__fail(d, "%s: resource name \"%.64s\": invalid", path,
+			                     q->string);
+		res = kubeapi_model_resource_find(d->m, q->string, klen);
+		if (res == KUBEAPI_RES_UNOFFERED)
+			return kubeapi__fail(d, "%s: resource name \"%.64s\": invalid", path,
+			                     q->string);
 		rc = quantity(q, res == KUBEAPI_RES_CPU, num, &text, &v);
 		if (rc < 0)
-			return kubeapi__fail(d, "%s.%s: %s quantity \"%.40s\"", path, q->string,
+			return kubeapi__fail(d, "%s.%.64s: %s quantity \"%.40s\"", path, q->string,
 			                     rc == -ERANGE ? "out-of-range" : "bad", text);
 		if (v < 0)
-			return kubeapi__fail(d, "%s.%s: negative quantity \"%.40s\"", path,
+			return kubeapi__fail(d, "%s.%.64s: negative quantity \"%.40s\"", path,
 			                     q->string, text);
+		if (v == 0 && res < 0)
+			continue; /* asks for nothing, offers nothing: no slot */
+		if ((rc = amount_slot(d, q->string, klen, res, &res, &v)) < 0)
+			return rc;
+		if (res < 0)
+			continue;
 		if (__builtin_add_overflow(a->v[res], v, &a->v[res]))
-			return kubeapi__fail(d, "%s.%s: sum overflows", path, q->string);
+			return kubeapi__fail(d, "%s.%.64s: sum overflows", path, q->string);
 		a->present |= 1ULL << res;
 	}
 	return 0;
@@ -643,8 +784,16 @@ int kubeapi__reslist(struct kubeapi__dec *d, const struct kubeapi__amounts *a,
 	*out = NULL;
 	if (buf.h.n == 0)
 		return 0;
+	none.res = kubeapi__res_mask(buf.e, buf.h.n);
 	*out = kubeapi__blob(d, &buf, sizeof(buf.h) + buf.h.n * sizeof(buf.e[0]), &none);
 	return *out ? 0 : -ENOMEM;
+}
+
+void kubeapi__reslist_unref(struct kubeapi_model *m, const struct kubeapi_reslist *l)
+{
+	if (l && kubeapi_blob_refs(l) == 1)
+		kubeapi__res_unref(m, l->e, l->n);
+	kubeapi_blob_unref(m->in, l);
 }
 
 /* ---- labels -------------------------------------------------------------- */

@@ -35,7 +35,8 @@ struct kubeapi_informer {
 
 	char rv[RV_MAX + 1];
 	char cont[CONTINUE_MAX + 1]; /* list continue token */
-	bool relist;                 /* the watch saw 410: list again */
+	bool relist;                 /* the watch saw 410, or a relist was asked: list again */
+	bool relist_asked;           /* kubeapi_informer_relist(): no "gone" line */
 
 	char *line; /* partial watch event */
 	size_t line_len, line_cap;
@@ -461,7 +462,9 @@ static void watch_done(void *data, const struct kubeapi_response *r)
 		return;
 	}
 	if (inf->relist || r->status == 410) {
-		logf_(inf, "resourceVersion %s is gone; listing again", inf->rv);
+		if (r->status == 410 || !inf->relist_asked)
+			logf_(inf, "resourceVersion %s is gone; listing again", inf->rv);
+		inf->relist_asked = false;
 		inf->relist = false;
 		inf->cont[0] = '\0';
 		if (r->status == 410)
@@ -483,6 +486,12 @@ static void start_watch(struct kubeapi_informer *inf)
 	char path[KUBEAPI_HTTP_MAX_PATH];
 	int rc;
 
+	if (inf->relist) { /* asked while listing or waiting */
+		inf->relist = inf->relist_asked = false;
+		inf->cont[0] = '\0';
+		start_list(inf);
+		return;
+	}
 	snprintf(path, sizeof(path),
 	         "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=",
 	         inf->kind->path, inf->opt.watch_timeout_s);
@@ -495,6 +504,17 @@ static void start_watch(struct kubeapi_informer *inf)
 		logf_(inf, "cannot watch: %s", strerror(-rc));
 		retry_later(inf, start_watch);
 	}
+}
+
+void kubeapi_informer_relist(struct kubeapi_informer *inf)
+{
+	if (inf->state == ST_IDLE || inf->state == ST_CLOSING)
+		return;
+	inf->relist = inf->relist_asked = true;
+	/* A watch ends now (watch_done lists); a list in progress or a wait
+	 * lists again when it would have watched. */
+	if (inf->state == ST_WATCH && inf->call)
+		kubeapi_http_cancel(inf->call);
 }
 
 int kubeapi_informer_start(struct kubeapi_informer *inf)

@@ -76,6 +76,10 @@ int kubeapi_informer_new(uv_loop_t *loop, struct kubeapi_http *http,
 /** Start listing. 0 or a negative errno from the HTTP engine. */
 int kubeapi_informer_start(struct kubeapi_informer *inf);
 
+/** List again (every object delivered anew, then a sync_end) as soon as
+ *  possible: at once while watching, after a list in progress or a wait. */
+void kubeapi_informer_relist(struct kubeapi_informer *inf);
+
 /** The last resourceVersion seen ("" before the first list). */
 const char *kubeapi_informer_rv(const struct kubeapi_informer *inf);
 

@@ -19,14 +19,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Well-known resources have fixed indexes; others are registered by name
- * (kubeapi_model_resource) up to KUBEAPI_MAX_RESOURCES. */
+/* Well-known resources have fixed indexes; others get a slot when a Node
+ * offers them or the queue file names them (decode.h), up to
+ * KUBEAPI_MAX_RESOURCES at once. A pod or PodGroup asking for a name no
+ * slot holds asks for KUBEAPI_RES_UNOFFERED instead, which no node has: it
+ * fits nowhere, and tenants cannot fill the table. */
 enum {
 	KUBEAPI_RES_CPU,
 	KUBEAPI_RES_MEMORY,
 	KUBEAPI_RES_PODS,
 	KUBEAPI_RES_EPHEMERAL,
-	KUBEAPI_RES_GPU, /* nvidia.com/gpu */
+	KUBEAPI_RES_GPU,       /* nvidia.com/gpu */
+	KUBEAPI_RES_UNOFFERED, /* one unit per requested name that no node offers */
 	KUBEAPI_RES_WELL_KNOWN,
 	KUBEAPI_MAX_RESOURCES = 64,
 };

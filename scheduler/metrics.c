@@ -276,6 +276,15 @@ static void scheduler(struct mbuf *b, const struct sched *s)
 	put(b, "muster_leader %d\n", s->leader ? 1 : 0);
 	family(b, "muster_ready", "gauge", "1 once the caches have synced.");
 	put(b, "muster_ready %d\n", s->cache && kubeapi_cache_synced(s->cache) ? 1 : 0);
+	if (!s->cache)
+		return;
+	counter(b, "muster_decode_errors_total",
+	        "API objects skipped because they could not be decoded (each is logged).",
+	        kubeapi_cache_decode_errors(s->cache));
+	counter(b, "muster_node_resources_untracked_total",
+	        "Node decodes that left resource names out: the resource table was full or the "
+	        "Node brought too many new names (each is logged).",
+	        kubeapi_cache_untracked(s->cache));
 }
 
 int sched_metrics_render(const struct sched *s, const struct snap *sn, char **out, size_t *len)

@@ -158,6 +158,11 @@ void sched_logl(struct sched *s, enum sched_log_level level, const char *fmt, ..
  * JSON, the names are fields of their own. */
 void sched_log_gang(struct sched *s, const char *ns, const char *gang, const char *pod,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/** What every log line goes through: in, with control characters,
+ *  U+2028/2029 and invalid UTF-8 escaped (\n, \x1b, \u2028, \xff), into
+ *  out (NUL-terminated, cut at cap). Exported for tests. */
+void sched_log_clean(const char *in, char *out, size_t cap);
 uint64_t sched_now_ms(struct sched *s);
 const char *sched_str(struct sched *s, uint32_t id);
 void sched_kick(struct sched *s); /* a cycle soon */

@@ -409,37 +409,44 @@ static void expect_bad(struct kubeapi_model *m, enum kind k, const cJSON *doc, c
 static void test_model_resources(void **state)
 {
 	struct kubeapi_model *m = *state;
-	static const char *const known[] = {"cpu", "memory", "pods", "ephemeral-storage",
-	                                    "nvidia.com/gpu"};
+	static const char *const known[] = {"cpu",
+	                                    "memory",
+	                                    "pods",
+	                                    "ephemeral-storage",
+	                                    "nvidia.com/gpu",
+	                                    "(a resource no node offers)"};
 	char name[300];
 	unsigned i;
 
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < KUBEAPI_RES_WELL_KNOWN; i++) {
 		assert_int_equal(kubeapi_model_resource(m, known[i], strlen(known[i])), i);
 		assert_string_equal(kubeapi_model_resource_name(m, i), known[i]);
 	}
 	assert_int_equal(KUBEAPI_RES_CPU, 0);
 	assert_int_equal(KUBEAPI_RES_GPU, 4);
-	assert_null(kubeapi_model_resource_name(m, 5));
+	assert_int_equal(KUBEAPI_RES_UNOFFERED, 5);
+	assert_null(kubeapi_model_resource_name(m, 6));
 	/* new names are registered once; the name is length-delimited */
-	assert_int_equal(kubeapi_model_resource(m, "example.com/fpga", 16), 5);
-	assert_int_equal(kubeapi_model_resource(m, "example.com/fpga-x", 16), 5);
-	assert_int_equal(kubeapi_model_resource(m, "example.com/fpg", 15), 6);
-	assert_string_equal(kubeapi_model_resource_name(m, 5), "example.com/fpga");
-	assert_string_equal(kubeapi_model_resource_name(m, 6), "example.com/fpg");
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/fpga", 16), -ENOENT);
+	assert_int_equal(kubeapi_model_resource(m, "example.com/fpga", 16), 6);
+	assert_int_equal(kubeapi_model_resource(m, "example.com/fpga-x", 16), 6);
+	assert_int_equal(kubeapi_model_resource(m, "example.com/fpg", 15), 7);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/fpga", 16), 6);
+	assert_string_equal(kubeapi_model_resource_name(m, 6), "example.com/fpga");
+	assert_string_equal(kubeapi_model_resource_name(m, 7), "example.com/fpg");
 	assert_null(kubeapi_model_resource_name(m, 1000));
 	/* bad names */
 	assert_int_equal(kubeapi_model_resource(m, "", 0), -EINVAL);
 	memset(name, 'r', sizeof(name));
 	assert_int_equal(kubeapi_model_resource(m, name, 254), -EINVAL);
-	assert_int_equal(kubeapi_model_resource(m, name, 253), 7);
+	assert_int_equal(kubeapi_model_resource(m, name, 253), 8);
 	/* full at KUBEAPI_MAX_RESOURCES; known names still resolve */
-	for (i = 8; i < KUBEAPI_MAX_RESOURCES; i++) {
+	for (i = 9; i < KUBEAPI_MAX_RESOURCES; i++) {
 		snprintf(name, sizeof(name), "example.com/r%u", i);
 		assert_int_equal(kubeapi_model_resource(m, name, strlen(name)), i);
 	}
 	assert_int_equal(kubeapi_model_resource(m, "one/more", 8), -ENOSPC);
-	assert_int_equal(kubeapi_model_resource(m, "example.com/fpga", 16), 5);
+	assert_int_equal(kubeapi_model_resource(m, "example.com/fpga", 16), 6);
 	assert_int_equal(kubeapi_model_resource(m, "cpu", 3), 0);
 }
 
@@ -559,6 +566,7 @@ static void test_pod_bound_deleting(void **state)
 	unsigned foo;
 	union obj o;
 
+	RES(m, "example.com/foo"); /* offered (as the queue file would name it) */
 	decode_ok(m, POD, doc, &o);
 	s = o.pod.spec;
 	assert_string_equal(S(m, o.pod.node), "cpu-0000");
@@ -710,6 +718,7 @@ static void test_pod_requests_sidecars(void **state)
 	const struct kubeapi_podspec *s;
 	union obj o;
 
+	RES(m, "example.com/fpga");
 	decode_ok(m, POD, doc, &o);
 	s = o.pod.spec;
 	/* cpu: containers 1 + sidecars 3 = 4 < i2 (2 + sidecars 3) = 5; +250m */
@@ -2248,42 +2257,85 @@ static void test_hostile_sum_overflow(void **state)
 	}
 }
 
-/* The registry of resource names fills at 64; then a new name is an error
- * naming it, while objects with known names still decode. */
+/* Only a Node's allocatable gives a name a slot, at most
+ * KUBEAPI_MAX_NEW_RESOURCES per Node: past that the Node decodes without
+ * the rest (counted in err), and a pod asking for a name no Node offers
+ * asks for KUBEAPI_RES_UNOFFERED. */
 static void test_hostile_too_many_resources(void **state)
 {
 	struct kubeapi_model *m = *state;
 	cJSON *node = item("nodes.json", "cpu-0000"), *pod = item("pods.json", "job1-6pjkl");
+	struct kubeapi_decode_error err;
 	union obj n, p;
 	char path[64];
 	int i;
 
-	for (i = 0; i < KUBEAPI_MAX_RESOURCES - KUBEAPI_RES_WELL_KNOWN; i++) {
+	for (i = 0; i < KUBEAPI_MAX_RESOURCES; i++) {
 		snprintf(path, sizeof(path), "status allocatable example.com/r%d", i);
 		set(node, path, "\"1\"");
 	}
-	decode_ok(m, NODE, node, &n);
-	assert_int_equal(n.node.allocatable->n, 4 + KUBEAPI_MAX_RESOURCES - KUBEAPI_RES_WELL_KNOWN);
-	assert_int_equal(res_of(n.node.allocatable, KUBEAPI_MAX_RESOURCES - 1), 1);
-	assert_string_equal(kubeapi_model_resource_name(m, KUBEAPI_MAX_RESOURCES - 1),
-	                    "example.com/r58");
+	assert_int_equal(kubeapi_node_decode(m, node, &n.node, &err), 0);
+	assert_int_equal(n.node.allocatable->n, 4 + KUBEAPI_MAX_NEW_RESOURCES);
+	assert_int_equal(err.untracked, KUBEAPI_MAX_RESOURCES - KUBEAPI_MAX_NEW_RESOURCES);
+	assert_int_equal(kubeapi_model_nresources(m),
+	                 KUBEAPI_RES_WELL_KNOWN + KUBEAPI_MAX_NEW_RESOURCES);
 
 	set(pod, "spec containers 0 resources requests example.com/r3", "\"2\"");
+	set(pod, "spec containers 0 resources requests example.com/zzz", "\"2\"");
+	set(pod, "spec containers 0 resources requests example.com/yyy", "\"5\"");
 	decode_ok(m, POD, pod, &p);
-	assert_int_equal(req(p.pod.spec, RES(m, "example.com/r3")), 2);
+	assert_int_equal(req(p.pod.spec, kubeapi_model_resource_find(m, "example.com/r3", 14)), 2);
+	assert_int_equal(req(p.pod.spec, KUBEAPI_RES_UNOFFERED), 2); /* one per name */
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/zzz", 15), -ENOENT);
+	assert_int_equal(kubeapi_model_unoffered(m), 1);
 	kubeapi_pod_release(m, &p.pod);
+	assert_int_equal(kubeapi_model_unoffered(m), 0);
 	kubeapi_node_release(m, &n.node);
-	/* the registry outlives the objects: still full */
-	set(pod, "spec containers 0 resources requests example.com/one-more", "\"1\"");
-	expect_bad(m, POD, pod,
-	           "spec.containers[0].resources.requests: resource name \"example.com/one-more\": "
-	           "too many distinct resources");
-	set(node, "status allocatable hugepages-2Mi", "\"1Gi\"");
-	expect_bad(
-	    m, NODE, node,
-	    "status.allocatable: resource name \"hugepages-2Mi\": too many distinct resources");
+	/* the Node's names are gone with it: the table is as it began */
+	assert_int_equal(kubeapi_model_nresources(m), KUBEAPI_RES_WELL_KNOWN);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/r3", 14), -ENOENT);
 	cJSON_Delete(node);
 	cJSON_Delete(pod);
+}
+
+/* A Node whose decode fails after its allocatable was read leaves no name
+ * behind; a name two Nodes offer stays until the last goes; a freed slot
+ * is taken again. */
+static void test_resources_reclaimed(void **state)
+{
+	struct kubeapi_model *m = *state;
+	cJSON *a = item("nodes.json", "cpu-0000"), *b = item("nodes.json", "cpu-0000");
+	struct kubeapi_decode_error err;
+	union obj x, y;
+	uint64_t gen = kubeapi_model_resource_gen(m);
+
+	set(a, "status allocatable example.com/a", "\"1\"");
+	set(a, "spec taints", "[{\"key\":\"k\",\"effect\":\"Sometimes\"}]");
+	assert_int_equal(kubeapi_node_decode(m, a, &x.node, &err), -EINVAL);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/a", 13), -ENOENT);
+	assert_int_equal(kubeapi_model_nresources(m), KUBEAPI_RES_WELL_KNOWN);
+	assert_int_equal(kubeapi_model_resource_gen(m), gen);
+
+	set(a, "spec taints", "[]");
+	set(a, "metadata name", "\"a\"");
+	set(b, "status allocatable example.com/a", "\"2\"");
+	set(b, "status allocatable example.com/b", "\"2\"");
+	set(b, "metadata name", "\"b\"");
+	decode_ok(m, NODE, a, &x);
+	decode_ok(m, NODE, b, &y);
+	assert_true(kubeapi_model_resource_gen(m) > gen);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/a", 13),
+	                 KUBEAPI_RES_WELL_KNOWN);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/b", 13),
+	                 KUBEAPI_RES_WELL_KNOWN + 1);
+	kubeapi_node_release(m, &x.node);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/a", 13),
+	                 KUBEAPI_RES_WELL_KNOWN);
+	kubeapi_node_release(m, &y.node);
+	assert_int_equal(kubeapi_model_resource_find(m, "example.com/a", 13), -ENOENT);
+	assert_int_equal(kubeapi_model_nresources(m), KUBEAPI_RES_WELL_KNOWN);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
 }
 
 /* ---- error formatting ------------------------------------------------------------ */
@@ -2373,6 +2425,7 @@ int main(void)
 	    T(test_hostile_overcap_strings),
 	    T(test_hostile_sum_overflow),
 	    T(test_hostile_too_many_resources),
+	    T(test_resources_reclaimed),
 	    T(test_error_str),
 	};
 
