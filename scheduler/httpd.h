@@ -4,12 +4,22 @@
  * handler, and every buffer and wait is bounded.
  *
  * Bounds (struct httpd_options, 0 = default): at most max_clients
- * connections (further ones are accepted and closed at once), a request
- * head of at most max_head bytes (431 past it), no request body (413 for
- * one), a whole request within timeout_ms of its first byte and an idle
- * keep-alive connection closed after timeout_ms (408/close). A client that
- * does not read its response is closed after the same timeout. Only GET
- * and HEAD are served (405 otherwise).
+ * connections and max_per_peer from one IP address, a request head of at
+ * most max_head bytes (431 past it), no request body (413 for one), a
+ * complete head (and TLS handshake) within head_timeout_ms of the accept
+ * or of the last response (408/close; an idle keep-alive connection just
+ * closes), a response read within timeout_ms. Only GET and HEAD are
+ * served (405 otherwise).
+ *
+ * Room for a newcomer: when its address already has max_per_peer
+ * connections, the oldest of them that is between requests or still
+ * sending a head is closed for it; when the server is full, the same
+ * happens to the address holding the most connections, if it holds more
+ * than the newcomer's would. So a client that opens connections cannot
+ * keep one from another address out, and an idle or slowloris connection
+ * is what gives way, never a response being written. New TLS sessions are
+ * bounded by a budget per second (each costs ~1.4 ms of the loop); past it
+ * a connection is closed before its handshake.
  *
  * Security: an address other than loopback needs TLS (cert_file and
  * key_file, OpenSSL) and a bearer token (token_file; each request needs
@@ -66,8 +76,17 @@ struct httpd_options {
 	const char *key_file;   /* PEM private key */
 	const char *token_file; /* bearer token (first line); required when set */
 	unsigned max_clients;   /* default 64 */
+	unsigned max_per_peer;  /* connections from one IP address, default 16 */
 	size_t max_head;        /* request line and headers, default 16 KiB */
-	unsigned timeout_ms;    /* default 10000 */
+	unsigned timeout_ms;    /* writing a response; default 10000 */
+	/* From accept (or the end of the last response) to a complete request
+	 * head, TLS handshake included: idle and slow clients give their slot
+	 * back this soon. Default min(5000, timeout_ms). */
+	unsigned head_timeout_ms;
+	unsigned tls_handshakes_per_s; /* budget for new TLS sessions, default 100 */
+	/* Plain HTTP without a token on any address: only for a handler that
+	 * reveals nothing (the kubelet's probes). */
+	int public_plain;
 	httpd_handler handler;
 	void *data;                               /* for handler and log */
 	void (*log)(void *data, const char *msg); /* may be NULL */

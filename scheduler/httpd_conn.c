@@ -373,7 +373,7 @@ static void conn_resume(struct httpd__conn *c)
 	char *pend = c->pend;
 
 	c->state = HTTPD__READ;
-	httpd__arm(c, c->h->o.timeout_ms);
+	httpd__arm(c, c->h->o.head_timeout_ms);
 	c->pend = NULL;
 	if (pend) {
 		httpd__feed(c, pend, c->pend_len);
@@ -388,7 +388,7 @@ static void conn_resume(struct httpd__conn *c)
 static void on_timer(uv_timer_t *t)
 {
 	struct httpd__conn *c = t->data;
-	unsigned ms = c->h->o.timeout_ms;
+	unsigned ms = c->state == HTTPD__READ ? c->h->o.head_timeout_ms : c->h->o.timeout_ms;
 
 	if (c->state == HTTPD__READ && c->in_request) {
 		c->in_request = 0;
@@ -406,6 +406,6 @@ static void on_timer(uv_timer_t *t)
 void httpd__conn_begin(struct httpd__conn *c)
 {
 	c->state = HTTPD__READ;
-	httpd__arm(c, c->h->o.timeout_ms);
+	httpd__arm(c, c->h->o.head_timeout_ms);
 	read_on(c);
 }

@@ -7,6 +7,7 @@
 #define MUSTER_SCHEDULER_HTTPD_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <llhttp.h>
 #include <openssl/ssl.h>
@@ -54,6 +55,9 @@ struct httpd__conn {
 	size_t pend_len;
 	SSL *ssl; /* NULL without TLS; reads rbio, writes wbio */
 	BIO *rbio, *wbio;
+	unsigned tls_paid : 1;  /* took a handshake from the budget */
+	uint64_t seq;           /* accept order: lower is older */
+	unsigned char peer[17]; /* family byte, then the address (v4 in 4 bytes) */
 };
 
 struct httpd {
@@ -68,6 +72,13 @@ struct httpd {
 	unsigned open;   /* the listener and every conn not yet freed */
 	int port;
 	int closing;
+	uint64_t next_seq;
+	/* TLS handshakes: a token bucket of o.tls_handshakes_per_s, refilled
+	 * from the loop's clock (ms). */
+	double tls_tokens;
+	uint64_t tls_refilled_ms;
+	/* Connections closed or refused to keep room, logged once a period. */
+	unsigned shed, shed_logged_at_s;
 	void (*closed_cb)(void *);
 	void *closed_data;
 	char rbuf[HTTPD__READ_CAP]; /* every socket read, used at once */
@@ -130,5 +141,13 @@ void httpd__tls_send(struct httpd__conn *c, const char *head, size_t hlen, const
 
 /** Whether the handshake is done. */
 int httpd__tls_ready(const struct httpd__conn *c);
+
+/** Take one handshake from the server's budget: 0, or -EBUSY when it is
+ *  spent for now (the caller closes the connection). */
+int httpd__tls_budget(struct httpd *h);
+
+/** A connection closed or refused to keep room: counted, and said in one
+ *  log line per period rather than one per connection. */
+void httpd__shed(struct httpd *h, const char *why);
 
 #endif /* MUSTER_SCHEDULER_HTTPD_INTERNAL_H */

@@ -194,6 +194,14 @@ void httpd__tls_pump(struct httpd__conn *c)
 
 void httpd__tls_in(struct httpd__conn *c, const char *buf, size_t len)
 {
+	if (!c->tls_paid) {
+		if (httpd__tls_budget(c->h) < 0) {
+			httpd__shed(c->h, "the TLS handshake budget is spent for this second");
+			httpd__conn_close(c);
+			return;
+		}
+		c->tls_paid = 1;
+	}
 	if (BIO_write(c->rbio, buf, (int)len) != (int)len) {
 		ERR_clear_error();
 		httpd__log(c, "TLS: out of memory");

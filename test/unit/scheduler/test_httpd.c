@@ -188,19 +188,31 @@ static double now_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static int cli_connect_buf(int port, int rcvbuf)
+/* From 127.0.0.`from` (1: the usual loopback address): other source
+ * addresses stand for other clients (a kubelet, another pod). */
+static int cli_connect_from(int port, int rcvbuf, int from)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in src = {.sin_family = AF_INET};
 	struct timeval tv = {.tv_sec = 5};
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	assert_true(fd >= 0);
+	if (from != 1) {
+		src.sin_addr.s_addr = htonl(0x7f000000u | (unsigned)from);
+		assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	}
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (rcvbuf)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
+}
+
+static int cli_connect_buf(int port, int rcvbuf)
+{
+	return cli_connect_from(port, rcvbuf, 1);
 }
 
 static int cli_connect(int port)
@@ -670,7 +682,8 @@ static void test_max_clients(void **state)
 	assert_true(tries < 100);
 	close(a);
 	srv_stop(s);
-	assert_has(s->logs, "refused: 2 clients already (max_clients)");
+	assert_has(s->logs,
+	           "1 connection(s) closed or refused to keep room (last: refused a newcomer");
 }
 
 /* Many clients at once, each with a request in flight: all answered. */
@@ -682,6 +695,7 @@ static void test_many_clients(void **state)
 	char req[64], want[64], buf[1024];
 	int fd[N], i, eof;
 
+	o.max_per_peer = N; /* all from one address */
 	srv_start(s, &o);
 	for (i = 0; i < N; i++) {
 		fd[i] = cli_connect(s->port);
@@ -696,6 +710,89 @@ static void test_many_clients(void **state)
 	}
 	srv_stop(s);
 	assert_int_equal(s->calls, N);
+}
+
+/* A request on fd answered (keep-alive), so fd is now idle. */
+static void served(int fd, const char *path)
+{
+	char req[64], want[64], buf[1024];
+	int eof;
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n\r\n", path);
+	snprintf(want, sizeof(want), "GET %s q= a=\n", path);
+	cli_sends(fd, req);
+	cli_read(fd, buf, sizeof(buf), 1, 0, &eof);
+	assert_has(buf, want);
+}
+
+/* Closed by the server: EOF (or a reset) with nothing sent. */
+static void closed(int fd)
+{
+	char buf[256];
+	int eof = 0;
+
+	assert_int_equal(cli_read(fd, buf, sizeof(buf), -1, 0, &eof), 0);
+	assert_true(eof);
+}
+
+/* An address at max_per_peer: its oldest idle connection gives way to its
+ * newest; the others are untouched. */
+static void test_room_per_address(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	int a, b, c;
+
+	o.max_per_peer = 2;
+	srv_start(s, &o);
+	a = cli_connect(s->port);
+	served(a, "/a");
+	b = cli_connect(s->port);
+	served(b, "/b");
+	c = cli_connect(s->port);
+	served(c, "/c");
+	closed(a);
+	served(b, "/b2");
+	close(a);
+	close(b);
+	close(c);
+	srv_stop(s);
+	assert_has(s->logs, "closed an idle or slow connection for a newcomer");
+}
+
+/* A full server: a newcomer from another address takes the place of the
+ * oldest connection of the address holding the most; one that would hold
+ * as many as the greediest is refused. One log line for all of it. */
+static void test_room_when_full(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	int a, b, c, d, e, f;
+
+	o.max_clients = 3;
+	srv_start(s, &o);
+	a = cli_connect(s->port);
+	served(a, "/a");
+	b = cli_connect(s->port);
+	served(b, "/b");
+	c = cli_connect(s->port);
+	served(c, "/c");
+	d = cli_connect_from(s->port, 0, 2); /* 127.0.0.1 has 3 */
+	served(d, "/d");
+	closed(a);
+	e = cli_connect_from(s->port, 0, 3); /* 127.0.0.1 has 2 */
+	served(e, "/e");
+	closed(b);
+	f = cli_connect_from(s->port, 0, 2); /* each address has 1 */
+	closed(f);
+	served(c, "/c2");
+	served(d, "/d2");
+	served(e, "/e2");
+	for (int fd = 0, *all[] = {&a, &b, &c, &d, &e, &f}; fd < 6; fd++)
+		close(*all[fd]);
+	srv_stop(s);
+	assert_has(s->logs, "connection(s) closed or refused to keep room");
+	assert_null(strstr(strstr(s->logs, "keep room") + 1, "keep room"));
 }
 
 static void write_text(const char *path, const char *text)
@@ -1046,6 +1143,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_client_not_reading, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_max_clients, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_room_per_address, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_room_when_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_handshake_timeout, setup, teardown),
