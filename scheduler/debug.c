@@ -481,6 +481,7 @@ static const struct route {
 	snap_fn *doc;
 } routes[] = {
     {"/healthz", 0, healthz, NULL},
+    {"/livez", 0, healthz, NULL},
     {"/readyz", 0, readyz, NULL},
     {"/metrics", 0, metrics, NULL},
     {"/debug/", 0, page, NULL},
@@ -508,4 +509,16 @@ void debug_handle(void *data, const struct httpd_request *req, struct httpd_resp
 		return;
 	}
 	text(r, 404, "not found: try /debug/, /metrics, /healthz, /readyz\n");
+}
+
+void debug_probe_handle(void *data, const struct httpd_request *req, struct httpd_response *r)
+{
+	struct sched *s = data;
+
+	if (strcmp(req->path, "/readyz") == 0)
+		readyz(s, req, r);
+	else if (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/livez") == 0)
+		healthz(s, req, r);
+	else
+		text(r, 404, "not found: this port serves /healthz, /livez and /readyz\n");
 }

@@ -78,6 +78,9 @@ static const char run_usage[] =
     "  --debug-tls-key FILE    ... and this PEM private key\n"
     "  --debug-token-file FILE every request but /healthz and /readyz must carry\n"
     "                          \"Authorization: Bearer\" with the token in FILE\n"
+    "  --probe-addr ADDR       also serve /healthz, /livez and /readyz alone, as plain\n"
+    "                          HTTP on host:port (e.g. 0.0.0.0:8081), for the kubelet: \n"
+    "                          no debug client can take its connections\n"
     "  --log-format text|json  one line per event, as text (default) or JSON\n"
     "  --log-level LEVEL       debug, info (default), warning or error\n"
     "  --period-ms N           a cycle at least every N ms (default 1000)\n"
@@ -196,6 +199,7 @@ static int cmd_run(int argc, char **argv)
 	    {"context", required_argument, NULL, 'x'},
 	    {"scheduler-name", required_argument, NULL, 'n'},
 	    {"debug-addr", required_argument, NULL, 'd'},
+	    {"probe-addr", required_argument, NULL, 'b'},
 	    {"debug-tls-cert", required_argument, NULL, 'C'},
 	    {"debug-tls-key", required_argument, NULL, 'K'},
 	    {"debug-token-file", required_argument, NULL, 'T'},
@@ -240,6 +244,9 @@ static int cmd_run(int argc, char **argv)
 			break;
 		case 'd':
 			o.debug_addr = optarg;
+			break;
+		case 'b':
+			o.probe_addr = optarg;
 			break;
 		case 'C':
 			o.debug_cert = optarg;

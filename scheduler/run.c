@@ -313,6 +313,10 @@ static void stop(struct sched *s)
 		s->closing++;
 		httpd_close(&s->httpd, closed_one, s);
 	}
+	if (s->probe) {
+		s->closing++;
+		httpd_close(&s->probe, closed_one, s);
+	}
 	if (s->cache) {
 		s->closing++;
 		kubeapi_cache_close(&s->cache, closed_one, s);
@@ -385,6 +389,39 @@ static int start_debug(struct sched *s)
 	}
 	sched_log(s, "debug server on %s (port %d)%s", s->opt.debug_addr, httpd_port(s->httpd),
 	          s->opt.debug_cert ? ", TLS" : "");
+	return 0;
+}
+
+static void probe_log(void *data, const char *msg)
+{
+	sched_logl(data, SCHED_WARN, "probe server: %s", msg);
+}
+
+/* The kubelet's probes on a listener of their own, plain HTTP on any
+ * address (they reveal nothing), so that no client of the debug server
+ * can starve them. Small: probes send one short head at once. */
+static int start_probe(struct sched *s)
+{
+	struct httpd_options o = {.addr = s->opt.probe_addr,
+	                          .public_plain = 1,
+	                          .max_clients = 32,
+	                          .max_per_peer = 8,
+	                          .max_head = 4096,
+	                          .timeout_ms = 5000,
+	                          .head_timeout_ms = 2000,
+	                          .handler = debug_probe_handle,
+	                          .data = s,
+	                          .log = probe_log};
+	char err[512];
+	int rc;
+
+	if (!s->opt.probe_addr)
+		return 0;
+	if ((rc = httpd_start(s->loop, &o, &s->probe, err, sizeof(err))) < 0) {
+		sched_logl(s, SCHED_ERROR, "probe server on %s: %s", s->opt.probe_addr, err);
+		return rc;
+	}
+	sched_log(s, "probe server on %s (port %d)", s->opt.probe_addr, httpd_port(s->probe));
 	return 0;
 }
 
@@ -467,7 +504,7 @@ static int start(struct sched *s)
 	uv_signal_init(s->loop, &s->sigint);
 	s->debounce.data = s->period.data = s->sigterm.data = s->sigint.data = s;
 	s->started = true;
-	if ((rc = start_debug(s)) < 0)
+	if ((rc = start_debug(s)) < 0 || (rc = start_probe(s)) < 0)
 		return rc;
 	uv_timer_start(&s->period, on_period, s->opt.period_ms, s->opt.period_ms);
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);

@@ -49,7 +49,8 @@ struct sched_options {
 	 * else its schedulerName. */
 	const char *scheduler_names[SCHED_MAX_NAMES];
 	unsigned nscheduler_names;
-	const char *debug_addr;                           /* NULL: no debug server */
+	const char *debug_addr; /* NULL: no debug server */
+	const char *probe_addr; /* NULL: no probe server (/healthz, /readyz only) */
 	const char *debug_cert, *debug_key, *debug_token; /* files, for httpd */
 	bool log_json;                                    /* one JSON object per line */
 	int log_level;             /* enum sched_log_level: the least shown */
@@ -117,6 +118,7 @@ struct sched {
 	bool leader;               /* this instance schedules */
 	struct sched_metrics m;
 	struct httpd *httpd; /* NULL without --debug-addr */
+	struct httpd *probe; /* NULL without --probe-addr */
 	struct snap snap;    /* a recent cycle, for httpd */
 	uint64_t snap_at_ms; /* when it was taken */
 	int64_t plan_now_s;  /* the last cycle's clock */

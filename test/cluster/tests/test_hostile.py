@@ -6,6 +6,11 @@
   one that was already waiting for that resource.
 - A value with a newline (a Volcano group-name annotation, which Muster
   quotes when the gang waits) cannot forge a log line, in text or JSON logs.
+- 500 idle and slowloris clients that reconnect whenever they are closed
+  cannot keep the probes from answering: /healthz answers within 1 s, on
+  the probe port and on the debug port, to a client from another address
+  (127.0.0.2 stands for the kubelet's node address), and Muster keeps
+  scheduling.
 
 Each test makes its own namespace (conftest `namespace`) and removes the
 node it adds.
@@ -13,6 +18,10 @@ node it adds.
 
 import json
 import re
+import selectors
+import socket
+import threading
+import time
 
 import pytest
 from kubernetes.client.rest import ApiException
@@ -148,3 +157,124 @@ def test_a_newline_in_an_annotation_cannot_forge_a_log_line(core, namespace, sta
         for line in lines:
             json.loads(line.decode("utf-8"))  # strict: valid UTF-8 and JSON
         assert any(re.search(rb'"gang":"g\\\\n2026', line) for line in lines)
+
+
+class Siege:
+    """Connections to (host, port) pairs from 127.0.0.1, each either idle
+    (sends nothing) or slowloris (one byte of a never-ending head per
+    second), reopened as soon as the server closes them, in one thread."""
+
+    HEAD = b"GET /debug/gangs HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100000
+
+    def __init__(self, targets):
+        self.targets = targets  # [(port, slow), ...] one per connection
+        self.sel = selectors.DefaultSelector()
+        self.stop = threading.Event()
+        self.reopened = 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def open(self, port, slow):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        self.sel.register(s, selectors.EVENT_READ, [port, slow, 0])
+
+    def run(self):
+        for port, slow in self.targets:
+            self.open(port, slow)
+        last = time.monotonic()
+        while not self.stop.is_set():
+            for key, _ in self.sel.select(timeout=0.1):
+                try:
+                    data = key.fileobj.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if not data:  # closed by the server: come back at once
+                    port, slow, _ = key.data
+                    self.sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    self.reopened += 1
+                    self.open(port, slow)
+            if time.monotonic() - last >= 1:
+                last = time.monotonic()
+                for key in list(self.sel.get_map().values()):
+                    port, slow, sent = key.data
+                    if slow and sent < len(self.HEAD):
+                        try:
+                            key.fileobj.send(self.HEAD[sent:sent + 1])
+                            key.data[2] += 1
+                        except OSError:
+                            pass
+        for key in list(self.sel.get_map().values()):
+            key.fileobj.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+
+
+def probe(port, path="/healthz", source="127.0.0.2", timeout=1.0):
+    """(status line, seconds) of one GET from `source`, or (error, seconds)."""
+    t0 = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as s:
+            s.settimeout(max(0.01, timeout - (time.monotonic() - t0)))
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while b"\r\n" not in data:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            return data.split(b"\r\n")[0].decode(errors="replace"), time.monotonic() - t0
+    except OSError as e:
+        return f"{type(e).__name__}: {e}", time.monotonic() - t0
+
+
+def server_port(m, server):
+    def port():
+        m.check()
+        with open(m.log, errors="replace") as f:
+            found = re.search(server + r" server on \S+ \(port (\d+)\)", f.read())
+        return found and int(found.group(1))
+
+    return until(m, f"the {server} server's port", port)
+
+
+def test_probes_answer_while_500_idle_and_slowloris_clients_hold_connections(core, namespace, start_muster):
+    m = start_muster("--probe-addr", "127.0.0.1:0")
+    debug, probes = server_port(m, "debug"), server_port(m, "probe")
+    until(m, "ready", lambda: probe(probes, "/readyz", timeout=5)[0].startswith("HTTP/1.1 200") or Not("not ready"))
+    # 400 at the debug port, 100 at the probe port; half of each slowloris.
+    targets = [(debug, i % 2 == 0) for i in range(400)] + [(probes, i % 2 == 0) for i in range(100)]
+    answers = []
+    with Siege(targets) as siege:
+        time.sleep(2)  # every slot taken, the slow heads started
+        core.create_namespaced_pod(namespace, pod("during", {"cpu": "100m"}))
+        # Past the head deadline (5 s debug, 2 s probes): slots freed by
+        # deadlines are taken again by the siege.
+        end = time.monotonic() + 12
+        while time.monotonic() < end:
+            for port in (probes, debug):
+                answers.append((port, *probe(port)))
+            time.sleep(0.5)
+        bound = until(m, "a pod bound during the siege", lambda: node_of(core, namespace, "during"), timeout=30)
+        reopened = siege.reopened
+    m.check()
+    slowest = max(secs for _, _, secs in answers)
+    print(f"{len(answers)} probes, slowest {slowest * 1000:.1f} ms; siege reopened {reopened} connections")
+    bad = [(p, status, round(secs, 3)) for p, status, secs in answers if not status.startswith("HTTP/1.1 200") or secs >= 1.0]
+    assert not bad, f"probes that failed or took 1 s or more (of {len(answers)}): {bad}"
+    assert bound
+    assert reopened > 0, "the siege was never closed out: the deadlines did not fire"
+    with open(m.log, errors="replace") as f:
+        log = f.read()
+    assert "closed or refused to keep room" in log
+    # Room is made with one line per period, not one per connection.
+    assert log.count("closed or refused to keep room") < 20

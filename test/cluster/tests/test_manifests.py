@@ -212,8 +212,13 @@ def test_deployment_runs_muster_as_documented():
     assert f"--debug-tls-cert={mounts['tls']}/tls.crt" in args and f"--debug-tls-key={mounts['tls']}/tls.key" in args
     assert f"--debug-token-file={mounts['token']}/token" in args
     assert "--debug-addr=0.0.0.0:10251" in args
-    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
-    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz" and c["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    # The probes on their own listener, which debug clients cannot starve.
+    assert "--probe-addr=0.0.0.0:8081" in args
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"https-metrics": 10251, "probes": 8081}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = c[probe]["httpGet"]
+        assert (get["path"], get["port"], get["scheme"]) == (path, "probes", "HTTP")
     sc, psc = c["securityContext"], pod["securityContext"]
     assert sc["readOnlyRootFilesystem"] and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"]["drop"] == ["ALL"] and "add" not in sc["capabilities"]
@@ -493,15 +498,24 @@ def free_gpu_node(core):
     return free[-1]
 
 
-def debug_port(muster):
-    """The port its debug server got (it logs it)."""
+def debug_port(muster, server="debug"):
+    """The port its debug (or probe) server got (it logs it)."""
 
     def port():
         with open(muster.log, errors="replace") as f:
-            m = re.search(r"debug server on \S+ \(port (\d+)\)", f.read())
+            m = re.search(server + r" server on \S+ \(port (\d+)\)", f.read())
         return m and int(m.group(1))
 
-    return until(muster, f"the debug server's port in {muster.log}", port)
+    return until(muster, f"the {server} server's port in {muster.log}", port)
+
+
+def http_get(port, path):
+    """(status, body) of a plain GET http://127.0.0.1:PORT/PATH."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode().strip()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode().strip()
 
 
 def https_get(port, path, token=None):
@@ -557,7 +571,8 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
     token_file.write_text(token + "\n")
     argv = [muster_binary(), "run", "--kubeconfig", kubeconfig, "--config", str(queues),
             "--leader-elect", "--lease-namespace", NS, "--debug-addr=0.0.0.0:0",
-            f"--debug-tls-cert={cert}", f"--debug-tls-key={key}", f"--debug-token-file={token_file}"]
+            f"--debug-tls-cert={cert}", f"--debug-tls-key={key}", f"--debug-token-file={token_file}",
+            "--probe-addr=0.0.0.0:0"]
     log = os.path.join(cluster_dir(), "logs", "muster-test_manifests.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     env = dict(os.environ, HOSTNAME=identity, POD_NAMESPACE=NS)
@@ -580,10 +595,14 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
         until(muster, "lease renewed", lambda: held().spec.renew_time > first, timeout=30)
 
         # The probes' view: /healthz and /readyz over HTTPS without the
-        # token, as the kubelet asks; /metrics only with it.
-        port = debug_port(muster)
+        # token, and on the probe port over plain HTTP, as the kubelet asks;
+        # /metrics only with the token, and never on the probe port.
+        port, probes = debug_port(muster), debug_port(muster, "probe")
         assert until(muster, "/healthz", lambda: https_get(port, "/healthz")) == (200, "ok")
         until(muster, "/readyz says leader", lambda: https_get(port, "/readyz") == (200, "ok: leader"))
+        assert http_get(probes, "/healthz") == (200, "ok")
+        assert http_get(probes, "/readyz") == (200, "ok: leader")
+        assert http_get(probes, "/metrics")[0] == 404
         assert https_get(port, "/metrics")[0] == 401
         status, metrics = https_get(port, "/metrics", token)
         assert status == 200 and re.search(r"^muster_leader 1$", metrics, re.M), metrics[:2000]
