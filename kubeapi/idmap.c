@@ -33,10 +33,10 @@ static void place(struct kubeapi_idmap_slot *slots, size_t nslots, uint64_t key,
 	slots[i].value = value;
 }
 
-static int grow(struct kubeapi_idmap *m)
+static int resize(struct kubeapi_idmap *m, size_t nslots)
 {
-	size_t nslots = m->nslots ? m->nslots * 2 : 64, i;
 	struct kubeapi_idmap_slot *slots = calloc(nslots, sizeof(*slots));
+	size_t i;
 
 	if (!slots)
 		return -ENOMEM;
@@ -55,7 +55,7 @@ int kubeapi_idmap_put(struct kubeapi_idmap *m, uint64_t key, void *value)
 
 	if (!key)
 		return -EINVAL;
-	if ((m->n + 1) * 10 > m->nslots * 7 && grow(m) < 0)
+	if ((m->n + 1) * 10 > m->nslots * 7 && resize(m, m->nslots ? m->nslots * 2 : 64) < 0)
 		return -ENOMEM;
 	for (i = slot_of(key, m->nslots); m->slots[i].key; i = (i + 1) & (m->nslots - 1))
 		if (m->slots[i].key == key) {
@@ -93,6 +93,12 @@ void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key)
 	m->slots[i].key = 0;
 	m->slots[i].value = NULL;
 	m->n--;
+	/* Halve below a quarter of the grow threshold (load 0.175, then
+	 * 0.35): a store that once held a tenant's million pods must not
+	 * keep its slots, since every walk of it costs O(slots). Amortized
+	 * O(1); a failed allocation just keeps the bigger table. */
+	if (m->nslots > 64 && m->n * 40 < m->nslots * 7)
+		resize(m, m->nslots / 2);
 	return value;
 }
 

@@ -1,8 +1,9 @@
 /*
  * A hash map from 64-bit keys to pointers: the cache's stores, keyed by
  * (namespace id << 32 | name id) of interned strings. Open addressing with
- * linear probing and backward-shift deletion (no tombstones), load <= 0.7.
- * Cost: 16 bytes a slot, about 23 bytes per entry. Key 0 is reserved.
+ * linear probing and backward-shift deletion (no tombstones), load <= 0.7,
+ * halved when it falls under 0.175 (never under 64 slots). Cost: 16 bytes
+ * a slot, about 23 bytes per entry. Key 0 is reserved.
  */
 #ifndef MUSTER_KUBEAPI_IDMAP_H
 #define MUSTER_KUBEAPI_IDMAP_H
@@ -31,7 +32,7 @@ void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key);
 void kubeapi_idmap_free(struct kubeapi_idmap *m);
 
 /* Iterate: for (i = 0; i < m->nslots; i++) if (m->slots[i].key) ...
- * Deleting during iteration may move a later entry before i: collect keys
- * first, or restart. */
+ * Deleting during iteration may move a later entry before i, or rebuild
+ * the table: collect keys first. */
 
 #endif /* MUSTER_KUBEAPI_IDMAP_H */

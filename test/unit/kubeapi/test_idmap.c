@@ -61,6 +61,26 @@ static void test_random_ops_match_reference(void **state)
 	free(ref);
 }
 
+/* A map that held many entries gives its slots back as they go, and
+ * what stays is still found. */
+static void test_shrinks_after_deletes(void **state)
+{
+	struct kubeapi_idmap m = {0};
+	enum { N = 100000, KEEP = 10 };
+
+	(void)state;
+	for (uint64_t k = 1; k <= N; k++)
+		assert_int_equal(kubeapi_idmap_put(&m, k * 7919, (void *)(uintptr_t)k), 0);
+	assert_true(m.nslots >= N);
+	for (uint64_t k = KEEP + 1; k <= N; k++)
+		assert_int_equal((uintptr_t)kubeapi_idmap_del(&m, k * 7919), k);
+	assert_int_equal(m.n, KEEP);
+	assert_int_equal(m.nslots, 64);
+	for (uint64_t k = 1; k <= KEEP; k++)
+		assert_int_equal((uintptr_t)kubeapi_idmap_get(&m, k * 7919), k);
+	kubeapi_idmap_free(&m);
+}
+
 static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
 {
 	struct kubeapi_idmap m = {0};
@@ -83,6 +103,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_random_ops_match_reference),
+	    cmocka_unit_test(test_shrinks_after_deletes),
 	    cmocka_unit_test(test_key_zero_is_refused_and_absent_keys_are_null),
 	};
 
