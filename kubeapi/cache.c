@@ -90,6 +90,7 @@ struct store {
 	struct kubeapi_idmap map;
 	uint32_t gen;
 	struct kubeapi_informer *inf;
+	unsigned decode_errors;
 };
 
 struct kubeapi_cache {
@@ -189,6 +190,7 @@ static void on_upsert(void *data, const cJSON *obj)
 
 	if (rc < 0) {
 		c->decode_errors++;
+		s->decode_errors++;
 		if (rc == -ENOMEM)
 			snprintf(err.msg, sizeof(err.msg), "out of memory");
 		snprintf(line, sizeof(line), "skipping %s",
@@ -250,6 +252,19 @@ static void drop(struct store *s, uint64_t key)
 	changed(s);
 }
 
+/* An object too large to decode: what was stored for it stays, through
+ * this list's sweep too. Dropping a bound pod would free capacity that is
+ * in use. */
+static void on_keep(void *data, const cJSON *obj)
+{
+	struct store *s = data;
+	uint64_t key = find_key(s, obj);
+	void *old = key ? kubeapi_idmap_get(&s->map, key) : NULL;
+
+	if (old)
+		*gen_of(s, old) = s->gen;
+}
+
 static void on_remove(void *data, const cJSON *obj)
 {
 	struct store *s = data;
@@ -285,6 +300,7 @@ static const struct kubeapi_informer_ops informer_ops = {
     .remove = on_remove,
     .sync_end = on_sync_end,
     .log = on_log,
+    .keep = on_keep,
 };
 
 /* ---- lifetime -------------------------------------------------------------------- */
@@ -397,6 +413,17 @@ unsigned kubeapi_cache_decode_errors(const struct kubeapi_cache *c)
 unsigned kubeapi_cache_untracked(const struct kubeapi_cache *c)
 {
 	return c->untracked;
+}
+
+unsigned kubeapi_cache_kind_decode_errors(const struct kubeapi_cache *c,
+                                          enum kubeapi_store_kind kind)
+{
+	return c->stores[kind].decode_errors;
+}
+
+const char *kubeapi_cache_kind_name(enum kubeapi_store_kind kind)
+{
+	return (unsigned)kind < KUBEAPI_STORE_COUNT ? kinds[kind].kind.name : NULL;
 }
 
 static void informer_closed(void *data)

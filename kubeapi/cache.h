@@ -10,6 +10,9 @@
  * down are removed, never kept as ghosts. An object that cannot be decoded
  * is logged by kind, namespace and name and skipped; a stored version is
  * then kept, since dropping a bound pod would free capacity that is in use.
+ * So is one too large to take (informer.h, max_object), through a relist
+ * too; one that was never stored stays out, and counts in its informer's
+ * stats.too_large.
  */
 #ifndef MUSTER_KUBEAPI_CACHE_H
 #define MUSTER_KUBEAPI_CACHE_H
@@ -81,6 +84,13 @@ unsigned kubeapi_cache_decode_errors(const struct kubeapi_cache *c);
 /** Node decodes that left resource names out (table full or over the
  *  per-Node cap, kubeapi/decode.h), logged since start. */
 unsigned kubeapi_cache_untracked(const struct kubeapi_cache *c);
+/** The same for one kind. */
+unsigned kubeapi_cache_kind_decode_errors(const struct kubeapi_cache *c,
+                                          enum kubeapi_store_kind kind);
+
+/** A kind's name as logs and metrics give it ("Pod"); NULL out of range.
+ *  Static storage. */
+const char *kubeapi_cache_kind_name(enum kubeapi_store_kind kind);
 
 /** Stop the informers and free everything once they let go; then
  *  closed_cb(data). Clears *cp. */

@@ -318,6 +318,11 @@ void kubeapi_http_cancel(struct kubeapi_http_call *c)
 	}
 }
 
+size_t kubeapi_http_max_body(const struct kubeapi_http *h)
+{
+	return h->opt.max_body;
+}
+
 void kubeapi_http_get_stats(const struct kubeapi_http *h, struct kubeapi_http_stats *out)
 {
 	*out = h->stats;

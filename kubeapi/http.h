@@ -133,7 +133,10 @@ struct kubeapi_response {
  * -ECANCELED (kubeapi_http_cancel or kubeapi_http_close), -EMSGSIZE (body
  * over max_body), -EHOSTUNREACH (name did not resolve), -ENOMEM, -EIO
  * (TLS, protocol, reset: anything else), or what a chunk_cb returned.
- * An HTTP error status is not an err: a 404 is status 404, err 0. */
+ * An HTTP error status is not an err: a 404 is status 404, err 0.
+ * With -EMSGSIZE, body holds what was read before the cap (at most
+ * max_body bytes; none when a Content-Length over the cap came first), so
+ * a caller can read the head of a document it cannot have whole. */
 
 /** Called exactly once per submitted call, on the loop. resp and its body
  *  are valid only during the call; copy what you keep. */
@@ -187,6 +190,9 @@ int kubeapi_http_submit(struct kubeapi_http *h, const struct kubeapi_request *re
  *  A no-op for NULL and from within the call's own done_cb. Safe from any
  *  callback, including a chunk_cb. */
 void kubeapi_http_cancel(struct kubeapi_http_call *call);
+
+/** The cap on a buffered response body (max_body in force). O(1). */
+size_t kubeapi_http_max_body(const struct kubeapi_http *h);
 
 /** Counters, for tests and metrics. O(1). */
 void kubeapi_http_get_stats(const struct kubeapi_http *h, struct kubeapi_http_stats *out);

@@ -1,7 +1,8 @@
 /*
  * The informer's state machine (see informer.h). One call in flight at a
- * time (a list page or the watch), one timer for backoffs. Watch bytes are
- * split into lines in a buffer capped at max_event; each line is one event.
+ * time (a list page or the watch), one timer for backoffs. This file: the
+ * lifetime, backoff and requests, and what is done with an object too
+ * large to take; informer_list.c lists, informer_watch.c watches.
  */
 #include "kubeapi/informer.h"
 
@@ -11,51 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RV_MAX       64
-#define CONTINUE_MAX 4096
+#include "kubeapi/informer_internal.h"
 
-enum state { ST_IDLE, ST_LIST, ST_WATCH, ST_WAIT, ST_CLOSING };
+#define DEFAULT_MAX_OBJECT ((size_t)16 << 20)
+#define DEFAULT_PAGE_BYTES ((size_t)16 << 20)
 
-struct kubeapi_informer {
-	uv_loop_t *loop;
-	struct kubeapi_http *http;
-	const struct kubeapi_kind *kind;
-	struct kubeapi_informer_options opt;
-	struct kubeapi_informer_ops ops;
-	void *data;
-
-	enum state state;
-	struct kubeapi_http_call *call; /* in flight, or NULL */
-	uv_timer_t timer;
-	bool timer_open;
-	void (*next)(struct kubeapi_informer *); /* what the timer starts */
-	unsigned failures;                       /* in a row, for backoff */
-	uint64_t rng;                            /* xorshift state for jitter */
-	bool got_chunk;                          /* the current watch sent data */
-
-	char rv[RV_MAX + 1];
-	char cont[CONTINUE_MAX + 1]; /* list continue token */
-	bool relist;                 /* the watch saw 410, or a relist was asked: list again */
-	bool relist_asked;           /* kubeapi_informer_relist(): no "gone" line */
-
-	char *line; /* partial watch event */
-	size_t line_len, line_cap;
-	bool skipping; /* dropping an oversized event up to its newline */
-
-	struct kubeapi_informer_stats stats;
-	void (*closed_cb)(void *);
-	void *closed_data;
-};
-
-static void start_list(struct kubeapi_informer *inf);
-static void start_watch(struct kubeapi_informer *inf);
-
-static void logf_(struct kubeapi_informer *inf, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void logf_(struct kubeapi_informer *inf, const char *fmt, ...)
+void kubeapi__inf_log(struct kubeapi_informer *inf, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[768];
 	int n;
 	va_list ap;
 
@@ -70,9 +34,9 @@ static void logf_(struct kubeapi_informer *inf, const char *fmt, ...)
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
-static void maybe_free(struct kubeapi_informer *inf)
+void kubeapi__inf_maybe_free(struct kubeapi_informer *inf)
 {
-	if (inf->state != ST_CLOSING || inf->call || inf->timer_open)
+	if (inf->state != KUBEAPI__ST_CLOSING || inf->call || inf->timer_open)
 		return;
 	if (inf->closed_cb)
 		inf->closed_cb(inf->closed_data);
@@ -85,7 +49,26 @@ static void timer_closed(uv_handle_t *h)
 	struct kubeapi_informer *inf = h->data;
 
 	inf->timer_open = false;
-	maybe_free(inf);
+	kubeapi__inf_maybe_free(inf);
+}
+
+static void apply_defaults(struct kubeapi_informer *inf)
+{
+	struct kubeapi_informer_options *o = &inf->opt;
+
+	o->page_size = o->page_size ? o->page_size : 500;
+	o->watch_timeout_s = o->watch_timeout_s ? o->watch_timeout_s : 300;
+	o->absent_retry_ms = o->absent_retry_ms ? o->absent_retry_ms : 30000;
+	o->backoff_base_ms = o->backoff_base_ms ? o->backoff_base_ms : 250;
+	o->backoff_cap_ms = o->backoff_cap_ms ? o->backoff_cap_ms : 8000;
+	o->max_object = o->max_object ? o->max_object : DEFAULT_MAX_OBJECT;
+	o->page_bytes = o->page_bytes ? o->page_bytes : DEFAULT_PAGE_BYTES;
+	inf->max_body = kubeapi_http_max_body(inf->http);
+	inf->page_bytes = o->page_bytes < inf->max_body / 4 ? o->page_bytes : inf->max_body / 4;
+	if (inf->page_bytes == 0)
+		inf->page_bytes = 1;
+	inf->limit = o->page_size;
+	inf->stats.limit = inf->limit;
 }
 
 int kubeapi_informer_new(uv_loop_t *loop, struct kubeapi_http *http,
@@ -108,12 +91,7 @@ int kubeapi_informer_new(uv_loop_t *loop, struct kubeapi_http *http,
 	inf->data = data;
 	if (opt)
 		inf->opt = *opt;
-	inf->opt.page_size = inf->opt.page_size ? inf->opt.page_size : 500;
-	inf->opt.watch_timeout_s = inf->opt.watch_timeout_s ? inf->opt.watch_timeout_s : 300;
-	inf->opt.absent_retry_ms = inf->opt.absent_retry_ms ? inf->opt.absent_retry_ms : 30000;
-	inf->opt.backoff_base_ms = inf->opt.backoff_base_ms ? inf->opt.backoff_base_ms : 250;
-	inf->opt.backoff_cap_ms = inf->opt.backoff_cap_ms ? inf->opt.backoff_cap_ms : 8000;
-	inf->opt.max_event = inf->opt.max_event ? inf->opt.max_event : (size_t)16 << 20;
+	apply_defaults(inf);
 	inf->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)inf ^ 0x9e3779b97f4a7c15ULL;
 	uv_timer_init(loop, &inf->timer);
 	inf->timer.data = inf;
@@ -129,7 +107,7 @@ void kubeapi_informer_close(struct kubeapi_informer **ip, void (*closed_cb)(void
 	if (!inf)
 		return;
 	*ip = NULL;
-	inf->state = ST_CLOSING;
+	inf->state = KUBEAPI__ST_CLOSING;
 	inf->closed_cb = closed_cb;
 	inf->closed_data = data;
 	if (inf->call)
@@ -148,26 +126,45 @@ void kubeapi_informer_get_stats(const struct kubeapi_informer *inf,
 	*out = inf->stats;
 }
 
-/* ---- backoff ---------------------------------------------------------------------- */
+void kubeapi_informer_relist(struct kubeapi_informer *inf)
+{
+	if (inf->state == KUBEAPI__ST_IDLE || inf->state == KUBEAPI__ST_CLOSING)
+		return;
+	inf->relist = inf->relist_asked = true;
+	/* A watch ends now (watch_done lists); a list in progress or a wait
+	 * lists again when it would have watched. */
+	if (inf->state == KUBEAPI__ST_WATCH && inf->call)
+		kubeapi_http_cancel(inf->call);
+}
+
+int kubeapi_informer_start(struct kubeapi_informer *inf)
+{
+	if (inf->state != KUBEAPI__ST_IDLE)
+		return -EALREADY;
+	kubeapi__inf_begin_list(inf);
+	return 0;
+}
+
+/* ---- backoff and requests ------------------------------------------------------ */
 
 static void timer_fired(uv_timer_t *t)
 {
 	struct kubeapi_informer *inf = t->data;
 
-	if (inf->state == ST_WAIT)
+	if (inf->state == KUBEAPI__ST_WAIT)
 		inf->next(inf);
 }
 
-static void later(struct kubeapi_informer *inf, uint64_t ms,
-                  void (*next)(struct kubeapi_informer *))
+void kubeapi__inf_later(struct kubeapi_informer *inf, uint64_t ms,
+                        void (*next)(struct kubeapi_informer *))
 {
-	inf->state = ST_WAIT;
+	inf->state = KUBEAPI__ST_WAIT;
 	inf->next = next;
 	uv_timer_start(&inf->timer, timer_fired, ms, 0);
 }
 
 /* After a failure: full-jitter backoff growing with failures in a row. */
-static void retry_later(struct kubeapi_informer *inf, void (*next)(struct kubeapi_informer *))
+void kubeapi__inf_retry_later(struct kubeapi_informer *inf, void (*next)(struct kubeapi_informer *))
 {
 	uint64_t ms;
 
@@ -178,11 +175,11 @@ static void retry_later(struct kubeapi_informer *inf, void (*next)(struct kubeap
 	                             inf->opt.backoff_cap_ms, inf->rng);
 
 	inf->stats.failures++;
-	later(inf, ms, next);
+	kubeapi__inf_later(inf, ms, next);
 }
 
-static int submit(struct kubeapi_informer *inf, const char *path, unsigned flags,
-                  kubeapi_http_done_cb done, kubeapi_http_chunk_cb chunk)
+int kubeapi__inf_submit(struct kubeapi_informer *inf, const char *path, unsigned flags,
+                        kubeapi_http_done_cb done, kubeapi_http_chunk_cb chunk)
 {
 	struct kubeapi_request req = {
 	    .method = KUBEAPI_GET,
@@ -196,93 +193,7 @@ static int submit(struct kubeapi_informer *inf, const char *path, unsigned flags
 	return kubeapi_http_submit(inf->http, &req, &inf->call);
 }
 
-/* ---- list -------------------------------------------------------------------------- */
-
-static int copy_string(const cJSON *o, const char *key, char *out, size_t cap)
-{
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	out[0] = '\0';
-	if (!f || cJSON_IsNull(f))
-		return 0;
-	if (!cJSON_IsString(f) || strlen(f->valuestring) > cap)
-		return -EINVAL;
-	memcpy(out, f->valuestring, strlen(f->valuestring) + 1);
-	return 0;
-}
-
-/* One page: hand the items over, remember continue and resourceVersion. */
-static int list_page(struct kubeapi_informer *inf, const char *body, size_t len)
-{
-	cJSON *doc = cJSON_ParseWithLength(body, len);
-	const cJSON *md, *items, *it;
-	char rv[RV_MAX + 1];
-	int rc = -EINVAL;
-
-	if (!doc)
-		return -EINVAL;
-	md = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
-	items = cJSON_GetObjectItemCaseSensitive(doc, "items");
-	if (!cJSON_IsObject(md) || !(cJSON_IsArray(items) || cJSON_IsNull(items)) ||
-	    copy_string(md, "continue", inf->cont, CONTINUE_MAX) < 0 ||
-	    copy_string(md, "resourceVersion", rv, RV_MAX) < 0)
-		goto out;
-	cJSON_ArrayForEach(it, items) inf->ops.upsert(inf->data, it);
-	if (!inf->cont[0])
-		memcpy(inf->rv, rv, sizeof(rv));
-	rc = 0;
-out:
-	cJSON_Delete(doc);
-	return rc;
-}
-
-static void list_done(void *data, const struct kubeapi_response *r)
-{
-	struct kubeapi_informer *inf = data;
-
-	inf->call = NULL;
-	if (inf->state == ST_CLOSING) {
-		maybe_free(inf);
-		return;
-	}
-	if (r->err || r->status != 200) {
-		if (r->status == 404 && inf->kind->optional) {
-			if (!inf->stats.absent)
-				logf_(inf,
-				      "not served (CRD not installed?); looking again every %llus",
-				      (unsigned long long)inf->opt.absent_retry_ms / 1000);
-			inf->stats.absent = true;
-			inf->cont[0] = '\0';
-			later(inf, inf->opt.absent_retry_ms, start_list);
-			return;
-		}
-		logf_(inf, "list failed: status %ld, %s", r->status,
-		      r->err ? strerror(-r->err) : "");
-		inf->cont[0] = '\0'; /* 410 for an expired continue token lands here too */
-		retry_later(inf, start_list);
-		return;
-	}
-	inf->stats.absent = false;
-	inf->stats.pages++;
-	if (list_page(inf, r->body, r->len) < 0) {
-		logf_(inf, "list page is not a valid list; listing again");
-		inf->cont[0] = '\0';
-		retry_later(inf, start_list);
-		return;
-	}
-	if (inf->cont[0]) {
-		start_list(inf);
-		return;
-	}
-	if (inf->ops.sync_end)
-		inf->ops.sync_end(inf->data);
-	inf->stats.synced = true;
-	inf->failures = 0;
-	start_watch(inf);
-}
-
-/* Query strings carry tokens from the server: escape what is not safe. */
-static void append_escaped(char *dst, size_t cap, const char *s)
+void kubeapi__inf_append_escaped(char *dst, size_t cap, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = strlen(dst);
@@ -302,225 +213,73 @@ static void append_escaped(char *dst, size_t cap, const char *s)
 	dst[n] = '\0';
 }
 
-static void start_list(struct kubeapi_informer *inf)
+int kubeapi__inf_copy_string(const cJSON *o, const char *key, char *out, size_t cap)
 {
-	char path[KUBEAPI_HTTP_MAX_PATH];
-	int rc;
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	if (!inf->cont[0]) {
-		inf->stats.lists++;
-		if (inf->ops.sync_begin)
-			inf->ops.sync_begin(inf->data);
-	}
-	snprintf(path, sizeof(path), "%s?limit=%u%s", inf->kind->path, inf->opt.page_size,
-	         inf->cont[0] ? "&continue=" : "");
-	if (inf->cont[0])
-		append_escaped(path, sizeof(path), inf->cont);
-	inf->state = ST_LIST;
-	rc = submit(inf, path, KUBEAPI_REQ_RETRY, list_done, NULL);
-	if (rc < 0) {
-		logf_(inf, "cannot list: %s", strerror(-rc));
-		inf->cont[0] = '\0';
-		retry_later(inf, start_list);
-	}
-}
-
-/* ---- watch ------------------------------------------------------------------------- */
-
-/* The Status of an ERROR event: 410 means our RV is too old. */
-static void watch_error(struct kubeapi_informer *inf, const cJSON *obj)
-{
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
-	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(obj, "message");
-
-	if (cJSON_IsNumber(code) && code->valuedouble == 410) {
-		inf->relist = true;
-		inf->stats.gone++;
-		return;
-	}
-	logf_(inf, "watch error event: %.200s",
-	      cJSON_IsString(msg) ? msg->valuestring : "(no message)");
-}
-
-static void advance_rv(struct kubeapi_informer *inf, const cJSON *obj)
-{
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	char rv[RV_MAX + 1];
-
-	if (cJSON_IsObject(md) && copy_string(md, "resourceVersion", rv, RV_MAX) == 0 && rv[0])
-		memcpy(inf->rv, rv, sizeof(rv));
-}
-
-/* One event line. Returns < 0 to end the watch (then relist if flagged). */
-static int watch_event(struct kubeapi_informer *inf, const char *line, size_t len)
-{
-	cJSON *ev = cJSON_ParseWithLength(line, len);
-	const cJSON *type, *obj;
-	const char *t;
-	int rc = 0;
-
-	if (!ev) {
-		logf_(inf, "skipping a watch event that is not JSON (%zu bytes)", len);
-		inf->stats.skipped++;
+	out[0] = '\0';
+	if (!f || cJSON_IsNull(f))
 		return 0;
-	}
-	type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-	t = cJSON_IsString(type) ? type->valuestring : "";
-	if (!cJSON_IsObject(obj)) {
-		logf_(inf, "skipping a watch event without an object (type \"%.32s\")", t);
-		inf->stats.skipped++;
-	} else if (!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED")) {
-		inf->stats.events++;
-		inf->ops.upsert(inf->data, obj);
-		advance_rv(inf, obj);
-	} else if (!strcmp(t, "DELETED")) {
-		inf->stats.events++;
-		inf->ops.remove(inf->data, obj);
-		advance_rv(inf, obj);
-	} else if (!strcmp(t, "BOOKMARK")) {
-		inf->stats.bookmarks++;
-		advance_rv(inf, obj);
-	} else if (!strcmp(t, "ERROR")) {
-		watch_error(inf, obj);
-		rc = -ESTALE;
-	} else {
-		logf_(inf, "skipping a watch event of unknown type \"%.32s\"", t);
-		inf->stats.skipped++;
-	}
-	cJSON_Delete(ev);
-	return rc;
-}
-
-static int line_append(struct kubeapi_informer *inf, const char *p, size_t n)
-{
-	if (inf->line_len + n > inf->opt.max_event) {
-		logf_(inf, "skipping a watch event over %zu bytes", inf->opt.max_event);
-		inf->stats.skipped++;
-		inf->skipping = true;
-		inf->line_len = 0;
-		return 0;
-	}
-	if (inf->line_len + n > inf->line_cap) {
-		size_t cap = inf->line_cap ? inf->line_cap : 4096;
-		char *b;
-
-		while (cap < inf->line_len + n)
-			cap *= 2;
-		b = realloc(inf->line, cap);
-		if (!b)
-			return -ENOMEM;
-		inf->line = b;
-		inf->line_cap = cap;
-	}
-	memcpy(inf->line + inf->line_len, p, n);
-	inf->line_len += n;
+	if (!cJSON_IsString(f) || strlen(f->valuestring) > cap)
+		return -EINVAL;
+	memcpy(out, f->valuestring, strlen(f->valuestring) + 1);
 	return 0;
 }
 
-/* Bytes of the stream: split at newlines; a line split across chunks is
- * kept in inf->line. */
-static int watch_chunk(void *data, const char *buf, size_t len)
+/* ---- objects too large to take ------------------------------------------------- */
+
+void kubeapi__object_id(const char *p, size_t len, size_t off, struct kubeapi__object_id *id)
 {
-	struct kubeapi_informer *inf = data;
-	const char *end = buf + len;
+	struct kubeapi__jiter it;
+	struct kubeapi__span md, key, val;
 
-	inf->failures = 0; /* the watch is up */
-	inf->got_chunk = true;
-	while (buf < end) {
-		const char *nl = memchr(buf, '\n', (size_t)(end - buf));
-		size_t n = (size_t)((nl ? nl : end) - buf);
-		int rc = 0;
-
-		if (!inf->skipping)
-			rc = line_append(inf, buf, n);
-		if (rc < 0)
-			return rc;
-		buf += n;
-		if (!nl)
-			break;
-		buf++; /* the newline */
-		if (!inf->skipping && inf->line_len)
-			rc = watch_event(inf, inf->line, inf->line_len);
-		inf->skipping = false;
-		inf->line_len = 0;
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-static void watch_done(void *data, const struct kubeapi_response *r)
-{
-	struct kubeapi_informer *inf = data;
-
-	inf->call = NULL;
-	inf->line_len = 0;
-	inf->skipping = false;
-	if (inf->state == ST_CLOSING) {
-		maybe_free(inf);
+	memset(id, 0, sizeof(*id));
+	if (kubeapi__jfind(p, len, off, "metadata", &md) != 1 && md.len == 0)
 		return;
-	}
-	if (inf->relist || r->status == 410) {
-		if (r->status == 410 || !inf->relist_asked)
-			logf_(inf, "resourceVersion %s is gone; listing again", inf->rv);
-		inf->relist_asked = false;
-		inf->relist = false;
-		inf->cont[0] = '\0';
-		if (r->status == 410)
-			inf->stats.gone++;
-		start_list(inf);
+	if (kubeapi__jiter_init(&it, p, md.off + md.len, md.off) < 0 || it.close != '}')
 		return;
-	}
-	if (r->err == 0 && r->status == 200 && inf->got_chunk) {
-		start_watch(inf); /* the server's timeout: resume at once */
-		return;
-	}
-	logf_(inf, "watch ended: status %ld, %s; resuming from %s", r->status,
-	      r->err ? strerror(-r->err) : "", inf->rv);
-	retry_later(inf, start_watch);
-}
+	while (kubeapi__jiter_next(&it, &key, &val) == 1) {
+		const char *k = p + key.off;
 
-static void start_watch(struct kubeapi_informer *inf)
-{
-	char path[KUBEAPI_HTTP_MAX_PATH];
-	int rc;
-
-	if (inf->relist) { /* asked while listing or waiting */
-		inf->relist = inf->relist_asked = false;
-		inf->cont[0] = '\0';
-		start_list(inf);
-		return;
-	}
-	snprintf(path, sizeof(path),
-	         "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=",
-	         inf->kind->path, inf->opt.watch_timeout_s);
-	append_escaped(path, sizeof(path), inf->rv);
-	inf->state = ST_WATCH;
-	inf->got_chunk = false;
-	inf->stats.watches++;
-	rc = submit(inf, path, KUBEAPI_REQ_STREAM, watch_done, watch_chunk);
-	if (rc < 0) {
-		logf_(inf, "cannot watch: %s", strerror(-rc));
-		retry_later(inf, start_watch);
+		if (key.len == 4 && !memcmp(k, "name", 4))
+			kubeapi__jstring(p, val, id->name, sizeof(id->name));
+		else if (key.len == 9 && !memcmp(k, "namespace", 9))
+			kubeapi__jstring(p, val, id->ns, sizeof(id->ns));
+		else if (key.len == 15 && !memcmp(k, "resourceVersion", 15))
+			kubeapi__jstring(p, val, id->rv, sizeof(id->rv));
 	}
 }
 
-void kubeapi_informer_relist(struct kubeapi_informer *inf)
+/* {"metadata":{"namespace":ns,"name":name}}, or NULL (no name, no memory). */
+static cJSON *stub_object(const struct kubeapi__object_id *id)
 {
-	if (inf->state == ST_IDLE || inf->state == ST_CLOSING)
-		return;
-	inf->relist = inf->relist_asked = true;
-	/* A watch ends now (watch_done lists); a list in progress or a wait
-	 * lists again when it would have watched. */
-	if (inf->state == ST_WATCH && inf->call)
-		kubeapi_http_cancel(inf->call);
+	cJSON *o, *md;
+
+	if (!id->name[0] || !(o = cJSON_CreateObject()))
+		return NULL;
+	md = cJSON_AddObjectToObject(o, "metadata");
+	if (!md || (id->ns[0] && !cJSON_AddStringToObject(md, "namespace", id->ns)) ||
+	    !cJSON_AddStringToObject(md, "name", id->name)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
 }
 
-int kubeapi_informer_start(struct kubeapi_informer *inf)
+void kubeapi__inf_too_large(struct kubeapi_informer *inf, const struct kubeapi__object_id *id,
+                            const char *where, const char *why, bool deleted)
 {
-	if (inf->state != ST_IDLE)
-		return -EALREADY;
-	start_list(inf);
-	return 0;
+	cJSON *stub = stub_object(id);
+
+	inf->stats.too_large++;
+	kubeapi__inf_log(inf, "skipping %s%s%s (%s): %s; %s", id->ns, id->ns[0] ? "/" : "",
+	                 id->name[0] ? id->name : "(name not read)", where, why,
+	                 deleted
+	                     ? "removed from the cache all the same"
+	                     : "left out of the cache (or kept as last seen) until it is smaller");
+	if (stub && deleted)
+		inf->ops.remove(inf->data, stub);
+	else if (stub && inf->ops.keep)
+		inf->ops.keep(inf->data, stub);
+	cJSON_Delete(stub);
 }

@@ -10,16 +10,41 @@
  *          DELETED to remove(); every event and bookmark advances RV.
  *          When the stream ends (server timeout, disconnect, API server
  *          restart) the watch resumes from the last RV after a backoff.
- *   GONE   410 Gone (RV compacted away, or an ERROR event with code 410):
- *          list again from scratch.
+ *   GONE   410 Gone (RV compacted away, an expired continue token, or an
+ *          ERROR event with code 410): list again from scratch.
  *   ABSENT a 404 on the list of an optional kind (a CRD not installed):
  *          look again every absent_retry_ms.
  *
- * Nothing is lost silently: an event that cannot be parsed, or exceeds
- * max_event, is logged and skipped (the object will be right again at its
- * next change or the next list); anything else that goes wrong ends in a
- * resumed watch or a relist. All I/O goes through the HTTP engine on the
- * loop; the informer itself only parses.
+ * Page size. N starts at page_size and follows the objects' size: after
+ * each page it is what would fill page_bytes at that page's mean object
+ * size, at most twice the last N (so it grows back toward page_size when
+ * objects are small, and a page that grew overshoots page_bytes at most
+ * twice over). A page over the HTTP engine's body cap is asked again, same
+ * continue token, with N at most halved: estimated from the items that
+ * fitted before the cap, down to 1. At N = 1 the one object is over the
+ * cap: the part that was read carries the page's metadata (the API server
+ * writes it before the items), so the list continues past the object with
+ * that page's continue token, and the object is skipped as below. The
+ * same request is never sent again after it ran over the cap, except when
+ * the server sent nothing to read past it (no API server does that).
+ *
+ * Object size. An object whose JSON is over max_object bytes, in a list
+ * page or in a watch event, is skipped: one log line (kind,
+ * namespace/name when its text names them before the cap, size, cap), and
+ * counted in stats.too_large. A skipped DELETED event still removes the
+ * object; otherwise keep() tells the receiver to keep what it last saw.
+ * The list completes without it.
+ *
+ * Nothing is lost silently: an event that cannot be parsed is logged and
+ * skipped (the object will be right again at its next change or the next
+ * list); anything else that goes wrong ends in a resumed watch or a
+ * relist. All I/O goes through the HTTP engine on the loop; the informer
+ * itself only parses.
+ *
+ * Cost. A page is read into one buffer (at most the engine's max_body),
+ * skimmed for its items (two linear passes, kubeapi/jscan.h) and parsed
+ * item by item, so at most one item is a cJSON tree at a time. A watch keeps one
+ * line buffer of at most max_object + 4 KiB.
  */
 #ifndef MUSTER_KUBEAPI_INFORMER_H
 #define MUSTER_KUBEAPI_INFORMER_H
@@ -46,6 +71,11 @@ struct kubeapi_informer_ops {
 	void (*remove)(void *data, const cJSON *obj);
 	void (*sync_end)(void *data);
 	void (*log)(void *data, const char *msg);
+	/* Optional. An object that exists but was skipped (too large): keep
+	 * what was last stored for it through this list's sync_end. obj holds
+	 * only metadata.namespace and metadata.name, as does the obj given to
+	 * remove() for a skipped DELETED event. */
+	void (*keep)(void *data, const cJSON *obj);
 };
 
 /* Zero means the default. */
@@ -55,11 +85,24 @@ struct kubeapi_informer_options {
 	uint64_t absent_retry_ms; /* optional kind missing: default 30000 */
 	uint64_t backoff_base_ms; /* after a failure: default 250 */
 	uint64_t backoff_cap_ms;  /* default 8000 */
-	size_t max_event;         /* one watch event, default 16 MiB */
+	/* One object's JSON, default 16 MiB: over any object the API server
+	 * can store (etcd takes 1.5 MiB encoded; JSON escapes '<', '>', '&'
+	 * and control bytes as 6 bytes each, so 9 MiB at worst), so a real
+	 * object is never skipped, while one parse stays bounded. */
+	size_t max_object;
+	/* A list page aims at this many bytes, default 16 MiB, and never more
+	 * than a quarter of the engine's max_body: a page sized from the one
+	 * before runs over the cap only if its objects are, on average, more
+	 * than twice as large. */
+	size_t page_bytes;
 };
 
 struct kubeapi_informer_stats {
-	unsigned lists, pages, watches, events, bookmarks, gone, failures, skipped;
+	unsigned lists, pages, watches, events, bookmarks, gone, failures;
+	unsigned skipped;   /* events or items that could not be read */
+	unsigned too_large; /* objects over max_object (or the body cap) */
+	unsigned shrinks;   /* pages asked again smaller: over the body cap */
+	unsigned limit;     /* of the next list page */
 	bool synced, absent;
 };
 

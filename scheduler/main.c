@@ -84,6 +84,11 @@ static const char run_usage[] =
     "  --log-format text|json  one line per event, as text (default) or JSON\n"
     "  --log-level LEVEL       debug, info (default), warning or error\n"
     "  --period-ms N           a cycle at least every N ms (default 1000)\n"
+    "  --max-object-bytes N    an API object whose JSON is larger is left out of the\n"
+    "                          cache, logged and counted in\n"
+    "                          muster_skipped_objects_total (default 16777216, above\n"
+    "                          anything the API server stores; 1024..67108864, the\n"
+    "                          cap on one response)\n"
     "  --leader-elect          one of several replicas: only the holder of a\n"
     "                          coordination.k8s.io Lease schedules, the others stand by\n"
     "  --lease-namespace NS    the Lease's namespace (default: $POD_NAMESPACE, else\n"
@@ -206,6 +211,7 @@ static int cmd_run(int argc, char **argv)
 	    {"log-format", required_argument, NULL, 'F'},
 	    {"log-level", required_argument, NULL, 'L'},
 	    {"period-ms", required_argument, NULL, 'p'},
+	    {"max-object-bytes", required_argument, NULL, 'B'},
 	    {"leader-elect", no_argument, NULL, 'E'},
 	    {"lease-namespace", required_argument, NULL, 'N'},
 	    {"lease-name", required_argument, NULL, 'M'},
@@ -269,6 +275,15 @@ static int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			o.period_ms = (unsigned)v;
+			break;
+		case 'B':
+			v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < 1024 || v > (64L << 20)) {
+				fprintf(stderr,
+				        "muster run: --max-object-bytes wants 1024..67108864\n");
+				return 2;
+			}
+			o.max_object = (size_t)v;
 			break;
 		case 'E':
 			o.leader_elect = true;

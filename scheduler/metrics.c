@@ -278,13 +278,51 @@ static void scheduler(struct mbuf *b, const struct sched *s)
 	put(b, "muster_ready %d\n", s->cache && kubeapi_cache_synced(s->cache) ? 1 : 0);
 	if (!s->cache)
 		return;
-	counter(b, "muster_decode_errors_total",
-	        "API objects skipped because they could not be decoded (each is logged).",
-	        kubeapi_cache_decode_errors(s->cache));
 	counter(b, "muster_node_resources_untracked_total",
 	        "Node decodes that left resource names out: the resource table was full or the "
 	        "Node brought too many new names (each is logged).",
 	        kubeapi_cache_untracked(s->cache));
+}
+
+/* Per kind: label value kind="Pod", etc. */
+static void kind_series(struct mbuf *b, const char *name, enum kubeapi_store_kind k,
+                        const char *reason, unsigned long long v)
+{
+	put(b, "%s{kind=\"", name);
+	put_escaped(b, kubeapi_cache_kind_name(k));
+	if (reason)
+		put(b, "\",reason=\"%s", reason);
+	put(b, "\"} %llu\n", v);
+}
+
+/* The informers' lists and what they could not take (informer.h). */
+static void informers(struct mbuf *b, const struct kubeapi_cache *c)
+{
+	struct kubeapi_informer_stats st[KUBEAPI_STORE_COUNT];
+	unsigned k;
+
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		kubeapi_cache_informer_stats(c, k, &st[k]);
+	family(b, "muster_skipped_objects_total", "counter",
+	       "Objects left out of the cache: too_large (over the object or body cap), "
+	       "unreadable (not JSON), undecodable (fields the scheduler reads are wrong).");
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++) {
+		kind_series(b, "muster_skipped_objects_total", k, "too_large", st[k].too_large);
+		kind_series(b, "muster_skipped_objects_total", k, "unreadable", st[k].skipped);
+		kind_series(b, "muster_skipped_objects_total", k, "undecodable",
+		            kubeapi_cache_kind_decode_errors(c, k));
+	}
+	family(b, "muster_list_pages_total", "counter", "List pages read whole.");
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		kind_series(b, "muster_list_pages_total", k, NULL, st[k].pages);
+	family(b, "muster_list_page_shrinks_total", "counter",
+	       "List pages asked again with a smaller limit: over the response body cap.");
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		kind_series(b, "muster_list_page_shrinks_total", k, NULL, st[k].shrinks);
+	family(b, "muster_list_page_limit", "gauge",
+	       "The limit of the next list page: page size, less when objects are large.");
+	for (k = 0; k < KUBEAPI_STORE_COUNT; k++)
+		kind_series(b, "muster_list_page_limit", k, NULL, st[k].limit);
 }
 
 int sched_metrics_render(const struct sched *s, const struct snap *sn, char **out, size_t *len)
@@ -293,6 +331,8 @@ int sched_metrics_render(const struct sched *s, const struct snap *sn, char **ou
 
 	scheduler(&b, s);
 	api(&b, &s->m);
+	if (s->cache)
+		informers(&b, s->cache);
 	if (sn && sn->queues)
 		queues(&b, sn);
 	if (b.err || !b.p) {

@@ -476,7 +476,10 @@ static int start_lease(struct sched *s)
 static int start(struct sched *s)
 {
 	struct config_errors errs;
-	struct kubeapi_cache_options copt = {.log = cache_log, .changed = cache_changed, .data = s};
+	struct kubeapi_cache_options copt = {.informer = {.max_object = s->opt.max_object},
+	                                     .log = cache_log,
+	                                     .changed = cache_changed,
+	                                     .data = s};
 	int rc;
 
 	config_errors_init(&errs);

@@ -57,6 +57,7 @@ struct sched_options {
 	unsigned debounce_ms;      /* after a change, default 20 */
 	unsigned period_ms;        /* a cycle at least this often, default 1000 */
 	unsigned status_per_cycle; /* status writes started per cycle, default 1000 */
+	size_t max_object;         /* informers' object cap, 0: theirs (16 MiB) */
 	/* Leader election (lease.h): without it, this instance always leads. */
 	bool leader_elect;
 	const char *lease_namespace, *lease_name, *identity;

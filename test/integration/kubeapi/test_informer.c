@@ -1,8 +1,15 @@
 /*
- * An informer for a kind the API server does not serve yet: a CRD that is
- * not installed is tolerated (ABSENT, counted as synced) and looked for
- * again, so objects appear once the CRD is installed, with no restart.
- * Runs against the real local control plane (MUSTER_CLUSTER_DIR).
+ * Informers against the real local control plane (MUSTER_CLUSTER_DIR):
+ *
+ * - a kind the API server does not serve yet: a CRD that is not installed
+ *   is tolerated (ABSENT, counted as synced) and looked for again, so
+ *   objects appear once the CRD is installed, with no restart;
+ * - objects over the caps: with a 1 MiB body cap and a 1 MiB object cap, a
+ *   pod of 1.4 MB is skipped past in a list (the API server writes the
+ *   page's metadata, continue token included, before its items and sends
+ *   no Content-Length for a large page, so the head of the page that does
+ *   not fit names the way past it) and in a watch, and the objects around
+ *   it arrive.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,6 +120,135 @@ static void test_missing_crd_is_looked_for_again(void **state)
 	assert_true(st.synced);
 }
 
+/* ---- objects over the caps ---------------------------------------------------- */
+
+#define BIG_NS  "informer-test-big"
+#define BALLAST 1400000 /* bytes of one environment variable: a 1.4 MB pod */
+#define MIB     ((size_t)1 << 20)
+
+static const struct kubeapi_kind big_pods = {"Pod", "/api/v1/namespaces/" BIG_NS "/pods", false};
+
+struct big {
+	struct fixture *fx;
+	struct kubeapi_http *http; /* with a 1 MiB body cap */
+	unsigned upserts, keeps;
+	char upserted[256], kept[256];
+};
+
+static const char *name_of(const cJSON *obj)
+{
+	const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "name");
+
+	return cJSON_IsString(n) ? n->valuestring : "?";
+}
+
+static void big_upsert(void *data, const cJSON *obj)
+{
+	struct big *b = data;
+	size_t n = strlen(b->upserted);
+
+	b->upserts++;
+	snprintf(b->upserted + n, sizeof(b->upserted) - n, "%s ", name_of(obj));
+}
+
+static void big_keep(void *data, const cJSON *obj)
+{
+	struct big *b = data;
+	size_t n = strlen(b->kept);
+
+	b->keeps++;
+	snprintf(b->kept + n, sizeof(b->kept) - n, "%s ", name_of(obj));
+}
+
+static void big_log(void *data, const char *msg)
+{
+	(void)data;
+	fprintf(stderr, "  %s\n", msg);
+}
+
+static const struct kubeapi_informer_ops big_ops = {
+    .upsert = big_upsert, .remove = on_remove, .keep = big_keep, .log = big_log};
+
+/* A pod for no scheduler that runs here, with `ballast` bytes of env. */
+static void create_pod(struct fixture *fx, const char *name, size_t ballast)
+{
+	size_t n = ballast + 512;
+	char *body = malloc(n), *v;
+	int k;
+
+	assert_non_null(body);
+	k = snprintf(body, n,
+	             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+	             "\"spec\":{\"schedulerName\":\"nobody\",\"containers\":[{\"name\":\"c\","
+	             "\"image\":\"busybox\",\"env\":[{\"name\":\"BALLAST\",\"value\":\"",
+	             name);
+	v = body + k;
+	memset(v, 'a', ballast);
+	snprintf(v + ballast, n - (size_t)k - ballast, "\"}]}]}}");
+	assert_int_equal(call(fx, KUBEAPI_POST, "/api/v1/namespaces/" BIG_NS "/pods", body), 201);
+	free(body);
+}
+
+static int big_synced(void *arg)
+{
+	struct big *b = arg;
+	struct kubeapi_informer_stats st;
+
+	kubeapi_informer_get_stats(b->fx->inf, &st);
+	return st.synced;
+}
+
+static int big_got_e(void *arg)
+{
+	return strstr(((struct big *)arg)->upserted, "e ") != NULL;
+}
+
+static int ns_gone(void *arg)
+{
+	return call(arg, KUBEAPI_GET, "/api/v1/namespaces/" BIG_NS, NULL) == 404;
+}
+
+static void test_objects_over_the_caps_are_skipped(void **state)
+{
+	struct fixture *fx = *state;
+	struct kubeapi_http_options hopt = {.max_body = MIB};
+	struct kubeapi_informer_options opt = {.max_object = MIB, .backoff_cap_ms = 1000};
+	struct kubeapi_informer_stats st;
+	static struct big b; /* the informer's, until the loop has let go */
+
+	b = (struct big){.fx = fx};
+	kubeapi_informer_close(&fx->inf, NULL, NULL); /* the test before's */
+	call(fx, KUBEAPI_DELETE, "/api/v1/namespaces/" BIG_NS "?gracePeriodSeconds=0", NULL);
+	assert_true(itest_run_until(&fx->t, ns_gone, fx, 60000));
+	assert_int_equal(call(fx, KUBEAPI_POST, "/api/v1/namespaces",
+	                      "{\"metadata\":{\"name\":\"" BIG_NS "\"}}"),
+	                 201);
+	create_pod(fx, "a", 100);
+	create_pod(fx, "b", BALLAST);
+	create_pod(fx, "c", 100);
+	assert_int_equal(kubeapi_http_new(&fx->t.loop, &fx->t.conn, &hopt, &b.http), 0);
+	assert_int_equal(
+	    kubeapi_informer_new(&fx->t.loop, b.http, &big_pods, &opt, &big_ops, &b, &fx->inf), 0);
+	assert_int_equal(kubeapi_informer_start(fx->inf), 0);
+	assert_true(itest_run_until(&fx->t, big_synced, &b, 30000));
+	kubeapi_informer_get_stats(fx->inf, &st);
+	assert_string_equal(b.upserted, "a c ");
+	assert_string_equal(b.kept, "b ");
+	assert_int_equal(st.too_large, 1);
+	assert_true(st.shrinks >= 1);
+	/* The watch: d is skipped, e after it arrives. */
+	create_pod(fx, "d", BALLAST);
+	create_pod(fx, "e", 100);
+	assert_true(itest_run_until(&fx->t, big_got_e, &b, 30000));
+	kubeapi_informer_get_stats(fx->inf, &st);
+	assert_string_equal(b.upserted, "a c e ");
+	assert_string_equal(b.kept, "b d ");
+	assert_int_equal(st.too_large, 2);
+	kubeapi_informer_close(&fx->inf, NULL, NULL);
+	kubeapi_http_close(&b.http, NULL, NULL);
+	call(fx, KUBEAPI_DELETE, "/api/v1/namespaces/" BIG_NS "?gracePeriodSeconds=0", NULL);
+}
+
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
@@ -151,6 +287,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_missing_crd_is_looked_for_again),
+	    cmocka_unit_test(test_objects_over_the_caps_are_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
