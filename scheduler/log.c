@@ -56,8 +56,9 @@ static void emit_json(const char *level, const char *when, const char *msg, cons
 	}
 }
 
-static void emit(struct sched *s, enum sched_log_level level, const char *ns, const char *gang,
-                 const char *pod, const char *fmt, va_list ap)
+__attribute__((format(printf, 6, 0))) static void emit(struct sched *s, enum sched_log_level level,
+                                                       const char *ns, const char *gang,
+                                                       const char *pod, const char *fmt, va_list ap)
 {
 	char when[64], msg[8192];
 
