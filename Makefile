@@ -9,6 +9,7 @@
 #   make bench-apiserver-limit        bind throughput the API server absorbs
 #   make format / make format-check
 #   make SANITIZE=address,undefined test   the same under sanitizers
+#   make fuzz [FUZZ_SECONDS=600]   every libFuzzer target in fuzz/, 30 s each
 #
 # Every target that needs something from outside installs it first, and
 # only what is missing: `make` the Debian packages (scripts/deps), the
@@ -23,6 +24,19 @@ PROFILE ?= small
 comma := ,
 BUILD := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 
+# FUZZ=1 (set by `make fuzz` for its own sub-make): the same sources built
+# by clang with libFuzzer's coverage hooks, ASan and UBSan, in build-fuzz/.
+# Only the fuzz/ programs link libFuzzer itself (-fsanitize=fuzzer).
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+ifeq ($(FUZZ),1)
+ifneq ($(SANITIZE),)
+$(error FUZZ=1 brings its own sanitizers; leave SANITIZE unset)
+endif
+CC := clang
+BUILD := build-fuzz
+endif
+
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
 CFLAGS ?= -O2 -g
@@ -30,6 +44,11 @@ CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -I. -MMD -MP
 ifneq ($(SANITIZE),)
 CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+ifeq ($(FUZZ),1)
+# kubeapi__reslist() builds a blob as a header with a flexible array
+# followed by its entries, a GNU C layout gcc accepts silently.
+CFLAGS += $(FUZZ_SAN) -Wno-gnu-variable-sized-type-not-at-end
 endif
 
 # pkg-config is evaluated lazily: `make deps` may be what installs it.
@@ -46,7 +65,8 @@ LLHTTP_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/muster/llhttp-9.3.0
 export LLHTTP_DIR
 LLHTTP_OBJ := $(addprefix $(BUILD)/llhttp/,api.o http.o llhttp.o)
 LLHTTP_LIB := $(BUILD)/libllhttp.a
-LLHTTP_CFLAGS := -O2 -g -fPIC $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
+LLHTTP_CFLAGS := -O2 -g -fPIC $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer) \
+	$(if $(filter 1,$(FUZZ)),$(FUZZ_SAN))
 CFLAGS += -I$(LLHTTP_DIR)/include
 
 # One folder per module; each module's .c files go into libmuster.a.
@@ -69,8 +89,19 @@ INTEG_BIN := $(INTEG_SRC:test/integration/%.c=$(BUILD)/itest/%)
 BENCH_BIN := $(BUILD)/bench/apiserver_limit $(BUILD)/bench/cache_sync \
 	$(BUILD)/bench/plan_cycle $(BUILD)/bench/alibaba_pack
 
+# Fuzz targets (fuzz/README.md): one libFuzzer program per fuzz/*.c, built
+# with FUZZ=1 only. `make fuzz` runs each for FUZZ_SECONDS on a corpus in
+# build-fuzz/corpus/ seeded from the test fixtures; FUZZ_ARGS adds libFuzzer
+# options (e.g. -max_len=65536). The watch target links an in-memory HTTP
+# engine in place of kubeapi/http*.c (the informers' calls are rerouted).
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/*.c))
+FUZZ_BIN := $(FUZZ_TARGETS:%=build-fuzz/fuzz/%)
+FUZZ_SECONDS ?= 30
+FUZZ_ARGS ?=
+FUZZ_LDFLAGS_watch := -Wl,--wrap=kubeapi_http_submit -Wl,--wrap=kubeapi_http_cancel
+
 .PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check \
-	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e clean
+	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e clean fuzz fuzz-bins
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
 
@@ -119,6 +150,27 @@ $(BUILD)/itest/%: test/integration/%.c $(LIB) $(LLHTTP_LIB)
 $(BUILD)/bench/%: bench/%.c $(LIB) $(LLHTTP_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LLHTTP_LIB) $(PKG_LIBS)
+
+# clang and libFuzzer come with `scripts/deps --fuzz` only, so a plain
+# `make` never needs them; the sub-make builds everything in build-fuzz/.
+fuzz:
+	@scripts/deps --fuzz
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
+	@FUZZ_ARGS='$(FUZZ_ARGS)' fuzz/run build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+ifeq ($(FUZZ),1)
+fuzz-bins: $(FUZZ_BIN)
+
+build-fuzz/fuzz/%: fuzz/%.c $(LIB) $(LLHTTP_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer $(FUZZ_LDFLAGS_$*) -o $@ $< $(LIB) \
+		$(LLHTTP_LIB) $(PKG_LIBS)
+
+-include $(FUZZ_BIN:=.d)
+else
+fuzz-bins:
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
+endif
 
 unit: c-deps $(UNIT_BIN)
 	@test/unit/run $(UNIT_BIN)

@@ -130,8 +130,9 @@ static void emit_json(const char *level, const char *when, const char *msg, cons
 	}
 }
 
-static void emit(struct sched *s, enum sched_log_level level, const char *ns, const char *gang,
-                 const char *pod, const char *fmt, va_list ap)
+__attribute__((format(printf, 6, 0))) static void emit(struct sched *s, enum sched_log_level level,
+                                                       const char *ns, const char *gang,
+                                                       const char *pod, const char *fmt, va_list ap)
 {
 	char when[64], raw[8192], msg[4 * 8192];
 
