@@ -23,8 +23,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/** Largest configuration file read, in bytes; larger ones are an error. */
-#define CONFIG_MAX_FILE (1024 * 1024)
+#include "kubeapi/yaml_guard.h"
+
+/** Largest configuration file read, in bytes; larger ones are an error.
+ *  The same cap as a kubeconfig's (why: kubeapi/yaml_guard.h). Lists and
+ *  mappings nest at most KUBEAPI_YAML_MAX_DEPTH deep. */
+#define CONFIG_MAX_FILE KUBEAPI_YAML_MAX_BYTES
 /** Longest string accepted anywhere in the file (names, label keys and
  *  values, resource names), in bytes. */
 #define CONFIG_MAX_STRING 512
