@@ -6,13 +6,16 @@
  * the kubeconfig's directory, strict base64 data and booleans.
  *
  * Cost. The document is built whole by libyaml from at most
- * KUBEAPI_KUBECONFIG_MAX bytes. A lookup in a mapping is O(pairs), a named
- * list is walked once per lookup, O(entries), and a table of fields costs
- * O(fields * pairs). Every scalar is wiped before the document is freed.
+ * KUBEAPI_KUBECONFIG_MAX bytes, once yaml_guard.h has scanned them and
+ * parsed them for events (about half the time of the load). A lookup in
+ * a mapping is O(pairs), a named list is walked once per lookup,
+ * O(entries), and a table of fields costs O(fields * pairs). Every scalar
+ * is wiped before the document is freed.
  */
 #include "kubeapi/conn.h"
 #include "kubeapi/conn_internal.h"
 #include "kubeapi/kubeconfig_internal.h"
+#include "kubeapi/yaml_guard.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -377,11 +380,30 @@ int kubeapi__yaml_apply_fields(struct kubeapi__loader *l, const yaml_node_t *map
 
 /* ---- parsing ----------------------------------------------------------- */
 
+/* Refuses, before libyaml loads it, text too large or nested too deep
+ * (yaml_guard.h), with the position as a syntax error has it. */
+static int guard(struct kubeapi__loader *l, const char *text, size_t len)
+{
+	struct kubeapi_yaml_refusal why;
+	int rc = kubeapi_yaml_guard(text, len, &why);
+
+	if (rc == 0)
+		return 0;
+	if (rc == -ENOMEM)
+		return kubeapi__yaml_fail_at(l, NULL, rc, "out of memory parsing YAML");
+	if (why.line)
+		return kubeapi__conn_fail(l->err, l->errlen, rc, "%s:%zu:%zu: %s", l->file,
+		                          why.line, why.column, why.msg);
+	return kubeapi__yaml_fail_at(l, NULL, rc, "%s", why.msg);
+}
+
 int kubeapi__yaml_parse(struct kubeapi__loader *l, const char *text, size_t len)
 {
 	yaml_parser_t parser;
-	int rc = 0;
+	int rc = guard(l, text, len);
 
+	if (rc)
+		return rc;
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

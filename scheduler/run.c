@@ -58,6 +58,9 @@ static void cache_changed(void *data, enum kubeapi_store_kind kind)
 
 /* ---- configuration ---------------------------------------------------- */
 
+/* On the loop, once a reload's read and parse in the thread pool are
+ * back: the scheduler never waits for one. A valid file is only kept
+ * here; apply_config() swaps it in between cycles. */
 static void on_reload(void *data, enum config_reload what, const struct config_errors *errs)
 {
 	struct sched *s = data;

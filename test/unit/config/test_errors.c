@@ -1,7 +1,9 @@
 /*
  * config: every kind of bad input and the exact lines a person sees,
  * "FILE:LINE:COLUMN: message", in document order; the cap on kept errors;
- * file errors; and config_check(), the whole of `muster check-config`.
+ * file errors; nesting refused before libyaml loads it, and brackets
+ * that are text not counted; and config_check(), the whole of
+ * `muster check-config`.
  *
  * Columns were counted by hand on the YAML of each row (1-based, at the
  * first character of the offending node: a key, a value, or the '{' of a
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -455,6 +458,85 @@ static void streams_free(struct streams *s)
 	free(s->err_text);
 }
 
+/* ---- nesting (kubeapi/yaml_guard.h) ------------------------------------ */
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* 1 MiB of '[' took libyaml minutes; refused now at the 65th, naming it,
+ * through the same path as `muster check-config`. */
+static void test_nested_file(void **state)
+{
+	char path[] = "/tmp/muster-config-XXXXXX", want[256];
+	char *text = malloc(CONFIG_MAX_FILE);
+	struct streams s;
+	double t0, ms;
+
+	(void)state;
+	assert_non_null(text);
+	memcpy(text, "queues: ", 8);
+	memset(text + 8, '[', CONFIG_MAX_FILE - 8);
+	write_temp(path, text, CONFIG_MAX_FILE);
+	free(text);
+	t0 = now_ms();
+	assert_int_equal(check(path, &s), 1);
+	ms = now_ms() - t0;
+	snprintf(want, sizeof(want), "%s:1:73: '[' nested deeper than 64 levels\n", path);
+	assert_string_equal(s.err_text, want);
+	assert_string_equal(s.out_text, "");
+	/* Generous, so a loaded machine does not fail it; the old cost of
+	 * this file was minutes. */
+	print_message("1 MiB nested file refused in %.3f ms\n", ms);
+	assert_true(ms < 2000);
+	streams_free(&s);
+	unlink(path);
+}
+
+/* Nesting without brackets is refused at the node too deep. */
+static void test_nested_blocks(void **state)
+{
+	char text[65 * 70], *p = text;
+	struct config_errors errs;
+	struct config *c;
+
+	(void)state;
+	config_errors_init(&errs);
+	for (int i = 0; i < 65; i++)
+		p += sprintf(p, "%*squeues:\n", i, "");
+	assert_int_equal(parse(text, &c, &errs), -EINVAL);
+	assert_null(c);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.v[0].msg, "t.yaml:65:65: a mapping nested deeper than 64 levels");
+	config_errors_clear(&errs);
+}
+
+/* Brackets in quoted strings, comments and block scalars are text. */
+static void test_brackets_in_text(void **state)
+{
+	static const char text[] =
+	    "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"
+	    "schedulerName: |-\n"
+	    "  {{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\n"
+	    "queues:\n"
+	    "  - name: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[['\n"
+	    "    namespaces: "
+	    "[\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]\n";
+	struct config *c;
+
+	(void)state;
+	assert_int_equal(parse(text, &c, NULL), 0);
+	assert_true(strlen(c->scheduler_name) > 64);
+	assert_int_equal(strspn(c->scheduler_name, "{"), strlen(c->scheduler_name));
+	assert_true(strlen(c->all_queues[0]->name) > 64);
+	assert_int_equal(strspn(c->all_queues[0]->name, "["), strlen(c->all_queues[0]->name));
+	config_free(&c);
+}
+
 static void test_check_ok(void **state)
 {
 	struct streams s;
@@ -498,7 +580,8 @@ int main(void)
 	    cmocka_unit_test(test_error_cap),      cmocka_unit_test(test_too_deep),
 	    cmocka_unit_test(test_too_many_slots), cmocka_unit_test(test_long_string),
 	    cmocka_unit_test(test_file_errors),    cmocka_unit_test(test_check_ok),
-	    cmocka_unit_test(test_check_errors),
+	    cmocka_unit_test(test_check_errors),   cmocka_unit_test(test_nested_file),
+	    cmocka_unit_test(test_nested_blocks),  cmocka_unit_test(test_brackets_in_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -587,6 +587,40 @@ static void test_oversized_file(void **state)
 	free(text);
 }
 
+/* Nesting is refused before libyaml loads the file, as the queue file's
+ * is (kubeapi/yaml_guard.h), with the position; brackets in text pass. */
+static void test_nested_yaml(void **state)
+{
+	struct fixture *f = *state;
+	size_t head = strlen("clusters: "), len = KUBEAPI_KUBECONFIG_MAX;
+	char *text = malloc(len);
+	char lines[65 * 70], *p = lines;
+	char fine[1024];
+
+	assert_non_null(text);
+	memcpy(text, "clusters: ", head);
+	memset(text + head, '[', len - head);
+	write_bytes(f, "brackets", text, len);
+	free(text);
+	expect_error(f, "brackets", NULL, -EINVAL, ":1:75: '[' nested deeper than 64 levels");
+
+	for (int i = 0; i < 65; i++)
+		p += sprintf(p, "%*susers:\n", i, "");
+	write_file(f, "blocks", lines);
+	expect_error(f, "blocks", NULL, -EINVAL, ":65:65: a mapping nested deeper than 64 levels");
+
+	snprintf(fine, sizeof(fine),
+	         "%s# %s\npreferences: {note: '%s', more: \"%s\"}\nextensions:\n- x: |\n    %s\n",
+	         two_contexts,
+	         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+	         "{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{",
+	         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+	         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
+	write_file(f, "fine", fine);
+	assert_int_equal(load(f, "fine", NULL), 0);
+	assert_string_equal(f->conn.server, "https://b.example:6443/prefix");
+}
+
 static void test_unsupported_auth(void **state)
 {
 	struct fixture *f = *state;
@@ -779,6 +813,7 @@ int main(void)
 	    TEST(test_anonymous_user),
 	    TEST(test_invalid_base64),
 	    TEST(test_oversized_file),
+	    TEST(test_nested_yaml),
 	    TEST(test_unsupported_auth),
 	    TEST(test_inconsistent_fields),
 	    TEST(test_in_cluster),
