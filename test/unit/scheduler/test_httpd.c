@@ -975,6 +975,34 @@ static void test_tls_handshake_timeout(void **state)
 	assert_has(s->logs, "TLS handshake not complete within 200 ms");
 }
 
+/* New TLS sessions within the budget: with one a second, the second
+ * handshake right after the first is closed before any TLS work, and one a
+ * second later gets through. */
+static void test_tls_handshake_budget(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	char buf[4096];
+	int fd;
+
+	make_cert(s);
+	o.cert_file = s->cert;
+	o.key_file = s->key;
+	o.tls_handshakes_per_s = 1;
+	srv_start(s, &o);
+	tls_get(s, "GET /a HTTP/1.1\r\nConnection: close\r\n\r\n", buf, sizeof(buf));
+	assert_has(buf, "GET /a q= a=\n");
+	fd = cli_connect(s->port);
+	cli_sends(fd, "\x16\x03\x01\x00\x05hello"); /* the start of a ClientHello */
+	closed(fd);
+	close(fd);
+	usleep(1100 * 1000);
+	tls_get(s, "GET /b HTTP/1.1\r\nConnection: close\r\n\r\n", buf, sizeof(buf));
+	assert_has(buf, "GET /b q= a=\n");
+	srv_stop(s);
+	assert_has(s->logs, "the TLS handshake budget is spent");
+}
+
 static void test_start_refusals(void **state)
 {
 	struct srv *s = *state;
@@ -1148,6 +1176,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_token, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_handshake_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tls_handshake_budget, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_refusals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_bad_files, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
