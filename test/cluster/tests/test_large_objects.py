@@ -178,8 +178,11 @@ def test_ready_and_scheduling_with_50_pods_of_1_4_mb(core, custom, start_muster,
         metric(text, f, kind="Pod") for f in
         ("muster_list_pages_total", "muster_list_page_shrinks_total", "muster_list_page_limit")))
     assert metric(text, "muster_list_page_shrinks_total", kind="Pod") >= 1
-    # 70 MB in pages sized for 16 MiB: five pages at least.
-    assert metric(text, "muster_list_pages_total", kind="Pod") >= 5
+    # 70 MB cannot come in one page under the 64 MiB cap. (Pages are sized
+    # for 16 MiB from the mean object size so far, so how many there are
+    # depends on the small pods other tests left listed before the big
+    # ones: 4 were seen as well as 5.)
+    assert metric(text, "muster_list_pages_total", kind="Pod") >= 2
     assert metric(text, "muster_skipped_objects_total", kind="Pod", reason="too_large") == 0
     assert log_has(m, r"informer Pod: a page of 500 is over the %d-byte body cap" % BODY_CAP), m.tail()
 

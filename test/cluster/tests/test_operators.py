@@ -132,7 +132,8 @@ def held_at_the_gate(core, custom, ns):
               for g in ("one", "two")}
     running = [g for g, st in groups.items() if st.get("phase") == "Running"]
     if not running:
-        return Not(f"no PodGroup Running yet: {groups}")
+        pods = {p.metadata.name: (p.spec.node_name, p.status.phase) for p in core.list_namespaced_pod(ns).items}
+        return Not(f"no PodGroup Running yet: {groups}; pods (node, phase): {pods}")
     other = "two" if running == ["one"] else "one"
     st = groups[other]
     msg = ((st.get("conditions") or [{}])[0]).get("message") or ""
