@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "fuzz/fuzz.h"
@@ -91,7 +92,8 @@ static void check_conn(struct kubeapi_conn *c)
 	size_t n;
 
 	FUZZ_CHECK(c->server);
-	FUZZ_CHECK(!strncmp(c->server, "https://", 8) || !strncmp(c->server, "http://", 7));
+	/* A URL's scheme is case-insensitive, and libcurl reads it so. */
+	FUZZ_CHECK(!strncasecmp(c->server, "https://", 8) || !strncasecmp(c->server, "http://", 7));
 	n = strlen(c->server);
 	FUZZ_CHECK(n > 0 && c->server[n - 1] != '/');
 	FUZZ_CHECK(!(c->ca_file && c->ca_data.data));
