@@ -142,6 +142,32 @@ def held_at_the_gate(core, custom, ns):
     return True
 
 
+def first_running(m, core, custom, ns, gv, plural, check):
+    """Wait for check(): the first job running, the second held.
+
+    Three times in some forty runs (once in CI under ASan), the first job
+    was not running at the timeout although Muster had moved its PodGroup
+    to Inqueue; those runs did not record whether the job had pods. Once the
+    group is Inqueue, creating the pods is training-operator's part (it
+    reconciles on the PodGroup's update). So after 30 s a job whose group
+    is Inqueue and that has no pod gets an annotation, which makes the
+    operator reconcile it, and this is printed; a job whose pods exist but
+    are not bound still fails the test, and the message lists the pods."""
+    what = "the first job running, the second held"
+    try:
+        return until(m, what, lambda: check(core, custom, ns), timeout=30)
+    except pytest.fail.Exception:
+        pass
+    for name in ("one", "two"):
+        group = custom.get_namespaced_custom_object(*VOLCANO, ns, "podgroups", name).get("status") or {}
+        has_pods = any(p.metadata.name.startswith(name + "-") for p in core.list_namespaced_pod(ns).items)
+        if group.get("phase") == "Inqueue" and not has_pods:
+            print(f"{plural}/{name}: PodGroup Inqueue for 30 s and no pods; annotating the job to wake the operator")
+            custom.patch_namespaced_custom_object(
+                *gv, ns, plural, name, {"metadata": {"annotations": {"e2e.muster.dev/nudge": str(time.time())}}})
+    return until(m, what, lambda: check(core, custom, ns), timeout=JOB_TIMEOUT)
+
+
 def run_two(start_muster, core, custom, ns, operator, gv, plural, make, members, check=None):
     """Two jobs at once under one Muster and `operator`: both Succeeded, in
     turn, whole; check(core, custom, ns), if given, while the first runs."""
@@ -153,8 +179,7 @@ def run_two(start_muster, core, custom, ns, operator, gv, plural, make, members,
                 custom.create_namespaced_custom_object(*gv, ns, plural, make(name))
                 time.sleep(1.1)  # "one" first: creation times have one-second resolution
             if check:
-                until(m, "the first job running, the second held", lambda: check(core, custom, ns),
-                      timeout=JOB_TIMEOUT)
+                first_running(m, core, custom, ns, gv, plural, check)
             for name in ("one", "two"):
                 until(m, f"{plural}/{name} Succeeded", lambda: (op.check(), succeeded(custom, gv, plural, ns, name))[1],
                       timeout=JOB_TIMEOUT)
