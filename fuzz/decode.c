@@ -24,15 +24,10 @@
 
 #include "fuzz/fuzz.h"
 #include "kubeapi/decode.h"
+#include "kubeapi/decode_internal.h"
 
-union object {
-	struct kubeapi_pod pod;
-	struct kubeapi_node node;
-	struct kubeapi_podgroup pg;
-	struct kubeapi_priorityclass pc;
-	struct kubeapi_pdb pdb;
-	struct kubeapi_namespace ns;
-};
+/* Big enough for any decoded kind: the decoders' own scratch union. */
+typedef union kubeapi__any_object object_t;
 
 /* One decoder and its release, behind void pointers. */
 struct decoder {
@@ -143,7 +138,7 @@ static void check_error(const struct kubeapi_decode_error *err)
 
 static void decode_with(struct kubeapi_model *m, const struct decoder *d, const cJSON *obj)
 {
-	union object a, b;
+	object_t a, b;
 	struct kubeapi_decode_error err;
 	int rc;
 

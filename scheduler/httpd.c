@@ -20,7 +20,7 @@
  * holding the most, see httpd.h); a head of max_head bytes, counted as fed to the parser, and of it
  * only the target and the Accept and Authorization values are copied, into a buffer of that size;
  * no body; one timer per connection, re-armed for each phase (handshake and head, idle keep-alive,
- * response write, closing linger). Making room costs one pass over the connections per accept (a 4
+ * response write, closing linger). Making room costs one pass over the connections per accept (a 6
  * KiB tally on the stack), ~1 us at 64.
  *
  * Cost per connection: 0.8 KiB of state, the max_head buffer (16 KiB by

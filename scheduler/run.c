@@ -372,6 +372,22 @@ static void httpd_log(void *data, const char *msg)
 	sched_logl(data, SCHED_WARN, "debug server: %s", msg);
 }
 
+/* Start one of the HTTP servers and say where it listens (or why not).
+ * `what` names it in the log ("debug server"); tests read the port there. */
+static int serve(struct sched *s, const struct httpd_options *o, const char *what,
+                 const char *extra, struct httpd **out)
+{
+	char err[512];
+	int rc;
+
+	if ((rc = httpd_start(s->loop, o, out, err, sizeof(err))) < 0) {
+		sched_logl(s, SCHED_ERROR, "%s on %s: %s", what, o->addr, err);
+		return rc;
+	}
+	sched_log(s, "%s on %s (port %d)%s", what, o->addr, httpd_port(*out), extra);
+	return 0;
+}
+
 static int start_debug(struct sched *s)
 {
 	struct httpd_options o = {.addr = s->opt.debug_addr,
@@ -381,18 +397,10 @@ static int start_debug(struct sched *s)
 	                          .handler = debug_handle,
 	                          .data = s,
 	                          .log = httpd_log};
-	char err[512];
-	int rc;
 
 	if (!s->opt.debug_addr)
 		return 0;
-	if ((rc = httpd_start(s->loop, &o, &s->httpd, err, sizeof(err))) < 0) {
-		sched_logl(s, SCHED_ERROR, "debug server on %s: %s", s->opt.debug_addr, err);
-		return rc;
-	}
-	sched_log(s, "debug server on %s (port %d)%s", s->opt.debug_addr, httpd_port(s->httpd),
-	          s->opt.debug_cert ? ", TLS" : "");
-	return 0;
+	return serve(s, &o, "debug server", s->opt.debug_cert ? ", TLS" : "", &s->httpd);
 }
 
 static void probe_log(void *data, const char *msg)
@@ -415,17 +423,10 @@ static int start_probe(struct sched *s)
 	                          .handler = debug_probe_handle,
 	                          .data = s,
 	                          .log = probe_log};
-	char err[512];
-	int rc;
 
 	if (!s->opt.probe_addr)
 		return 0;
-	if ((rc = httpd_start(s->loop, &o, &s->probe, err, sizeof(err))) < 0) {
-		sched_logl(s, SCHED_ERROR, "probe server on %s: %s", s->opt.probe_addr, err);
-		return rc;
-	}
-	sched_log(s, "probe server on %s (port %d)", s->opt.probe_addr, httpd_port(s->probe));
-	return 0;
+	return serve(s, &o, "probe server", "", &s->probe);
 }
 
 /* ---- leader election (lease.h) ----------------------------------------- */

@@ -118,19 +118,22 @@ class Muster:
         self.log = log
         self._url = None
 
-    def debug_url(self, timeout=30):
-        """http://127.0.0.1:PORT of its debug server (it listens on port 0 and
-        logs the port it got)."""
-        if self._url:
-            return self._url
+    def port(self, server="debug", timeout=30):
+        """The port its debug (or "probe") server got: it listens on port 0
+        and logs the port it got."""
 
-        def port():
+        def found():
             self.check()
             with open(self.log, errors="replace") as f:
-                m = re.search(r"debug server on \S+ \(port (\d+)\)", f.read())
+                m = re.search(server + r" server on \S+ \(port (\d+)\)", f.read())
             return m and int(m.group(1))
 
-        self._url = "http://127.0.0.1:%d" % wait_for("the debug server's port in " + self.log, port, timeout)
+        return wait_for(f"the {server} server's port in {self.log}", found, timeout)
+
+    def debug_url(self, timeout=30):
+        """http://127.0.0.1:PORT of its debug server."""
+        if not self._url:
+            self._url = "http://127.0.0.1:%d" % self.port("debug", timeout)
         return self._url
 
     def tail(self, lines=30):

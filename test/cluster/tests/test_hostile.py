@@ -27,9 +27,9 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from conftest import Not, until
+from nodes import FAKE_ANNOTATION
 
 MIG = "nvidia.com/mig-1g.10gb"
-FAKE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 FORGED = "2026-11-24T00:00:00.000Z muster: gang e2e/x (queue e2e-default): binding pod evil to gpu-0000"
 
 
@@ -237,19 +237,9 @@ def probe(port, path="/healthz", source="127.0.0.2", timeout=1.0):
         return f"{type(e).__name__}: {e}", time.monotonic() - t0
 
 
-def server_port(m, server):
-    def port():
-        m.check()
-        with open(m.log, errors="replace") as f:
-            found = re.search(server + r" server on \S+ \(port (\d+)\)", f.read())
-        return found and int(found.group(1))
-
-    return until(m, f"the {server} server's port", port)
-
-
 def test_probes_answer_while_500_idle_and_slowloris_clients_hold_connections(core, namespace, start_muster):
     m = start_muster("--probe-addr", "127.0.0.1:0")
-    debug, probes = server_port(m, "debug"), server_port(m, "probe")
+    debug, probes = m.port(), m.port("probe")
     until(m, "ready", lambda: probe(probes, "/readyz", timeout=5)[0].startswith("HTTP/1.1 200") or Not("not ready"))
     # 400 at the debug port, 100 at the probe port; half of each slowloris.
     targets = [(debug, i % 2 == 0) for i in range(400)] + [(probes, i % 2 == 0) for i in range(100)]

@@ -498,17 +498,6 @@ def free_gpu_node(core):
     return free[-1]
 
 
-def debug_port(muster, server="debug"):
-    """The port its debug (or probe) server got (it logs it)."""
-
-    def port():
-        with open(muster.log, errors="replace") as f:
-            m = re.search(server + r" server on \S+ \(port (\d+)\)", f.read())
-        return m and int(m.group(1))
-
-    return until(muster, f"the {server} server's port in {muster.log}", port)
-
-
 def http_get(port, path):
     """(status, body) of a plain GET http://127.0.0.1:PORT/PATH."""
     try:
@@ -597,7 +586,7 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
         # The probes' view: /healthz and /readyz over HTTPS without the
         # token, and on the probe port over plain HTTP, as the kubelet asks;
         # /metrics only with the token, and never on the probe port.
-        port, probes = debug_port(muster), debug_port(muster, "probe")
+        port, probes = muster.port(), muster.port("probe")
         assert until(muster, "/healthz", lambda: https_get(port, "/healthz")) == (200, "ok")
         until(muster, "/readyz says leader", lambda: https_get(port, "/readyz") == (200, "ok: leader"))
         assert http_get(probes, "/healthz") == (200, "ok")
