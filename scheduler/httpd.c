@@ -20,8 +20,9 @@
  * holding the most, see httpd.h); a head of max_head bytes, counted as fed to the parser, and of it
  * only the target and the Accept and Authorization values are copied, into a buffer of that size;
  * no body; one timer per connection, re-armed for each phase (handshake and head, idle keep-alive,
- * response write, closing linger). Making room costs one pass over the connections per accept (a 6
- * KiB tally on the stack), ~1 us at 64.
+ * response write, closing linger); at most ACCEPT_PER_TURN accepts per loop turn, so clients
+ * that reconnect as fast as they are closed cannot hold the loop. Making room costs one pass over
+ * the connections per accept (a 6 KiB tally on the stack), ~1 us at 64.
  *
  * Cost per connection: 0.8 KiB of state, the max_head buffer (16 KiB by
  * default), the bytes left over from a read while a response is written
@@ -50,7 +51,8 @@ enum {
 	DEFAULT_TIMEOUT_MS = 10000,
 	DEFAULT_HEAD_TIMEOUT_MS = 5000,
 	DEFAULT_TLS_PER_S = 100,
-	BACKLOG = 128,
+	BACKLOG = 511,        /* as nginx and Redis: a storm must not drop a probe's SYN */
+	ACCEPT_PER_TURN = 32, /* accepts per loop turn, see on_connection */
 	TOKEN_CAP = 4096,
 	LOG_CAP = 256,
 	SHED_LOG_S = 10, /* at most one "closed to keep room" line per this */
@@ -145,7 +147,8 @@ static void server_release(struct httpd *h)
 		cb(data);
 }
 
-static void on_listener_closed(uv_handle_t *handle)
+/* The listener's and resume's close callback. */
+static void on_server_handle_closed(uv_handle_t *handle)
 {
 	server_release(handle->data);
 }
@@ -338,16 +341,12 @@ static int conn_serve(struct httpd__conn *c)
 	return 0;
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* Takes the connection libuv holds for us, makes room for it, serves it. */
+static void accept_one(struct httpd *h)
 {
-	struct httpd *h = server->data;
 	struct httpd__conn *c, *victim;
 	int refuse;
 
-	if (status < 0) {
-		server_log(h, "accept: %s", uv_strerror(status));
-		return;
-	}
 	c = conn_new(h);
 	if (!c) {
 		/* libuv keeps the socket and stops listening until it is
@@ -355,10 +354,11 @@ static void on_connection(uv_stream_t *server, int status)
 		server_log(h, "accept: out of memory");
 		return;
 	}
-	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0) {
+	if (uv_accept((uv_stream_t *)&h->listener, (uv_stream_t *)&c->tcp) < 0) {
 		httpd__conn_close(c);
 		return;
 	}
+	h->turn_accepts++;
 	peer_key(&c->tcp, c->peer);
 	c->seq = h->next_seq++;
 	victim = make_room(h, c, &refuse);
@@ -375,6 +375,48 @@ static void on_connection(uv_stream_t *server, int status)
 		httpd__log(c, "refused: out of memory");
 		httpd__conn_close(c);
 	}
+}
+
+/* The next turn: the connection left waiting first, and libuv watches
+ * the listener again. */
+static void on_resume(uv_idle_t *idle)
+{
+	struct httpd *h = idle->data;
+
+	uv_idle_stop(idle);
+	h->turn_accepts = 0;
+	h->turn_ms = uv_now(h->loop);
+	accept_one(h);
+}
+
+/*
+ * libuv accepts in a loop until the kernel's queue is empty. Clients that
+ * reconnect as fast as they are closed keep it from ever emptying: the
+ * loop would never reach a watch read, a timer or the close callbacks
+ * that free the connections closed to keep room (one such storm held the
+ * loop for minutes and grew to 650 MB). So a turn accepts at most
+ * ACCEPT_PER_TURN; leaving the next one unaccepted makes libuv stop
+ * watching the listener until on_resume takes it, one turn later. A
+ * client in the kernel's queue waits at most queue / ACCEPT_PER_TURN turns.
+ */
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct httpd *h = server->data;
+	uint64_t now = uv_now(h->loop);
+
+	if (status < 0) {
+		server_log(h, "accept: %s", uv_strerror(status));
+		return;
+	}
+	if (now != h->turn_ms) {
+		h->turn_ms = now;
+		h->turn_accepts = 0;
+	}
+	if (h->turn_accepts >= ACCEPT_PER_TURN) {
+		uv_idle_start(&h->resume, on_resume);
+		return;
+	}
+	accept_one(h);
 }
 
 static int parse_port(const char *s, int *port)
@@ -548,7 +590,9 @@ int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **o
 		goto fail_free;
 	}
 	h->listener.data = h;
-	h->open = 1;
+	uv_idle_init(loop, &h->resume);
+	h->resume.data = h;
+	h->open = 2;
 	if ((rc = listen_on(h, &sa)) < 0)
 		goto fail_close;
 	*out = h;
@@ -557,7 +601,8 @@ int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **o
 fail_close:
 	fail(err, errlen, rc, "httpd: cannot listen on %s: %s", o->addr, uv_strerror(rc));
 	h->closing = 1;
-	uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+	uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+	uv_close((uv_handle_t *)&h->resume, on_server_handle_closed);
 	return rc;
 fail_free:
 	server_free(h);
@@ -580,7 +625,8 @@ void httpd_close(struct httpd **hp, void (*closed_cb)(void *), void *data)
 	h->closing = 1;
 	h->closed_cb = closed_cb;
 	h->closed_data = data;
-	uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+	uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
+	uv_close((uv_handle_t *)&h->resume, on_server_handle_closed);
 	for (c = h->conns; c; c = c->next)
 		httpd__conn_close(c);
 }

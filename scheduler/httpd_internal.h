@@ -69,7 +69,13 @@ struct httpd {
 	SSL_CTX *tls; /* NULL: plain HTTP */
 	struct httpd__conn *conns;
 	unsigned served; /* connections counted against max_clients */
-	unsigned open;   /* the listener and every conn not yet freed */
+	unsigned open;   /* the listener, resume and every conn not yet freed */
+	/* Accepts in this loop turn (the turn known by uv_now). Past the
+	 * budget the next connection waits in the kernel and `resume`, an
+	 * idle handle, accepts it on the next turn. */
+	uv_idle_t resume;
+	unsigned turn_accepts;
+	uint64_t turn_ms;
 	int port;
 	int closing;
 	uint64_t next_seq;

@@ -110,8 +110,8 @@ static struct httpd_options options(struct srv *s, const char *addr)
 	return o;
 }
 
-/* Start the server on the loop, then run the loop in its thread. */
-static void srv_start(struct srv *s, const struct httpd_options *o)
+/* Start the server on the loop; the loop does not run yet. */
+static void srv_listen(struct srv *s, const struct httpd_options *o)
 {
 	char err[256] = "";
 
@@ -120,8 +120,19 @@ static void srv_start(struct srv *s, const struct httpd_options *o)
 	assert_true(s->port > 0);
 	assert_int_equal(uv_async_init(&s->loop, &s->stop, on_stop), 0);
 	s->stop.data = s;
+}
+
+/* Run the loop in its thread. */
+static void srv_run(struct srv *s)
+{
 	assert_int_equal(pthread_create(&s->thread, NULL, loop_main, s), 0);
 	s->running = 1;
+}
+
+static void srv_start(struct srv *s, const struct httpd_options *o)
+{
+	srv_listen(s, o);
+	srv_run(s);
 }
 
 /* Close the server from its loop and wait for the loop to end. */
@@ -795,6 +806,55 @@ static void test_room_when_full(void **state)
 	assert_null(strstr(strstr(s->logs, "keep room") + 1, "keep room"));
 }
 
+/* How many of fd[0..n) the server has closed (EOF or reset), without
+ * waiting. */
+static int count_closed(const int *fd, int n)
+{
+	int closed = 0;
+
+	for (int i = 0; i < n; i++) {
+		char b;
+		ssize_t r = recv(fd[i], &b, 1, MSG_DONTWAIT | MSG_PEEK);
+
+		closed += r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+	}
+	return closed;
+}
+
+/* Clients that reconnect as fast as they are closed keep the kernel's
+ * queue full. A loop turn accepts a bounded number of them and leaves the
+ * rest for later turns, so timers, watch reads and close callbacks still
+ * run (libuv alone would accept until the queue is empty, for ever under
+ * such a storm). Here 100 wait before the loop runs: one turn must not
+ * take them all, and the following turns take the rest. */
+static void test_accept_budget_per_turn(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	enum { N = 100, PER_PEER = 4 };
+	int fd[N], closed, turns;
+
+	o.max_per_peer = PER_PEER; /* each newcomer closes the oldest */
+	srv_listen(s, &o);
+	for (int i = 0; i < N; i++)
+		fd[i] = cli_connect(s->port);
+	uv_run(&s->loop, UV_RUN_NOWAIT);
+	closed = count_closed(fd, N);
+	assert_true(closed > 0);      /* it did accept... */
+	assert_true(closed <= N / 3); /* ...but left most waiting (a turn takes 32) */
+	for (turns = 1; turns < 50 && count_closed(fd, N) < N - PER_PEER; turns++)
+		uv_run(&s->loop, UV_RUN_NOWAIT);
+	assert_int_equal(count_closed(fd, N), N - PER_PEER);
+	assert_true(turns > 1);
+	/* The last four are the ones kept, and they are served. */
+	srv_run(s);
+	for (int i = N - PER_PEER; i < N; i++)
+		served(fd[i], "/kept");
+	for (int i = 0; i < N; i++)
+		close(fd[i]);
+	srv_stop(s);
+}
+
 static void write_text(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -1173,6 +1233,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_many_clients, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_room_per_address, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_room_when_full, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_accept_budget_per_turn, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_handshake_timeout, setup, teardown),
