@@ -70,7 +70,7 @@ LLHTTP_CFLAGS := -O2 -g -fPIC $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-
 CFLAGS += -I$(LLHTTP_DIR)/include
 
 # One folder per module; each module's .c files go into libmuster.a.
-MODULES := kubeapi queue policy config scheduler
+MODULES := base kubeapi queue policy config scheduler
 LIB_SRC := $(filter-out scheduler/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmuster.a

@@ -57,7 +57,7 @@
 
 #include "bench/synth.h"
 #include "policy/policy.h"
-#include "scheduler/arena.h"
+#include "base/arena.h"
 
 #define MAX_PODS    20000
 #define MAX_NODES   4096

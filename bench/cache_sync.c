@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 	struct kubeapi_http *http = NULL;
 	struct kubeapi_cache *cache = NULL;
 	struct kubeapi_cache_options copt = {.log = quiet};
-	struct kubeapi_intern_stats st;
+	struct intern_stats st;
 	struct mallinfo2 m0, m1;
 	uv_loop_t loop;
 	uv_timer_t timer;
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	malloc_trim(0);
 	m1 = mallinfo2();
 	rss1 = rss_bytes();
-	kubeapi_intern_stats(kubeapi_model_intern(kubeapi_cache_model(cache)), &st);
+	intern_stats(kubeapi_model_intern(kubeapi_cache_model(cache)), &st);
 	printf("nodes=%zu pods=%zu sync_s=%.3f heap_before=%zu heap_after=%zu rss_before=%ld "
 	       "rss_after=%ld strings=%zu string_bytes=%zu blobs=%zu blob_bytes=%zu "
 	       "table_bytes=%zu\n",

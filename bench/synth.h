@@ -15,13 +15,13 @@
 #include <string.h>
 
 #include "kubeapi/decode.h"
-#include "kubeapi/idmap.h"
-#include "kubeapi/intern.h"
+#include "base/idmap.h"
+#include "base/intern.h"
 #include "kubeapi/model.h"
 
 struct synth {
 	struct kubeapi_model *model;
-	struct kubeapi_idmap nodes, pods, groups, vcgroups;
+	struct idmap nodes, pods, groups, vcgroups;
 	unsigned long seq; /* uid counter */
 };
 
@@ -33,7 +33,7 @@ static inline int synth_init(struct synth *s)
 
 static inline uint32_t synth_id(struct synth *s, const char *str)
 {
-	return kubeapi_str_intern(kubeapi_model_intern(s->model), str, strlen(str));
+	return intern_add(kubeapi_model_intern(s->model), str, strlen(str));
 }
 
 static inline uint64_t synth_key(struct synth *s, const char *ns, const char *name)
@@ -92,7 +92,7 @@ static inline const struct kubeapi_node *synth_node_sized(struct synth *s, const
 		abort();
 	}
 	cJSON_Delete(o);
-	kubeapi_idmap_put(&s->nodes, synth_key(s, NULL, name), n);
+	idmap_put(&s->nodes, synth_key(s, NULL, name), n);
 	return n;
 }
 
@@ -150,7 +150,7 @@ static inline struct kubeapi_pod *synth_pod_sized(struct synth *s, const char *n
 		abort();
 	}
 	cJSON_Delete(o);
-	kubeapi_idmap_put(&s->pods, synth_key(s, ns, name), p);
+	idmap_put(&s->pods, synth_key(s, ns, name), p);
 	return p;
 }
 
@@ -186,13 +186,13 @@ static inline const struct kubeapi_podgroup *synth_group(struct synth *s, const 
 		abort();
 	}
 	cJSON_Delete(o);
-	kubeapi_idmap_put(&s->groups, synth_key(s, ns, name), g);
+	idmap_put(&s->groups, synth_key(s, ns, name), g);
 	return g;
 }
 
 static inline void synth_free(struct synth *s)
 {
-	struct kubeapi_idmap *maps[] = {&s->nodes, &s->pods, &s->groups, &s->vcgroups};
+	struct idmap *maps[] = {&s->nodes, &s->pods, &s->groups, &s->vcgroups};
 
 	for (size_t m = 0; m < 4; m++) {
 		for (size_t i = 0; i < maps[m]->nslots; i++) {
@@ -208,7 +208,7 @@ static inline void synth_free(struct synth *s)
 				kubeapi_podgroup_release(s->model, v);
 			free(v);
 		}
-		kubeapi_idmap_free(maps[m]);
+		idmap_free(maps[m]);
 	}
 	kubeapi_model_free(&s->model);
 }
@@ -234,13 +234,13 @@ static inline const char *synth_time(char *buf, size_t len, int64_t t)
 /* Puts v under key in map, releasing the pod it replaces. */
 static inline void synth_put_pod(struct synth *s, uint64_t key, struct kubeapi_pod *v)
 {
-	struct kubeapi_pod *old = kubeapi_idmap_get(&s->pods, key);
+	struct kubeapi_pod *old = idmap_get(&s->pods, key);
 
 	if (old) {
 		kubeapi_pod_release(s->model, old);
 		free(old);
 	}
-	if (kubeapi_idmap_put(&s->pods, key, v) < 0)
+	if (idmap_put(&s->pods, key, v) < 0)
 		abort();
 }
 
@@ -340,11 +340,11 @@ static inline const struct kubeapi_podgroup *synth_group_at(struct synth *s, con
 		abort();
 	}
 	cJSON_Delete(o);
-	if ((old = kubeapi_idmap_get(&s->groups, key))) {
+	if ((old = idmap_get(&s->groups, key))) {
 		kubeapi_podgroup_release(s->model, old);
 		free(old);
 	}
-	if (kubeapi_idmap_put(&s->groups, key, g) < 0)
+	if (idmap_put(&s->groups, key, g) < 0)
 		abort();
 	return g;
 }

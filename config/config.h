@@ -23,12 +23,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kubeapi/yaml_guard.h"
+#include "base/units.h"
+#include "base/yaml_guard.h"
 
 /** Largest configuration file read, in bytes; larger ones are an error.
- *  The same cap as a kubeconfig's (why: kubeapi/yaml_guard.h). Lists and
- *  mappings nest at most KUBEAPI_YAML_MAX_DEPTH deep. */
-#define CONFIG_MAX_FILE KUBEAPI_YAML_MAX_BYTES
+ *  The same cap as a kubeconfig's (why: base/yaml_guard.h). Lists and
+ *  mappings nest at most YAML_GUARD_MAX_DEPTH deep. */
+#define CONFIG_MAX_FILE YAML_GUARD_MAX_BYTES
 /** Longest string accepted anywhere in the file (names, label keys and
  *  values, resource names), in bytes. */
 #define CONFIG_MAX_STRING 512
@@ -43,7 +44,7 @@
 #define CONFIG_MAX_SLOTS 64
 
 /** A borrowing or lending limit that was not given: no limit. */
-#define CONFIG_UNLIMITED INT64_MAX
+#define CONFIG_UNLIMITED UNITS_UNLIMITED
 /** The flavor index of a quota that applies to every flavor. */
 #define CONFIG_NO_FLAVOR SIZE_MAX
 
@@ -182,23 +183,6 @@ struct config {
 	size_t n_all_queues;
 	size_t n_all_cohorts;
 };
-
-/** Longest text config_duration_parse() accepts, in bytes. */
-#define CONFIG_MAX_DURATION_TEXT 64
-
-/** Parse s[0..len) (need not be NUL-terminated; no byte past len is read)
- *  as a duration into *ms: the file's syntax ("90s", "10m", "1h30m",
- *  "500ms", "0") or a bare non-negative integer of seconds ("600"), as the
- *  annotation muster.dev/expected-runtime is written. Returns 0, or
- *  -EINVAL (and *ms untouched) when s is empty, longer than
- *  CONFIG_MAX_DURATION_TEXT, malformed, signed, or too large for int64
- *  milliseconds. O(len). */
-int config_duration_parse(const char *s, size_t len, int64_t *ms);
-
-/** Amount v of resource res (in the model's units: CPU millicores, bytes,
- *  devices) as a person writes it, into buf: "16", "500m", "64Gi", or
- *  "unlimited" for CONFIG_UNLIMITED. */
-void config_format_amount(char *buf, size_t len, const char *res, int64_t v);
 
 /** The errors of one load: the first CONFIG_MAX_ERRORS messages, each
  *  "FILE:LINE:COLUMN: message" (or "FILE: message"), sorted by position,

@@ -122,11 +122,6 @@ void *config__calloc(struct config__loader *l, size_t n, size_t size);
 void config__walk(struct config__loader *l, const yaml_node_t *n, const struct config__table *t,
                   void *obj);
 
-/* Parses a Go-style duration ("90s", "1h30m", "500ms") in s[0..len) into
- * milliseconds, reading no byte past len. Returns 0, -EINVAL if
- * malformed, -ERANGE if too long for an int64. */
-int config__duration_ms(const char *s, size_t len, int64_t *ms);
-
 /* The value of a queue's "quota" key into the queue obj; quota_map.c. */
 void config__set_quota(struct config__loader *l, const yaml_node_t *n, void *obj);
 

@@ -1,7 +1,7 @@
 /*
  * Reading a configuration: the file (at most CONFIG_MAX_FILE bytes), the
  * guard against nesting that would make libyaml slow or large
- * (kubeapi/yaml_guard.h), the libyaml document, the walk by the tables of
+ * (base/yaml_guard.h), the libyaml document, the walk by the tables of
  * model.c, the checks across the document (names.c), then an index of
  * every queue for lookups. Also freeing, the lookups and
  * `muster check-config`.
@@ -14,7 +14,7 @@
  */
 #include "config/config.h"
 #include "config/config_internal.h"
-#include "kubeapi/yaml_guard.h"
+#include "base/yaml_guard.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -209,11 +209,11 @@ static int walk(struct config__loader *l)
 }
 
 /* Refuses, before libyaml loads it, text too large or nested too deep
- * (kubeapi/yaml_guard.h): the message names the position. */
+ * (base/yaml_guard.h): the message names the position. */
 static int guard(struct config__loader *l, const char *text, size_t len)
 {
-	struct kubeapi_yaml_refusal why;
-	int rc = kubeapi_yaml_guard(text, len, &why);
+	struct yaml_refusal why;
+	int rc = yaml_guard(text, len, &why);
 
 	if (rc == 0 || rc == -ENOMEM)
 		return rc;

@@ -1,7 +1,7 @@
 /*
  * A queue's quota map: keys "resource" or "resource@flavor" resolved to
  * indexes into config.resources and config.flavors, values read as
- * Kubernetes quantities (kubeapi/quantity.h), milli-cores for "cpu" and
+ * Kubernetes quantities (base/quantity.h), milli-cores for "cpu" and
  * whole units for everything else.
  *
  * Cost: resolving a key is O(resources + flavors), and a key given twice
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kubeapi/quantity.h"
+#include "base/quantity.h"
 
 #define FIELDS(a) (a), sizeof(a) / sizeof((a)[0])
 
@@ -42,9 +42,9 @@ static void set_quantity(struct config__loader *l, const yaml_node_t *n, struct 
 	if (!config__expect(l, n, YAML_SCALAR_NODE, key))
 		return;
 	if (strcmp(l->cfg->resources.v[q->resource], "cpu") == 0)
-		rc = kubeapi_quantity_milli(s, n->data.scalar.length, &got);
+		rc = quantity_milli(s, n->data.scalar.length, &got);
 	else
-		rc = kubeapi_quantity_value(s, n->data.scalar.length, &got);
+		rc = quantity_value(s, n->data.scalar.length, &got);
 	if (rc) {
 		config__error(
 		    l, n, "expected a quantity such as 16, 500m or 2Ti for '%s', got '%s'", key, s);

@@ -172,7 +172,7 @@ static void decode_all(struct kubeapi_model *m, const cJSON *obj)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kubeapi_model *m = NULL;
-	struct kubeapi_intern_stats st;
+	struct intern_stats st;
 	cJSON *doc = cJSON_ParseWithLength((const char *)data, size);
 	const cJSON *items, *it;
 
@@ -186,7 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		decode_all(m, doc);
 	}
-	kubeapi_intern_stats(kubeapi_model_intern(m), &st);
+	intern_stats(kubeapi_model_intern(m), &st);
 	FUZZ_CHECK(st.strings == 0 && st.blobs == 0);
 	kubeapi_model_free(&m);
 out:

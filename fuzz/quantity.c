@@ -1,9 +1,9 @@
 /*
- * Fuzz target: Kubernetes quantities (kubeapi/quantity.c).
+ * Fuzz target: Kubernetes quantities (base/quantity.c).
  *
  * The input is the quantity text, passed with its exact length and no NUL
  * (libFuzzer's buffer is exactly that long, so ASan sees any read past
- * it). Both parsers run on it, and what kubeapi/quantity.h promises about
+ * it). Both parsers run on it, and what base/quantity.h promises about
  * the pair is checked: the same grammar (one rejects what the other
  * rejects), *out untouched on error, and the whole value equal to the
  * milli-value divided by 1000 and rounded away from zero.
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "fuzz/fuzz.h"
-#include "kubeapi/quantity.h"
+#include "base/quantity.h"
 
 #define SENTINEL INT64_C(0x5a5a5a5a5a5a5a5a)
 
@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *s = (const char *)data;
 	int64_t value = SENTINEL, milli = SENTINEL;
-	int value_rc = kubeapi_quantity_value(s, size, &value);
-	int milli_rc = kubeapi_quantity_milli(s, size, &milli);
+	int value_rc = quantity_value(s, size, &value);
+	int milli_rc = quantity_milli(s, size, &milli);
 
 	FUZZ_CHECK(value_rc == 0 || value_rc == -EINVAL || value_rc == -ERANGE);
 	FUZZ_CHECK(milli_rc == 0 || milli_rc == -EINVAL || milli_rc == -ERANGE);
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(milli_rc == 0 || milli == SENTINEL);
 	/* One grammar for both. */
 	FUZZ_CHECK((value_rc == -EINVAL) == (milli_rc == -EINVAL));
-	if (size > KUBEAPI_QUANTITY_MAX_LEN)
+	if (size > QUANTITY_MAX_LEN)
 		FUZZ_CHECK(value_rc == -EINVAL);
 	/* A milli-value that fits means the whole value fits, and agrees. */
 	if (milli_rc == 0) {

@@ -250,9 +250,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	complete(watch, 200, rc, NULL);
 	pump();
 	if (relist_all(cache)) {
-		struct kubeapi_intern_stats st;
+		struct intern_stats st;
 
-		kubeapi_intern_stats(kubeapi_model_intern(kubeapi_cache_model(cache)), &st);
+		intern_stats(kubeapi_model_intern(kubeapi_cache_model(cache)), &st);
 		FUZZ_CHECK(st.strings == 0 && st.blobs == 0);
 	}
 	close_cache(&cache);

@@ -87,7 +87,7 @@ struct store {
 	struct kubeapi_cache *cache;
 	enum kubeapi_store_kind kind;
 	const struct kind_desc *desc;
-	struct kubeapi_idmap map;
+	struct idmap map;
 	uint32_t gen;
 	struct kubeapi_informer *inf;
 	unsigned decode_errors;
@@ -202,12 +202,12 @@ static void on_upsert(void *data, const cJSON *obj)
 		report_untracked(c, &err);
 	resolve_unoffered(c);
 	key = s->desc->key(&tmp);
-	old = kubeapi_idmap_get(&s->map, key);
+	old = idmap_get(&s->map, key);
 	if (old) {
 		s->desc->dec->release(c->model, old); /* after decoding: shared blobs stay */
 	} else {
 		old = malloc(s->desc->dec->size + sizeof(uint32_t));
-		if (!old || kubeapi_idmap_put(&s->map, key, old) < 0) {
+		if (!old || idmap_put(&s->map, key, old) < 0) {
 			free(old);
 			s->desc->dec->release(c->model, &tmp);
 			c->decode_errors++;
@@ -224,7 +224,7 @@ static void on_upsert(void *data, const cJSON *obj)
  * are not interned belong to no stored object. */
 static uint64_t find_key(struct store *s, const cJSON *obj)
 {
-	struct kubeapi_intern *in = kubeapi_model_intern(s->cache->model);
+	struct intern *in = kubeapi_model_intern(s->cache->model);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
@@ -232,9 +232,9 @@ static uint64_t find_key(struct store *s, const cJSON *obj)
 
 	if (!cJSON_IsString(name))
 		return 0;
-	nameid = kubeapi_str_find(in, name->valuestring, strlen(name->valuestring));
+	nameid = intern_find(in, name->valuestring, strlen(name->valuestring));
 	if (cJSON_IsString(ns)) {
-		nsid = kubeapi_str_find(in, ns->valuestring, strlen(ns->valuestring));
+		nsid = intern_find(in, ns->valuestring, strlen(ns->valuestring));
 		if (!nsid)
 			return 0;
 	}
@@ -243,7 +243,7 @@ static uint64_t find_key(struct store *s, const cJSON *obj)
 
 static void drop(struct store *s, uint64_t key)
 {
-	void *obj = kubeapi_idmap_del(&s->map, key);
+	void *obj = idmap_del(&s->map, key);
 
 	if (!obj)
 		return;
@@ -259,7 +259,7 @@ static void on_keep(void *data, const cJSON *obj)
 {
 	struct store *s = data;
 	uint64_t key = find_key(s, obj);
-	void *old = key ? kubeapi_idmap_get(&s->map, key) : NULL;
+	void *old = key ? idmap_get(&s->map, key) : NULL;
 
 	if (old)
 		*gen_of(s, old) = s->gen;
@@ -318,7 +318,7 @@ static void free_stores(struct kubeapi_cache *c)
 				s->desc->dec->release(c->model, s->map.slots[i].value);
 				free(s->map.slots[i].value);
 			}
-		kubeapi_idmap_free(&s->map);
+		idmap_free(&s->map);
 	}
 }
 
@@ -393,8 +393,7 @@ struct kubeapi_model *kubeapi_cache_model(struct kubeapi_cache *c)
 	return c->model;
 }
 
-const struct kubeapi_idmap *kubeapi_cache_store(const struct kubeapi_cache *c,
-                                                enum kubeapi_store_kind kind)
+const struct idmap *kubeapi_cache_store(const struct kubeapi_cache *c, enum kubeapi_store_kind kind)
 {
 	return &c->stores[kind].map;
 }

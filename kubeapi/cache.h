@@ -24,7 +24,7 @@
 
 #include "kubeapi/decode.h"
 #include "kubeapi/http.h"
-#include "kubeapi/idmap.h"
+#include "base/idmap.h"
 #include "kubeapi/informer.h"
 
 enum kubeapi_store_kind {
@@ -66,8 +66,8 @@ struct kubeapi_model *kubeapi_cache_model(struct kubeapi_cache *c);
 /** A store: values are `struct kubeapi_pod *` and so on by kind, keyed by
  *  kubeapi_cache_key(ns, name) (ns 0 for cluster-scoped kinds). Read only;
  *  valid until control returns to the loop. */
-const struct kubeapi_idmap *kubeapi_cache_store(const struct kubeapi_cache *c,
-                                                enum kubeapi_store_kind kind);
+const struct idmap *kubeapi_cache_store(const struct kubeapi_cache *c,
+                                        enum kubeapi_store_kind kind);
 
 static inline uint64_t kubeapi_cache_key(uint32_t ns, uint32_t name)
 {

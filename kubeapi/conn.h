@@ -14,10 +14,10 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "kubeapi/yaml_guard.h"
+#include "base/yaml_guard.h"
 
 /** Largest kubeconfig file read, in bytes: the cap of every YAML file. */
-#define KUBEAPI_KUBECONFIG_MAX KUBEAPI_YAML_MAX_BYTES
+#define KUBEAPI_KUBECONFIG_MAX YAML_GUARD_MAX_BYTES
 
 /** Largest token file read, in bytes, before whitespace is trimmed. */
 #define KUBEAPI_TOKEN_FILE_MAX (64 * 1024)

@@ -18,7 +18,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 #include "kubeapi/model.h"
 
 /* Caps on what one object may carry; larger is an error. */
@@ -38,7 +38,7 @@ int kubeapi_model_new(struct kubeapi_model **out);
 void kubeapi_model_free(struct kubeapi_model **mp);
 
 /** Its string and blob table. */
-struct kubeapi_intern *kubeapi_model_intern(struct kubeapi_model *m);
+struct intern *kubeapi_model_intern(struct kubeapi_model *m);
 
 /* The resource table. A slot is held by the decoded objects whose blobs
  * use its index (counted) or pinned for the model's life (the well-known

@@ -26,7 +26,7 @@ struct kubeapi__scratch {
 
 struct kubeapi_model {
 	struct kubeapi__scratch *scratch;
-	struct kubeapi_intern *in;
+	struct intern *in;
 	char *resources[KUBEAPI_MAX_RESOURCES];   /* NULL: a free slot */
 	uint32_t res_refs[KUBEAPI_MAX_RESOURCES]; /* blobs that use the index */
 	uint64_t res_pinned;                      /* slots never freed */
@@ -82,7 +82,7 @@ const void *kubeapi__blob(struct kubeapi__dec *d, const void *data, size_t len,
                           struct kubeapi__ids *ids);
 
 /* Drop every reference in ids and free it. */
-void kubeapi__ids_drop(struct kubeapi_intern *in, struct kubeapi__ids *ids);
+void kubeapi__ids_drop(struct intern *in, struct kubeapi__ids *ids);
 
 /* Field access. `o` may be NULL (then the field is absent). A JSON null is
  * absent too. Return 0 when present and valid, 1 when absent, or a negative
@@ -210,9 +210,9 @@ size_t kubeapi__buf_add(struct kubeapi__buf *b, size_t n);
 void kubeapi__buf_free(struct kubeapi__buf *b);
 
 /* Release the string ids held inside blobs before their last unref. */
-void kubeapi__labels_unref(struct kubeapi_intern *in, const struct kubeapi_labels *l);
-void kubeapi__taints_unref(struct kubeapi_intern *in, const struct kubeapi_taints *t);
+void kubeapi__labels_unref(struct intern *in, const struct kubeapi_labels *l);
+void kubeapi__taints_unref(struct intern *in, const struct kubeapi_taints *t);
 void kubeapi__podspec_unref(struct kubeapi_model *m, const struct kubeapi_podspec *s);
-void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_selector *s);
+void kubeapi__selector_unref(struct intern *in, const struct kubeapi_selector *s);
 
 #endif /* MUSTER_KUBEAPI_DECODE_INTERNAL_H */

@@ -159,7 +159,7 @@ void kubeapi__node_release(struct kubeapi_model *m, void *obj)
 
 void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n)
 {
-	kubeapi_str_unref(m->in, n->name);
+	intern_unref(m->in, n->name);
 	kubeapi__reslist_unref(m, n->allocatable);
 	kubeapi__taints_unref(m->in, n->taints);
 	kubeapi__labels_unref(m->in, n->labels);
@@ -344,16 +344,16 @@ void kubeapi__podgroup_release(struct kubeapi_model *m, void *obj)
 
 void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *g)
 {
-	kubeapi_str_unref(m->in, g->ns);
-	kubeapi_str_unref(m->in, g->name);
-	kubeapi_str_unref(m->in, g->queue);
-	kubeapi_str_unref(m->in, g->priority_class);
-	kubeapi_str_unref(m->in, g->status.phase);
-	kubeapi_str_unref(m->in, g->status.cond_type);
-	kubeapi_str_unref(m->in, g->status.cond_reason);
-	kubeapi_str_unref(m->in, g->status.transition_id);
+	intern_unref(m->in, g->ns);
+	intern_unref(m->in, g->name);
+	intern_unref(m->in, g->queue);
+	intern_unref(m->in, g->priority_class);
+	intern_unref(m->in, g->status.phase);
+	intern_unref(m->in, g->status.cond_type);
+	intern_unref(m->in, g->status.cond_reason);
+	intern_unref(m->in, g->status.transition_id);
 	for (unsigned k = 0; k < g->ntasks; k++)
-		kubeapi_str_unref(m->in, g->min_tasks[k].task);
+		intern_unref(m->in, g->min_tasks[k].task);
 	kubeapi__reslist_unref(m, g->min_resources);
 	kubeapi__labels_unref(m->in, g->muster);
 	memset(g, 0, sizeof(*g));
@@ -417,7 +417,7 @@ void kubeapi__priorityclass_release(struct kubeapi_model *m, void *obj)
 
 void kubeapi_priorityclass_release(struct kubeapi_model *m, struct kubeapi_priorityclass *pc)
 {
-	kubeapi_str_unref(m->in, pc->name);
+	intern_unref(m->in, pc->name);
 	memset(pc, 0, sizeof(*pc));
 }
 
@@ -577,7 +577,7 @@ static int pdb_selector(struct kubeapi__dec *d, const cJSON *spec, struct kubeap
 	return rc;
 }
 
-void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_selector *s)
+void kubeapi__selector_unref(struct intern *in, const struct kubeapi_selector *s)
 {
 	const struct kubeapi_requirement *r;
 	const uint32_t *v;
@@ -585,15 +585,15 @@ void kubeapi__selector_unref(struct kubeapi_intern *in, const struct kubeapi_sel
 
 	if (!s)
 		return;
-	if (kubeapi_blob_refs(s) == 1) {
+	if (intern_blob_refs(s) == 1) {
 		r = kubeapi_selector_requirements(s);
 		v = kubeapi_selector_values(s);
 		for (i = 0; i < s->nreq; i++)
-			kubeapi_str_unref(in, r[i].key);
+			intern_unref(in, r[i].key);
 		for (i = 0; i < s->nvalues; i++)
-			kubeapi_str_unref(in, v[i]);
+			intern_unref(in, v[i]);
 	}
-	kubeapi_blob_unref(in, s);
+	intern_blob_unref(in, s);
 }
 
 static void pdb_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
@@ -643,8 +643,8 @@ void kubeapi__pdb_release(struct kubeapi_model *m, void *obj)
 
 void kubeapi_pdb_release(struct kubeapi_model *m, struct kubeapi_pdb *p)
 {
-	kubeapi_str_unref(m->in, p->ns);
-	kubeapi_str_unref(m->in, p->name);
+	intern_unref(m->in, p->ns);
+	intern_unref(m->in, p->name);
 	kubeapi__selector_unref(m->in, p->selector);
 	memset(p, 0, sizeof(*p));
 }
@@ -699,7 +699,7 @@ void kubeapi__namespace_release(struct kubeapi_model *m, void *obj)
 
 void kubeapi_namespace_release(struct kubeapi_model *m, struct kubeapi_namespace *ns)
 {
-	kubeapi_str_unref(m->in, ns->name);
+	intern_unref(m->in, ns->name);
 	kubeapi__labels_unref(m->in, ns->muster);
 	memset(ns, 0, sizeof(*ns));
 }

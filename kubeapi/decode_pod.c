@@ -539,7 +539,7 @@ out:
 
 void kubeapi__podspec_unref(struct kubeapi_model *m, const struct kubeapi_podspec *s)
 {
-	struct kubeapi_intern *in = m->in;
+	struct intern *in = m->in;
 	const struct kubeapi_toleration *t;
 	const struct kubeapi_kv *kv;
 	const struct kubeapi_requirement *r;
@@ -548,28 +548,28 @@ void kubeapi__podspec_unref(struct kubeapi_model *m, const struct kubeapi_podspe
 
 	if (!s)
 		return;
-	if (kubeapi_blob_refs(s) == 1) {
+	if (intern_blob_refs(s) == 1) {
 		kubeapi__res_unref(m, kubeapi_podspec_requests(s), s->nrequests);
 		t = kubeapi_podspec_tolerations(s);
 		kv = kubeapi_podspec_selector(s);
 		r = kubeapi_podspec_requirements(s);
 		v = kubeapi_podspec_values(s);
-		kubeapi_str_unref(in, s->scheduler);
-		kubeapi_str_unref(in, s->priority_class);
+		intern_unref(in, s->scheduler);
+		intern_unref(in, s->priority_class);
 		for (i = 0; i < s->ntolerations; i++) {
-			kubeapi_str_unref(in, t[i].key);
-			kubeapi_str_unref(in, t[i].value);
+			intern_unref(in, t[i].key);
+			intern_unref(in, t[i].value);
 		}
 		for (i = 0; i < s->nselector; i++) {
-			kubeapi_str_unref(in, kv[i].key);
-			kubeapi_str_unref(in, kv[i].value);
+			intern_unref(in, kv[i].key);
+			intern_unref(in, kv[i].value);
 		}
 		for (i = 0; i < s->nrequirements; i++)
-			kubeapi_str_unref(in, r[i].key);
+			intern_unref(in, r[i].key);
 		for (i = 0; i < s->nvalues; i++)
-			kubeapi_str_unref(in, v[i]);
+			intern_unref(in, v[i]);
 	}
-	kubeapi_blob_unref(in, s);
+	intern_blob_unref(in, s);
 }
 
 /* ---- the pod -------------------------------------------------------------------- */
@@ -768,15 +768,15 @@ void kubeapi__pod_release(struct kubeapi_model *m, void *obj)
 
 void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
 {
-	struct kubeapi_intern *in = m->in;
+	struct intern *in = m->in;
 
-	kubeapi_str_unref(in, p->ns);
-	kubeapi_str_unref(in, p->name);
-	kubeapi_str_unref(in, p->node);
-	kubeapi_str_unref(in, p->group);
-	kubeapi_str_unref(in, p->task);
-	kubeapi_str_unref(in, p->owner_kind);
-	kubeapi_str_unref(in, p->owner_name);
+	intern_unref(in, p->ns);
+	intern_unref(in, p->name);
+	intern_unref(in, p->node);
+	intern_unref(in, p->group);
+	intern_unref(in, p->task);
+	intern_unref(in, p->owner_kind);
+	intern_unref(in, p->owner_name);
 	kubeapi__podspec_unref(m, p->spec);
 	kubeapi__labels_unref(in, p->muster);
 	kubeapi__labels_unref(in, p->labels);

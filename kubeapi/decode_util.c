@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "kubeapi/decode_internal.h"
-#include "kubeapi/quantity.h"
+#include "base/quantity.h"
 
 /* Well-known resources, at the indexes of the KUBEAPI_RES_* enum. The
  * unoffered one's name is what a waiting message says ("Insufficient
@@ -24,7 +24,7 @@ int kubeapi_model_new(struct kubeapi_model **out)
 	struct kubeapi_model *m = calloc(1, sizeof(*m));
 	unsigned i;
 
-	if (!m || !(m->scratch = malloc(sizeof(*m->scratch))) || kubeapi_intern_new(&m->in) < 0)
+	if (!m || !(m->scratch = malloc(sizeof(*m->scratch))) || intern_new(&m->in) < 0)
 		goto fail;
 	for (i = 0; i < KUBEAPI_RES_WELL_KNOWN; i++) {
 		m->resources[i] = strdup(well_known[i]);
@@ -49,13 +49,13 @@ void kubeapi_model_free(struct kubeapi_model **mp)
 		return;
 	for (i = 0; i < KUBEAPI_MAX_RESOURCES; i++)
 		free(m->resources[i]);
-	kubeapi_intern_free(&m->in);
+	intern_free(&m->in);
 	free(m->scratch);
 	free(m);
 	*mp = NULL;
 }
 
-struct kubeapi_intern *kubeapi_model_intern(struct kubeapi_model *m)
+struct intern *kubeapi_model_intern(struct kubeapi_model *m)
 {
 	return m->in;
 }
@@ -218,7 +218,7 @@ const char *kubeapi__path(char *buf, size_t len, const char *parent, const char 
 
 uint32_t kubeapi__intern(struct kubeapi__dec *d, const char *s, size_t len)
 {
-	return kubeapi_str_intern(d->m->in, s, len);
+	return intern_add(d->m->in, s, len);
 }
 
 uint32_t kubeapi__intern_to(struct kubeapi__dec *d, struct kubeapi__ids *ids, const char *s,
@@ -235,18 +235,18 @@ uint32_t kubeapi__intern_to(struct kubeapi__dec *d, struct kubeapi__ids *ids, co
 		ids->v = v;
 		ids->cap = cap;
 	}
-	id = kubeapi_str_intern(d->m->in, s, len);
+	id = intern_add(d->m->in, s, len);
 	if (id)
 		ids->v[ids->n++] = id;
 	return id;
 }
 
-void kubeapi__ids_drop(struct kubeapi_intern *in, struct kubeapi__ids *ids)
+void kubeapi__ids_drop(struct intern *in, struct kubeapi__ids *ids)
 {
 	size_t i;
 
 	for (i = 0; i < ids->n; i++)
-		kubeapi_str_unref(in, ids->v[i]);
+		intern_unref(in, ids->v[i]);
 	free(ids->v);
 	*ids = (struct kubeapi__ids){0};
 }
@@ -255,7 +255,7 @@ const void *kubeapi__blob(struct kubeapi__dec *d, const void *data, size_t len,
                           struct kubeapi__ids *ids)
 {
 	int created = 0;
-	const void *b = kubeapi_blob_intern(d->m->in, data, len, &created);
+	const void *b = intern_blob(d->m->in, data, len, &created);
 
 	if (b && created) {
 		free(ids->v); /* the new blob owns the references */
@@ -595,8 +595,8 @@ int kubeapi__meta(struct kubeapi__dec *d, const cJSON *obj, bool namespaced,
 	if (rc == 0)
 		rc = meta_rest(d, md, out);
 	if (rc < 0) {
-		kubeapi_str_unref(d->m->in, out->name);
-		kubeapi_str_unref(d->m->in, out->ns);
+		intern_unref(d->m->in, out->name);
+		intern_unref(d->m->in, out->ns);
 		out->name = out->ns = 0;
 	}
 	return rc;
@@ -640,8 +640,8 @@ static int quantity(const cJSON *q, bool milli, char num[32], const char **text,
 
 	if (cJSON_IsString(q)) {
 		*text = q->valuestring;
-		return milli ? kubeapi_quantity_milli(*text, strlen(*text), v)
-		             : kubeapi_quantity_value(*text, strlen(*text), v);
+		return milli ? quantity_milli(*text, strlen(*text), v)
+		             : quantity_value(*text, strlen(*text), v);
 	}
 	snprintf(num, 32, "%.15g", x);
 	*text = num;
@@ -791,9 +791,9 @@ int kubeapi__reslist(struct kubeapi__dec *d, const struct kubeapi__amounts *a,
 
 void kubeapi__reslist_unref(struct kubeapi_model *m, const struct kubeapi_reslist *l)
 {
-	if (l && kubeapi_blob_refs(l) == 1)
+	if (l && intern_blob_refs(l) == 1)
 		kubeapi__res_unref(m, l->e, l->n);
-	kubeapi_blob_unref(m->in, l);
+	intern_blob_unref(m->in, l);
 }
 
 /* ---- labels -------------------------------------------------------------- */
@@ -846,7 +846,7 @@ static int labels_collect(struct kubeapi__dec *d, const cJSON *map, const char *
 		if (!key)
 			return -ENOMEM;
 		if (has_key(kv, base, key)) { /* a label shadows an annotation */
-			kubeapi_str_unref(d->m->in, key);
+			intern_unref(d->m->in, key);
 			ids->n--;
 			continue;
 		}
@@ -941,30 +941,30 @@ void kubeapi__buf_free(struct kubeapi__buf *b)
 
 /* Each release below runs only for the last reference: the blob's own
  * string references go with it. */
-void kubeapi__labels_unref(struct kubeapi_intern *in, const struct kubeapi_labels *l)
+void kubeapi__labels_unref(struct intern *in, const struct kubeapi_labels *l)
 {
 	uint32_t i;
 
 	if (!l)
 		return;
-	if (kubeapi_blob_refs(l) == 1)
+	if (intern_blob_refs(l) == 1)
 		for (i = 0; i < l->n; i++) {
-			kubeapi_str_unref(in, l->e[i].key);
-			kubeapi_str_unref(in, l->e[i].value);
+			intern_unref(in, l->e[i].key);
+			intern_unref(in, l->e[i].value);
 		}
-	kubeapi_blob_unref(in, l);
+	intern_blob_unref(in, l);
 }
 
-void kubeapi__taints_unref(struct kubeapi_intern *in, const struct kubeapi_taints *t)
+void kubeapi__taints_unref(struct intern *in, const struct kubeapi_taints *t)
 {
 	uint32_t i;
 
 	if (!t)
 		return;
-	if (kubeapi_blob_refs(t) == 1)
+	if (intern_blob_refs(t) == 1)
 		for (i = 0; i < t->n; i++) {
-			kubeapi_str_unref(in, t->e[i].key);
-			kubeapi_str_unref(in, t->e[i].value);
+			intern_unref(in, t->e[i].key);
+			intern_unref(in, t->e[i].value);
 		}
-	kubeapi_blob_unref(in, t);
+	intern_blob_unref(in, t);
 }

@@ -77,7 +77,7 @@ int kubeapi__yaml_apply_fields(struct kubeapi__loader *l, const yaml_node_t *map
                                struct kubeapi_conn *c);
 
 /* Parses text into l->doc; a syntax error names its line and column, as
- * does nesting deeper than KUBEAPI_YAML_MAX_DEPTH (yaml_guard.h). */
+ * does nesting deeper than YAML_GUARD_MAX_DEPTH (yaml_guard.h). */
 int kubeapi__yaml_parse(struct kubeapi__loader *l, const char *text, size_t len);
 
 #endif /* MUSTER_KUBEAPI_KUBECONFIG_INTERNAL_H */

@@ -15,7 +15,7 @@
 #include "kubeapi/conn.h"
 #include "kubeapi/conn_internal.h"
 #include "kubeapi/kubeconfig_internal.h"
-#include "kubeapi/yaml_guard.h"
+#include "base/yaml_guard.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -384,8 +384,8 @@ int kubeapi__yaml_apply_fields(struct kubeapi__loader *l, const yaml_node_t *map
  * (yaml_guard.h), with the position as a syntax error has it. */
 static int guard(struct kubeapi__loader *l, const char *text, size_t len)
 {
-	struct kubeapi_yaml_refusal why;
-	int rc = kubeapi_yaml_guard(text, len, &why);
+	struct yaml_refusal why;
+	int rc = yaml_guard(text, len, &why);
 
 	if (rc == 0)
 		return 0;

@@ -2,7 +2,7 @@
  * The cluster as Muster's cache holds it: compact C structs with what the
  * scheduler reads, decoded from the API server's JSON (decode.c).
  *
- * Strings are interned ids (kubeapi/intern.h; 0 = absent). What many
+ * Strings are interned ids (base/intern.h; 0 = absent). What many
  * objects share is a hash-consed, immutable blob: a pod's scheduling spec
  * (requests, tolerations, selectors, affinity), a node's allocatable and
  * taints, a label set. Blobs hold no pointers: arrays sit after the header

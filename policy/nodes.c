@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 
 static uint32_t str_id(struct kubeapi_model *m, const char *s)
 {
-	return s ? kubeapi_str_find(kubeapi_model_intern(m), s, strlen(s)) : 0;
+	return s ? intern_find(kubeapi_model_intern(m), s, strlen(s)) : 0;
 }
 
 /* The value id of label `key` on labels, or 0 when absent (an empty
@@ -87,7 +87,7 @@ static uint16_t flavor_of(const struct flavor_ids *fi, const struct kubeapi_node
 static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 {
 	struct policy_level *lv = &t->level[l];
-	struct kubeapi_idmap ids = {0};
+	struct idmap ids = {0};
 	uint32_t *fill;
 	size_t i;
 
@@ -98,17 +98,17 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 		t->domain[i * t->nlevels + l] = POLICY_NO_DOMAIN;
 		if (!v)
 			continue;
-		d = (uintptr_t)kubeapi_idmap_get(&ids, v);
+		d = (uintptr_t)idmap_get(&ids, v);
 		if (!d) {
 			d = ++lv->ndomains;
-			if (kubeapi_idmap_put(&ids, v, (void *)d) < 0) {
-				kubeapi_idmap_free(&ids);
+			if (idmap_put(&ids, v, (void *)d) < 0) {
+				idmap_free(&ids);
 				return -ENOMEM;
 			}
 		}
 		t->domain[i * t->nlevels + l] = (uint32_t)(d - 1);
 	}
-	kubeapi_idmap_free(&ids);
+	idmap_free(&ids);
 	lv->start = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->start));
 	lv->members = arena_alloc(a, (t->n + 1) * sizeof(*lv->members));
 	lv->free_gpu = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->free_gpu));
@@ -177,7 +177,7 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 		t->node[i] = nodes[i];
 		set_allocatable(t, i);
 		t->flavor[i] = flavor_of(&fi, nodes[i]);
-		if (kubeapi_idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
+		if (idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
 			return -ENOMEM;
 	}
 	for (unsigned l = 0; l < t->nlevels; l++)
@@ -188,12 +188,12 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 
 void policy_nodes_release(struct policy_nodes *t)
 {
-	kubeapi_idmap_free(&t->by_name);
+	idmap_free(&t->by_name);
 }
 
 long policy_nodes_find(const struct policy_nodes *t, uint32_t name)
 {
-	uintptr_t v = name ? (uintptr_t)kubeapi_idmap_get(&t->by_name, name) : 0;
+	uintptr_t v = name ? (uintptr_t)idmap_get(&t->by_name, name) : 0;
 
 	return v ? (long)v - 1 : -1;
 }
@@ -346,8 +346,8 @@ static bool parse_int64(const char *s, long long *out)
  * that is not an int64 fails the requirement, as upstream. */
 static bool int_compare(const struct kubeapi_model *m, uint32_t have, uint32_t want, int op)
 {
-	const struct kubeapi_intern *in = kubeapi_model_intern((struct kubeapi_model *)m);
-	const char *a = kubeapi_str(in, have), *b = kubeapi_str(in, want);
+	const struct intern *in = kubeapi_model_intern((struct kubeapi_model *)m);
+	const char *a = intern_str(in, have), *b = intern_str(in, want);
 	long long x, y;
 
 	if (!a || !b || !parse_int64(a, &x) || !parse_int64(b, &y))
@@ -522,19 +522,19 @@ const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena
                                         const struct kubeapi_podspec *spec)
 {
 	uint64_t key = static_hash(spec);
-	struct policy_fit *f = kubeapi_idmap_get(&fc->map, key);
+	struct policy_fit *f = idmap_get(&fc->map, key);
 
 	if (f && (f->spec == spec || same_static(f->spec, spec)))
 		return f;
 	if (f)
 		return compute_fit(a, t, spec);
 	f = compute_fit(a, t, spec);
-	if (f && kubeapi_idmap_put(&fc->map, key, f) < 0)
+	if (f && idmap_put(&fc->map, key, f) < 0)
 		return NULL;
 	return f;
 }
 
 void policy_fitcache_free(struct policy_fitcache *fc)
 {
-	kubeapi_idmap_free(&fc->map);
+	idmap_free(&fc->map);
 }

@@ -20,9 +20,9 @@
 
 #include "config/config.h"
 #include "kubeapi/decode.h"
-#include "kubeapi/idmap.h"
+#include "base/idmap.h"
 #include "kubeapi/model.h"
-#include "scheduler/arena.h"
+#include "base/arena.h"
 
 /** Topology levels read from the configuration, coarse to fine. */
 #define POLICY_MAX_LEVELS 8
@@ -48,8 +48,8 @@ struct policy_nodes {
 	uint8_t *gpu_node; /* allocatable nvidia.com/gpu > 0 */
 	struct policy_level level[POLICY_MAX_LEVELS];
 	struct kubeapi_model *model;
-	uint32_t unsched_key;         /* id of node.kubernetes.io/unschedulable */
-	struct kubeapi_idmap by_name; /* name id -> index + 1 */
+	uint32_t unsched_key; /* id of node.kubernetes.io/unschedulable */
+	struct idmap by_name; /* name id -> index + 1 */
 };
 
 /**
@@ -134,7 +134,7 @@ struct policy_fit {
  *  tolerations, selector and affinity; not its requests), so gangs that
  *  differ only in what they request share one entry. */
 struct policy_fitcache {
-	struct kubeapi_idmap map; /* hash of the static part -> struct policy_fit * */
+	struct idmap map; /* hash of the static part -> struct policy_fit * */
 };
 
 /** The fit of spec, computed on first use: O(nodes) then O(static part).

@@ -35,21 +35,21 @@
 
 static void drop(struct sched *s, uint64_t key)
 {
-	struct sched_assumed *e = kubeapi_idmap_del(&s->assumed, key);
+	struct sched_assumed *e = idmap_del(&s->assumed, key);
 
 	free(e);
 }
 
 static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
 {
-	return kubeapi_idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
+	return idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
 }
 
 /* A member of gang `gang` cannot be bound: let go of the rest. */
 static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_pod *pod,
                          const char *why)
 {
-	const struct kubeapi_idmap *m = &s->assumed;
+	const struct idmap *m = &s->assumed;
 	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
 	size_t n = 0, bound = 0;
 
@@ -65,7 +65,7 @@ static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_po
 			keys[n++] = m->slots[i].key;
 	}
 	for (size_t k = 0; k < n; k++) {
-		struct sched_assumed *e = kubeapi_idmap_get(m, keys[k]);
+		struct sched_assumed *e = idmap_get(m, keys[k]);
 
 		if (e->state == SCHED_BIND_INFLIGHT && e->call)
 			kubeapi_http_cancel(e->call); /* its callback drops it */
@@ -148,7 +148,7 @@ static int send_bind(struct sched *s, struct sched_assumed *e, const struct kube
 /* Send the cycle's bindings, and again the ones the server missed. */
 void sched_bind_all(struct sched *s)
 {
-	const struct kubeapi_idmap *m = &s->assumed;
+	const struct idmap *m = &s->assumed;
 
 	for (size_t i = 0; i < m->nslots; i++) {
 		struct sched_assumed *e = m->slots[i].value;
@@ -165,10 +165,10 @@ void sched_bind_all(struct sched *s)
 		uint64_t key = (uint64_t)b->pod->ns << 32 | b->pod->name;
 		struct sched_assumed *e;
 
-		if (kubeapi_idmap_get(m, key))
+		if (idmap_get(m, key))
 			continue; /* never bind a pod twice */
 		e = calloc(1, sizeof(*e));
-		if (!e || kubeapi_idmap_put(&s->assumed, key, e) < 0) {
+		if (!e || idmap_put(&s->assumed, key, e) < 0) {
 			free(e);
 			continue; /* not assumed: the next cycle places it again */
 		}
@@ -184,7 +184,7 @@ void sched_bind_all(struct sched *s)
 /* Forget assumptions the cache has caught up with (or contradicts). */
 void sched_assumed_sweep(struct sched *s)
 {
-	const struct kubeapi_idmap *m = &s->assumed;
+	const struct idmap *m = &s->assumed;
 	uint64_t now = sched_now_ms(s), *keys = calloc(m->n + 1, sizeof(*keys));
 	size_t n = 0;
 
@@ -211,5 +211,5 @@ void sched_assumed_free(struct sched *s)
 	for (size_t i = 0; i < s->assumed.nslots; i++)
 		if (s->assumed.slots[i].key)
 			free(s->assumed.slots[i].value);
-	kubeapi_idmap_free(&s->assumed);
+	idmap_free(&s->assumed);
 }

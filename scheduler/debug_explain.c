@@ -38,10 +38,10 @@ static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, c
 	cJSON_AddNumberToObject(by, "usage", snap_amount(res, b->usage));
 	cJSON_AddNumberToObject(by, "limit", snap_amount(res, b->limit));
 	cJSON_AddNumberToObject(by, "need", snap_amount(res, b->need));
-	config_format_amount(used, sizeof(used), res, b->usage);
-	config_format_amount(limit, sizeof(limit), res, b->limit);
-	config_format_amount(need, sizeof(need), res, b->need);
-	config_format_amount(over, sizeof(over), res, b->usage + b->need - b->limit);
+	units_format_amount(used, sizeof(used), res, b->usage);
+	units_format_amount(limit, sizeof(limit), res, b->limit);
+	units_format_amount(need, sizeof(need), res, b->need);
+	units_format_amount(over, sizeof(over), res, b->usage + b->need - b->limit);
 	line(ex,
 	     "quota: %s %s uses %s of the %s %s it may use (nominal plus what it may borrow); "
 	     "the gang needs %s more",
@@ -113,8 +113,8 @@ static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJS
 	     "fit: only %u of the %u member(s) it needs together fit; %u node(s) it may use "
 	     "lack %s",
 	     b->placed, b->members, b->short_nodes, res);
-	config_format_amount(a, sizeof(a), res, free_total);
-	config_format_amount(n, sizeof(n), res, need);
+	units_format_amount(a, sizeof(a), res, free_total);
+	units_format_amount(n, sizeof(n), res, need);
 	if (need > 0 && free_total >= need) {
 		cJSON_AddBoolToObject(by, "fragmented", 1);
 		line(ex,

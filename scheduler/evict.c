@@ -39,12 +39,12 @@ struct sched_evicted {
 
 static void forget(struct sched *s, uint64_t key)
 {
-	free(kubeapi_idmap_del(&s->evicted, key));
+	free(idmap_del(&s->evicted, key));
 }
 
 static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
 {
-	return kubeapi_idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
+	return idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
 }
 
 static void on_evicted(void *data, const struct kubeapi_response *r)
@@ -61,8 +61,8 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 		s->n.evictions_refused++;
 		sched_log(s, "eviction of %s/%s refused by a PodDisruptionBudget: planning again",
 		          pod ? sched_str(s, pod->ns) : "?", pod ? sched_str(s, pod->name) : "?");
-		kubeapi_idmap_put(&s->refused, e->victim,
-		                  (void *)(uintptr_t)(sched_now_ms(s) + SCHED_REFUSED_MS));
+		idmap_put(&s->refused, e->victim,
+		          (void *)(uintptr_t)(sched_now_ms(s) + SCHED_REFUSED_MS));
 		plan_hold_drop(&s->plan, e->preemptor);
 		forget(s, e->key);
 		sched_kick(s);
@@ -106,7 +106,7 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	         sched_str(s, g->name));
 	snprintf(e->note, sizeof(e->note), "Preempted by gang %s/%s to make room on node %s",
 	         sched_str(s, g->ns), sched_str(s, g->name), sched_str(s, v->node));
-	if ((rc = kubeapi_idmap_put(&s->evicted, key, e)) < 0) {
+	if ((rc = idmap_put(&s->evicted, key, e)) < 0) {
 		free(e);
 		return rc;
 	}
@@ -135,7 +135,7 @@ void sched_evict_all(struct sched *s)
 	for (size_t k = 0; k < s->plan.nevictions; k++) {
 		const struct plan_evict *v = &s->plan.evictions[k];
 
-		if (kubeapi_idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
+		if (idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
 			continue;
 		if (send_eviction(s, v) < 0)
 			s->n.write_errors++;
@@ -143,8 +143,7 @@ void sched_evict_all(struct sched *s)
 }
 
 /* Keys of m whose entry `stale` says to drop, then dropped by `drop`. */
-static void sweep(struct sched *s, struct kubeapi_idmap *m,
-                  bool (*stale)(struct sched *, uint64_t, void *),
+static void sweep(struct sched *s, struct idmap *m, bool (*stale)(struct sched *, uint64_t, void *),
                   void (*drop)(struct sched *, uint64_t))
 {
 	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
@@ -171,7 +170,7 @@ static bool refusal_stale(struct sched *s, uint64_t key, void *v)
 
 static void unrefuse(struct sched *s, uint64_t key)
 {
-	kubeapi_idmap_del(&s->refused, key);
+	idmap_del(&s->refused, key);
 }
 
 /* Forget pods that are gone and refusals that are old. */
@@ -186,6 +185,6 @@ void sched_evicted_free(struct sched *s)
 	for (size_t i = 0; i < s->evicted.nslots; i++)
 		if (s->evicted.slots[i].key)
 			free(s->evicted.slots[i].value);
-	kubeapi_idmap_free(&s->evicted);
-	kubeapi_idmap_free(&s->refused);
+	idmap_free(&s->evicted);
+	idmap_free(&s->refused);
 }

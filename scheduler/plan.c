@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 #include "scheduler/plan_internal.h"
 
 /* Placements that failed this cycle for gangs of one spec, per static
@@ -47,7 +47,7 @@ uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
 
 const char *plan__str(const struct plan_run *r, uint32_t id)
 {
-	const char *s = id ? kubeapi_str(r->strs, id) : NULL;
+	const char *s = id ? intern_str(r->strs, id) : NULL;
 
 	return s ? s : "";
 }
@@ -111,14 +111,14 @@ static int by_name(const void *a, const void *b, void *strs)
 	const struct kubeapi_node *x = *(const struct kubeapi_node *const *)a;
 	const struct kubeapi_node *y = *(const struct kubeapi_node *const *)b;
 
-	return strcmp(kubeapi_str(strs, x->name), kubeapi_str(strs, y->name));
+	return strcmp(intern_str(strs, x->name), intern_str(strs, y->name));
 }
 
 /* Nodes in name order, so that equal clusters place equally whatever the
  * order the watch delivered them in. */
 static int build_nodes(struct plan_run *r)
 {
-	const struct kubeapi_idmap *m = r->in->nodes;
+	const struct idmap *m = r->in->nodes;
 	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
 	size_t n = 0;
 
@@ -138,15 +138,15 @@ static const struct kubeapi_podgroup *find_group(const struct plan_run *r,
                                                  const struct kubeapi_pod *pod)
 {
 	uint64_t key = (uint64_t)pod->ns << 32 | pod->group;
-	const struct kubeapi_idmap *first = r->in->groups, *second = r->in->vcgroups;
+	const struct idmap *first = r->in->groups, *second = r->in->vcgroups;
 	const struct kubeapi_podgroup *g;
 
 	if (pod->group_source == KUBEAPI_GROUP_ANNOTATION) {
 		first = r->in->vcgroups;
 		second = r->in->groups;
 	}
-	g = first ? kubeapi_idmap_get(first, key) : NULL;
-	return g ? g : second ? kubeapi_idmap_get(second, key) : NULL;
+	g = first ? idmap_get(first, key) : NULL;
+	return g ? g : second ? idmap_get(second, key) : NULL;
 }
 
 static int32_t pod_priority(const struct kubeapi_pod *pod)
@@ -193,7 +193,7 @@ static int32_t group_priority(const struct plan_run *r, const struct kubeapi_pod
 
 	if (!pg || !pg->priority_class || !r->in->priorityclasses)
 		return INT32_MIN;
-	pc = kubeapi_idmap_get(r->in->priorityclasses, pg->priority_class);
+	pc = idmap_get(r->in->priorityclasses, pg->priority_class);
 	return pc ? pc->value : INT32_MIN;
 }
 
@@ -214,7 +214,7 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	g->queue = QUEUE_NONE;
 	g->state = PLAN_RUNNING;
 	g->min_member = 1;
-	if (kubeapi_idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
+	if (idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
 		return NULL;
 	return g;
 }
@@ -237,7 +237,7 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 	struct plan *p = r->p;
 	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
 	                          : plan_gang_key(pod->ns, pod->name, 1);
-	uintptr_t at = (uintptr_t)kubeapi_idmap_get(&r->by_group, key);
+	uintptr_t at = (uintptr_t)idmap_get(&r->by_group, key);
 	const struct kubeapi_podgroup *pg;
 	struct plan_gang *g;
 
@@ -268,7 +268,7 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
  * lost its pods is left as it is. */
 static int group_gangs(struct plan_run *r)
 {
-	const struct kubeapi_idmap *m = r->in->vcgroups;
+	const struct idmap *m = r->in->vcgroups;
 	struct plan_gang *g;
 
 	if (!r->in->volcano_groups || !m)
@@ -280,7 +280,7 @@ static int group_gangs(struct plan_run *r)
 		if (!m->slots[i].key || plan__group_ran(r, pg))
 			continue;
 		key = plan_gang_key(pg->ns, pg->name, 0);
-		if (kubeapi_idmap_get(&r->by_group, key))
+		if (idmap_get(&r->by_group, key))
 			continue;
 		if (!(g = new_gang(r, key, pg->ns, pg->name)))
 			return -ENOMEM;
@@ -304,8 +304,8 @@ static uint32_t node_of(const struct plan_run *r, const struct kubeapi_pod *pod)
 	if (pod->node)
 		return pod->node;
 	if (r->in->assumed)
-		return (uint32_t)(uintptr_t)kubeapi_idmap_get(r->in->assumed,
-		                                              (uint64_t)pod->ns << 32 | pod->name);
+		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed,
+		                                      (uint64_t)pod->ns << 32 | pod->name);
 	return 0;
 }
 
@@ -367,7 +367,7 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 
 static int count_pods(struct plan_run *r)
 {
-	const struct kubeapi_idmap *m = r->in->pods;
+	const struct idmap *m = r->in->pods;
 	int rc;
 
 	for (size_t s = 0; s < m->nslots; s++) {
@@ -424,7 +424,7 @@ static int by_age(const void *a, const void *b, void *strs)
 /* Second pass: each gang's pending pods, oldest first. */
 static int collect_pending(struct plan_run *r)
 {
-	const struct kubeapi_idmap *m = r->in->pods;
+	const struct idmap *m = r->in->pods;
 	struct plan *p = r->p;
 
 	for (size_t k = 0; k < p->ngangs; k++) {
@@ -465,9 +465,9 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
 	int64_t demand = queue_tree_demand(r->tree, v->node, v->slot);
 
 	plan__slot_name(r, v->slot, t->res, sizeof(t->res));
-	config_format_amount(t->used, sizeof(t->used), rname, demand);
-	config_format_amount(t->limit, sizeof(t->limit), rname, v->limit);
-	config_format_amount(t->need, sizeof(t->need), rname, req[v->slot]);
+	units_format_amount(t->used, sizeof(t->used), rname, demand);
+	units_format_amount(t->limit, sizeof(t->limit), rname, v->limit);
+	units_format_amount(t->need, sizeof(t->need), rname, req[v->slot]);
 	t->level = queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue";
 	t->at = queue_tree_name(r->tree, v->node);
 	g->state = PLAN_WAITING;
@@ -569,12 +569,12 @@ static void memo_add(struct plan_run *r, const struct policy_fit *fit,
                      const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
                      const char *message, const struct plan_block *block)
 {
-	struct memo *m = kubeapi_idmap_get(&r->memo, (uintptr_t)fit);
+	struct memo *m = idmap_get(&r->memo, (uintptr_t)fit);
 	const char *tail = strstr(message, ": ");
 
 	if (!m) {
 		if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) ||
-		    kubeapi_idmap_put(&r->memo, (uintptr_t)fit, m) < 0)
+		    idmap_put(&r->memo, (uintptr_t)fit, m) < 0)
 			return;
 	}
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
@@ -604,7 +604,7 @@ void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_
 
 long plan__gang_index(const struct plan_run *r, uint64_t key)
 {
-	uintptr_t at = (uintptr_t)kubeapi_idmap_get(&r->by_group, key);
+	uintptr_t at = (uintptr_t)idmap_get(&r->by_group, key);
 
 	return at ? (long)at - 1 : -1;
 }
@@ -667,8 +667,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	}
 	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
 		return -ENOMEM;
-	hit = fit ? memo_find(kubeapi_idmap_get(&r->memo, (uintptr_t)fit), same, n,
-	                      plan__runtime(r, g))
+	hit = fit ? memo_find(idmap_get(&r->memo, (uintptr_t)fit), same, n, plan__runtime(r, g))
 	          : NULL;
 	if (hit) {
 		r->p->stats.memo_hits++;
@@ -783,18 +782,17 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
 {
 	struct plan *p = r->p;
-	uintptr_t seq = (uintptr_t)kubeapi_idmap_get(&p->seen, g->key);
+	uintptr_t seq = (uintptr_t)idmap_get(&p->seen, g->key);
 
 	if (!seq) {
 		seq = (uintptr_t)++p->seen_seq;
-		if (kubeapi_idmap_put(&p->seen, g->key, (void *)seq) < 0)
+		if (idmap_put(&p->seen, g->key, (void *)seq) < 0)
 			return g->key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
 	}
 	return seq;
 }
 
-void plan__forget(struct plan_run *r, struct kubeapi_idmap *m,
-                  bool (*done)(const struct plan_gang *))
+void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *))
 {
 	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
 	size_t n = 0;
@@ -806,7 +804,7 @@ void plan__forget(struct plan_run *r, struct kubeapi_idmap *m,
 			gone[n++] = m->slots[i].key;
 	}
 	for (size_t k = 0; k < n; k++)
-		kubeapi_idmap_del(m, gone[k]);
+		idmap_del(m, gone[k]);
 	free(gone);
 }
 
@@ -843,7 +841,7 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		}
 		if (g->group && g->group->ntasks && plan__tasks_short(r, g))
 			continue;
-		if (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)) {
+		if (r->in->backoff && idmap_get(r->in->backoff, g->key)) {
 			g->state = PLAN_BACKOFF;
 			g->block.why = PLAN_WHY_TIMEOUT;
 			g->message = plan__printf(r,
@@ -922,7 +920,7 @@ static int schedule(struct plan_run *r)
 
 static uint32_t find_id(const struct plan_run *r, const char *s)
 {
-	return kubeapi_str_find(r->strs, s, strlen(s));
+	return intern_find(r->strs, s, strlen(s));
 }
 
 static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in)
@@ -1007,15 +1005,15 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 		rc = publish_resv(&r);
 	p->stats.gangs = p->ngangs;
 	p->stats.arena_bytes = p->arena.used_total;
-	kubeapi_idmap_free(&r.by_group);
-	kubeapi_idmap_free(&r.memo);
+	idmap_free(&r.by_group);
+	idmap_free(&r.memo);
 	policy_fitcache_free(&r.fits);
 	return rc;
 }
 
 void plan_hold_drop(struct plan *p, uint64_t key)
 {
-	free(kubeapi_idmap_del(&p->holds, key));
+	free(idmap_del(&p->holds, key));
 }
 
 void plan_free(struct plan *p)
@@ -1023,9 +1021,9 @@ void plan_free(struct plan *p)
 	for (size_t i = 0; i < p->holds.nslots; i++)
 		if (p->holds.slots[i].key)
 			free(p->holds.slots[i].value);
-	kubeapi_idmap_free(&p->holds);
-	kubeapi_idmap_free(&p->seen);
-	kubeapi_idmap_free(&p->enqueued);
+	idmap_free(&p->holds);
+	idmap_free(&p->seen);
+	idmap_free(&p->enqueued);
 	policy_nodes_release(&p->nodes);
 	arena_free(&p->arena);
 	memset(p, 0, sizeof(*p));

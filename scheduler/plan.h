@@ -38,18 +38,18 @@
 #include <stdint.h>
 
 #include "kubeapi/decode.h"
-#include "kubeapi/idmap.h"
+#include "base/idmap.h"
 #include "kubeapi/model.h"
 #include "policy/policy.h"
 #include "queue/queue.h"
-#include "scheduler/arena.h"
+#include "base/arena.h"
 
 struct plan_input {
 	struct kubeapi_model *model;
-	const struct kubeapi_idmap *nodes, *pods;      /* the cache's stores */
-	const struct kubeapi_idmap *groups, *vcgroups; /* PodGroups of both dialects */
-	const struct kubeapi_idmap *priorityclasses;   /* may be NULL */
-	struct queue_set *qs;                          /* its usage is recounted */
+	const struct idmap *nodes, *pods;      /* the cache's stores */
+	const struct idmap *groups, *vcgroups; /* PodGroups of both dialects */
+	const struct idmap *priorityclasses;   /* may be NULL */
+	struct queue_set *qs;                  /* its usage is recounted */
 	/* Ids of the schedulerNames Muster takes (one gang tree and one quota
 	 * for all of them); an id no pod has is harmless. */
 	const uint32_t *schedulers;
@@ -59,20 +59,20 @@ struct plan_input {
 	uint8_t volcano_groups;
 	/* Pods Muster bound and has not yet seen bound: pod key -> node
 	 * name id (as uintptr_t). May be NULL. */
-	const struct kubeapi_idmap *assumed;
+	const struct idmap *assumed;
 	/* Gangs backing off after a timeout: gang key -> anything. The
 	 * planner leaves them alone. May be NULL. */
-	const struct kubeapi_idmap *backoff;
+	const struct idmap *backoff;
 	/* The cycle's wall clock (unix seconds): runtimes, minRuntime and
 	 * reservations are measured from it. */
 	int64_t now_s;
 	/* The cache's PodDisruptionBudgets (key -> struct kubeapi_pdb *): a
 	 * gang whose eviction one would refuse is not chosen as a victim.
 	 * May be NULL. */
-	const struct kubeapi_idmap *pdbs;
+	const struct idmap *pdbs;
 	/* Gangs whose eviction the API server refused lately (a budget changed
 	 * under us): gang key -> anything; not chosen as victims. May be NULL. */
-	const struct kubeapi_idmap *refused;
+	const struct idmap *refused;
 };
 
 /** An end or start time that is not known (no runtime estimate). */
@@ -209,15 +209,15 @@ struct plan {
 	size_t nresv;
 	/* Kept across cycles (outside the arena): preemptor gang key ->
 	 * struct plan_hold *, the room held for it while its victims end. */
-	struct kubeapi_idmap holds;
+	struct idmap holds;
 	/* Kept across cycles: waiting gang key -> the order in which Muster
 	 * first saw it waiting, the tie-break between equal submission times. */
-	struct kubeapi_idmap seen;
+	struct idmap seen;
 	uint64_t seen_seq;
 	/* Kept across cycles: gangs whose PodGroup passed the minResources
 	 * gate and has not started yet (key -> 1), so a decision stands
 	 * before the watch shows the PodGroup Inqueue. */
-	struct kubeapi_idmap enqueued;
+	struct idmap enqueued;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it

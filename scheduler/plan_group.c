@@ -60,7 +60,7 @@ static void group_request(const struct plan_run *r, const struct kubeapi_reslist
 /* Allocatable of the nodes that can take pods, per model resource. */
 static const int64_t *capacity(struct plan_run *r)
 {
-	const struct kubeapi_idmap *m = r->in->nodes;
+	const struct idmap *m = r->in->nodes;
 
 	if (r->capacity)
 		return r->capacity;
@@ -97,8 +97,8 @@ static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct ku
 
 		if (x->amount <= cap[x->res])
 			continue;
-		config_format_amount(ask, sizeof(ask), res_name(r, x->res), x->amount);
-		config_format_amount(has, sizeof(has), res_name(r, x->res), cap[x->res]);
+		units_format_amount(ask, sizeof(ask), res_name(r, x->res), x->amount);
+		units_format_amount(has, sizeof(has), res_name(r, x->res), cap[x->res]);
 		g->state = PLAN_WAITING;
 		g->block = (struct plan_block){.why = PLAN_WHY_ENQUEUE,
 		                               .node = -1,
@@ -174,7 +174,7 @@ static int by_turn(const void *a, const void *b, void *gangs)
 /* Already enqueued: decided earlier, or Inqueue on the PodGroup itself. */
 static bool was_enqueued(const struct plan_run *r, const struct plan_gang *g)
 {
-	return kubeapi_idmap_get(&r->p->enqueued, g->key) ||
+	return idmap_get(&r->p->enqueued, g->key) ||
 	       (g->group->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
 	        g->group->status.phase == r->phase_inqueue);
 }
@@ -220,7 +220,7 @@ int plan__enqueue(struct plan_run *r)
 		g->enqueued = 1;
 		if (g->group->min_resources)
 			held[nheld++] = cand[k];
-		if (kubeapi_idmap_put(&p->enqueued, g->key, (void *)(uintptr_t)1) < 0) {
+		if (idmap_put(&p->enqueued, g->key, (void *)(uintptr_t)1) < 0) {
 			rc = -ENOMEM;
 			break;
 		}

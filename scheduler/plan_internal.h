@@ -75,7 +75,7 @@ struct plan_hold {
 struct plan_run {
 	struct plan *p;
 	const struct plan_input *in;
-	struct kubeapi_intern *strs;
+	struct intern *strs;
 	const struct config *cfg;
 	struct queue_tree *tree;
 	unsigned nslots;
@@ -88,9 +88,9 @@ struct plan_run {
 	uint32_t phase_inqueue;        /* id of "Inqueue" */
 	uint32_t phase_ran[5];         /* ids of the phases of a PodGroup that has run (setup) */
 	size_t cap_gangs;              /* room in p->gangs */
-	struct kubeapi_idmap by_group; /* gang key -> gang index + 1 */
+	struct idmap by_group;         /* gang key -> gang index + 1 */
 	struct policy_fitcache fits;
-	struct kubeapi_idmap memo; /* static fit -> struct memo */
+	struct idmap memo; /* static fit -> struct memo */
 	size_t cap_binds, cap_evictions;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
@@ -148,8 +148,7 @@ void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_
 long plan__gang_index(const struct plan_run *r, uint64_t key);
 /* Delete from m (keyed by gang) the gangs gone or for which done() holds.
  * O(keys). */
-void plan__forget(struct plan_run *r, struct kubeapi_idmap *m,
-                  bool (*done)(const struct plan_gang *));
+void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *));
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                 size_t n, uint32_t *out);
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 #include "scheduler/plan_internal.h"
 
 struct cand {
@@ -79,7 +79,7 @@ void plan__protect(struct plan_run *r)
 		    (g->group && says_false(r, g->group->muster)) ||
 		    (q->preemption.min_runtime_ms > 0 &&
 		     r->in->now_s - g->started_s < (q->preemption.min_runtime_ms + 999) / 1000) ||
-		    (r->in->refused && kubeapi_idmap_get(r->in->refused, g->key));
+		    (r->in->refused && idmap_get(r->in->refused, g->key));
 	}
 }
 
@@ -125,7 +125,7 @@ static bool selects(const struct kubeapi_pdb *b, const struct kubeapi_pod *pod)
  * of g); budgets are few. */
 static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
 {
-	const struct kubeapi_idmap *m = r->in->pdbs;
+	const struct idmap *m = r->in->pdbs;
 
 	for (size_t s = 0; m && s < m->nslots; s++) {
 		const struct kubeapi_pdb *b = m->slots[s].value;
@@ -630,8 +630,8 @@ static int hold_new(struct plan_run *r, struct plan_gang *g, const struct best *
 	h->nvictims = (uint32_t)b->count;
 	for (size_t k = 0; k < b->count; k++)
 		h->victim[k] = r->p->gangs[b->set[k].gang].key;
-	free(kubeapi_idmap_del(&r->p->holds, g->key));
-	if ((rc = kubeapi_idmap_put(&r->p->holds, g->key, h)) < 0)
+	free(idmap_del(&r->p->holds, g->key));
+	if ((rc = idmap_put(&r->p->holds, g->key, h)) < 0)
 		free(h);
 	return rc;
 }
@@ -738,7 +738,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 		return -ENOMEM;
 	if (g->state != PLAN_RUNNING || !need || need > g->npending ||
 	    r->in->now_s - h->since_s > PLAN_HOLD_TIMEOUT_S ||
-	    (r->in->backoff && kubeapi_idmap_get(r->in->backoff, g->key)))
+	    (r->in->backoff && idmap_get(r->in->backoff, g->key)))
 		return 0;
 	for (uint32_t k = 0; k < h->nvictims; k++) {
 		long vi = plan__gang_index(r, h->victim[k]);
@@ -784,7 +784,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 
 int plan__holds(struct plan_run *r)
 {
-	struct kubeapi_idmap *m = &r->p->holds;
+	struct idmap *m = &r->p->holds;
 	uint64_t *keys;
 	size_t n = 0;
 	int rc;
@@ -801,12 +801,12 @@ int plan__holds(struct plan_run *r)
 
 		struct plan_gang *g = gi < 0 ? NULL : &r->p->gangs[gi];
 
-		rc = g ? hold_turn(r, g, kubeapi_idmap_get(m, keys[k])) : 0;
+		rc = g ? hold_turn(r, g, idmap_get(m, keys[k])) : 0;
 		if (rc < 0)
 			return rc;
 		if (rc > 0)
 			continue;
-		free(kubeapi_idmap_del(m, keys[k]));
+		free(idmap_del(m, keys[k]));
 		if (g && g->state == PLAN_WAITING) {
 			/* Its normal turn comes in the order. */
 			g->state = PLAN_RUNNING;

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 #include "scheduler/plan_internal.h"
 
 /* ---- runtimes -------------------------------------------------------- */
@@ -42,7 +42,7 @@ static int64_t parse_runtime(const struct plan_run *r, uint32_t value)
 	const char *s = plan__str(r, value);
 	int64_t ms;
 
-	if (config_duration_parse(s, strlen(s), &ms) < 0 || ms <= 0)
+	if (units_duration_parse(s, strlen(s), &ms) < 0 || ms <= 0)
 		return PLAN_NEVER;
 	return (ms + 999) / 1000;
 }

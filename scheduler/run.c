@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 #include "scheduler/debug.h"
 #include "scheduler/sched.h"
 
@@ -32,7 +32,7 @@ uint64_t sched_now_ms(struct sched *s)
 
 const char *sched_str(struct sched *s, uint32_t id)
 {
-	const char *v = kubeapi_str(kubeapi_model_intern(kubeapi_cache_model(s->cache)), id);
+	const char *v = intern_str(kubeapi_model_intern(kubeapi_cache_model(s->cache)), id);
 
 	return v ? v : "";
 }
@@ -195,7 +195,7 @@ static void cycle(struct sched *s)
 	    .pdbs = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PDBS),
 	    .refused = &s->refused,
 	};
-	struct kubeapi_idmap assumed = {0}, backoff = {0};
+	struct idmap assumed = {0}, backoff = {0};
 	uint32_t ids[SCHED_MAX_NAMES];
 	uint64_t t0 = uv_hrtime();
 	int rc;
@@ -216,7 +216,7 @@ static void cycle(struct sched *s)
 	 * nodes and the debug API are current. */
 	for (unsigned k = 0; k < s->nnames; k++) {
 		uint32_t id =
-		    kubeapi_str_find(kubeapi_model_intern(m), s->names[k], strlen(s->names[k]));
+		    intern_find(kubeapi_model_intern(m), s->names[k], strlen(s->names[k]));
 
 		if (id)
 			ids[in.nschedulers++] = id;
@@ -227,8 +227,8 @@ static void cycle(struct sched *s)
 	for (size_t i = 0; i < s->assumed.nslots; i++) {
 		const struct sched_assumed *e = s->assumed.slots[i].value;
 
-		if (s->assumed.slots[i].key && kubeapi_idmap_put(&assumed, s->assumed.slots[i].key,
-		                                                 (void *)(uintptr_t)e->node) < 0)
+		if (s->assumed.slots[i].key &&
+		    idmap_put(&assumed, s->assumed.slots[i].key, (void *)(uintptr_t)e->node) < 0)
 			goto out;
 	}
 	in.assumed = &assumed;
@@ -256,8 +256,8 @@ static void cycle(struct sched *s)
 		          s->plan.stats.pending_gangs, s->plan.stats.admitted_gangs, s->plan.nbinds,
 		          s->plan.nevictions, s->plan.stats.reservations, s->n.last_cycle_ms);
 out:
-	kubeapi_idmap_free(&assumed);
-	kubeapi_idmap_free(&backoff);
+	idmap_free(&assumed);
+	idmap_free(&backoff);
 }
 
 static void on_debounce(uv_timer_t *t)
@@ -569,9 +569,9 @@ int sched_run(const struct sched_options *opt)
 	}
 	sched_assumed_free(s);
 	sched_evicted_free(s);
-	kubeapi_idmap_free(&s->written);
-	kubeapi_idmap_free(&s->evented);
-	kubeapi_idmap_free(&s->groups);
+	idmap_free(&s->written);
+	idmap_free(&s->evented);
+	idmap_free(&s->groups);
 	sched_waits_free(s);
 	plan_free(&s->plan);
 	snap_free(&s->snap);

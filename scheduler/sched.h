@@ -29,7 +29,7 @@
 #include "kubeapi/cache.h"
 #include "kubeapi/conn.h"
 #include "kubeapi/http.h"
-#include "kubeapi/idmap.h"
+#include "base/idmap.h"
 #include "kubeapi/writes.h"
 #include "queue/queue.h"
 #include "scheduler/httpd.h"
@@ -106,14 +106,14 @@ struct sched {
 	uv_signal_t sigterm, sigint;
 	bool started, stopping;
 	int exit_code;
-	unsigned closing;             /* handles and clients still closing */
-	struct kubeapi_idmap assumed; /* pod key -> struct sched_assumed * */
-	struct kubeapi_idmap written; /* pod key -> hash of the last condition written */
-	struct kubeapi_idmap evented; /* pod key -> shape hash of the last Event's message */
-	struct kubeapi_idmap groups;  /* gang key -> hash of the last PodGroup status */
-	struct kubeapi_idmap waits;   /* gang key -> its wait (timeout.c) */
-	struct kubeapi_idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
-	struct kubeapi_idmap refused; /* victim gang key -> until (ms) a budget said no */
+	unsigned closing;     /* handles and clients still closing */
+	struct idmap assumed; /* pod key -> struct sched_assumed * */
+	struct idmap written; /* pod key -> hash of the last condition written */
+	struct idmap evented; /* pod key -> shape hash of the last Event's message */
+	struct idmap groups;  /* gang key -> hash of the last PodGroup status */
+	struct idmap waits;   /* gang key -> its wait (timeout.c) */
+	struct idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
+	struct idmap refused; /* victim gang key -> until (ms) a budget said no */
 	struct sched_counters n;
 	struct sched_lease *lease; /* NULL without --leader-elect */
 	bool leader;               /* this instance schedules */
@@ -142,7 +142,7 @@ void sched_evicted_free(struct sched *s);
 
 /* timeout.c */
 void sched_timeouts(struct sched *s);
-int sched_backoff_map(struct sched *s, struct kubeapi_idmap *out);
+int sched_backoff_map(struct sched *s, struct idmap *out);
 void sched_waits_free(struct sched *s);
 
 /* status.c */

@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 #include "kubeapi/decode.h"
 #include "scheduler/snap.h"
 
 static const char *str(const struct snap_input *s, uint32_t id)
 {
-	const char *v = kubeapi_str(kubeapi_model_intern(s->model), id);
+	const char *v = intern_str(kubeapi_model_intern(s->model), id);
 
 	return v ? v : "";
 }

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "scheduler/arena.h"
+#include "base/arena.h"
 #include "scheduler/plan.h"
 
 struct snap_gang {

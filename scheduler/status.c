@@ -47,7 +47,7 @@
 
 struct write_op {
 	struct sched *s;
-	struct kubeapi_idmap *map;
+	struct idmap *map;
 	uint64_t key;
 	uint64_t rv; /* the precondition sent; 0 for none */
 };
@@ -96,9 +96,9 @@ static void on_written(void *data, const struct kubeapi_response *r)
 	if (op->s->stopping)
 		goto out;
 	if (ok && op->rv)
-		kubeapi_idmap_put(op->map, op->key, (void *)(uintptr_t)((op->rv + 1) << 1));
+		idmap_put(op->map, op->key, (void *)(uintptr_t)((op->rv + 1) << 1));
 	else
-		kubeapi_idmap_del(op->map, op->key);
+		idmap_del(op->map, op->key);
 	if (!ok && r->status != 404 && r->status != 409) /* gone, or changed: no error */
 		op->s->n.write_errors++;
 out:
@@ -136,29 +136,29 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
 /* May a write to the object at key, whose cached copy is at
  * resourceVersion rv, go out now? Forgets a last write the watch has
  * passed. */
-static bool may_write(struct kubeapi_idmap *map, uint64_t key, uint64_t rv)
+static bool may_write(struct idmap *map, uint64_t key, uint64_t rv)
 {
-	uintptr_t v = (uintptr_t)kubeapi_idmap_get(map, key);
+	uintptr_t v = (uintptr_t)idmap_get(map, key);
 
 	if (v & IN_FLIGHT)
 		return false;
 	if (v && rv < (v >> 1))
 		return false; /* the watch has not passed our last write yet */
 	if (v)
-		kubeapi_idmap_del(map, key);
+		idmap_del(map, key);
 	return true;
 }
 
 /* A write against version rv about to go out: in flight under key.
  * NULL: out of memory. */
-static struct write_op *begin(struct sched *s, struct kubeapi_idmap *map, uint64_t key, uint64_t rv)
+static struct write_op *begin(struct sched *s, struct idmap *map, uint64_t key, uint64_t rv)
 {
 	struct write_op *op = malloc(sizeof(*op));
 
 	if (!op)
 		return NULL;
 	*op = (struct write_op){s, map, key, rv};
-	if (kubeapi_idmap_put(map, key, (void *)(uintptr_t)IN_FLIGHT) < 0) {
+	if (idmap_put(map, key, (void *)(uintptr_t)IN_FLIGHT) < 0) {
 		free(op);
 		return NULL;
 	}
@@ -168,7 +168,7 @@ static struct write_op *begin(struct sched *s, struct kubeapi_idmap *map, uint64
 /* The submit failed: nothing is in flight. */
 static void abandon(struct write_op *op)
 {
-	kubeapi_idmap_del(op->map, op->key);
+	idmap_del(op->map, op->key);
 	free(op);
 }
 
@@ -182,8 +182,8 @@ static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t ke
 {
 	uint64_t h = hash_shape(msg);
 
-	if ((uintptr_t)kubeapi_idmap_get(&s->evented, key) == h ||
-	    kubeapi_idmap_put(&s->evented, key, (void *)(uintptr_t)h) < 0)
+	if ((uintptr_t)idmap_get(&s->evented, key) == h ||
+	    idmap_put(&s->evented, key, (void *)(uintptr_t)h) < 0)
 		return;
 	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
 	sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
@@ -203,7 +203,7 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE && pod->sched_msg == msg_hash)
 		return; /* the server has it */
 	/* Never for a pod bound or being bound. */
-	if (pod->node || kubeapi_idmap_get(&s->assumed, key) || *budget == 0 ||
+	if (pod->node || idmap_get(&s->assumed, key) || *budget == 0 ||
 	    !may_write(&s->written, key, pod->rv) || !(op = begin(s, &s->written, key, pod->rv)))
 		return;
 	sched_target(s, pod, &t, uid);
@@ -424,13 +424,13 @@ void sched_status_write(struct sched *s)
  * gone: without it the maps would grow with every pod ever seen. */
 void sched_status_sweep(struct sched *s)
 {
-	const struct kubeapi_idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
-	const struct kubeapi_idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
-	const struct kubeapi_idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
-	struct kubeapi_idmap *maps[3] = {&s->written, &s->evented, &s->groups};
+	const struct idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
+	const struct idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
+	const struct idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
+	struct idmap *maps[3] = {&s->written, &s->evented, &s->groups};
 
 	for (int k = 0; k < 3; k++) {
-		struct kubeapi_idmap *m = maps[k];
+		struct idmap *m = maps[k];
 		uint64_t *stale = calloc(m->n + 1, sizeof(*stale));
 		size_t n = 0;
 
@@ -441,15 +441,15 @@ void sched_status_sweep(struct sched *s)
 			if (!m->slots[i].key)
 				continue;
 			if (k < 2) {
-				pod = kubeapi_idmap_get(pods, key);
+				pod = idmap_get(pods, key);
 				if (!pod || pod->node)
 					stale[n++] = m->slots[i].key;
-			} else if (!kubeapi_idmap_get(pg, key) && !kubeapi_idmap_get(vc, key)) {
+			} else if (!idmap_get(pg, key) && !idmap_get(vc, key)) {
 				stale[n++] = m->slots[i].key;
 			}
 		}
 		for (size_t j = 0; j < n; j++)
-			kubeapi_idmap_del(m, stale[j]);
+			idmap_del(m, stale[j]);
 		free(stale);
 	}
 }

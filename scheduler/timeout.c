@@ -57,13 +57,13 @@ static void timed_out(struct sched *s, const struct plan_gang *g, struct wait *w
 void sched_timeouts(struct sched *s)
 {
 	uint64_t now = sched_now_ms(s), gen = s->n.cycles + 1;
-	struct kubeapi_idmap *m = &s->waits;
+	struct idmap *m = &s->waits;
 	uint64_t *stale;
 	size_t n = 0;
 
 	for (size_t k = 0; k < s->plan.ngangs; k++) {
 		const struct plan_gang *g = &s->plan.gangs[k];
-		struct wait *w = kubeapi_idmap_get(m, g->key);
+		struct wait *w = idmap_get(m, g->key);
 
 		/* A gang holding a reservation waits for a known start, not in
 		 * vain: its clock restarts when it loses the reservation. One
@@ -74,7 +74,7 @@ void sched_timeouts(struct sched *s)
 		    g->reserved || g->block.why == PLAN_WHY_ENQUEUE)
 			continue;
 		if (!w) {
-			if (!(w = calloc(1, sizeof(*w))) || kubeapi_idmap_put(m, g->key, w) < 0) {
+			if (!(w = calloc(1, sizeof(*w))) || idmap_put(m, g->key, w) < 0) {
 				free(w);
 				continue;
 			}
@@ -91,11 +91,11 @@ void sched_timeouts(struct sched *s)
 		if (m->slots[i].key && ((struct wait *)m->slots[i].value)->seen != gen)
 			stale[n++] = m->slots[i].key;
 	for (size_t k = 0; k < n; k++)
-		free(kubeapi_idmap_del(m, stale[k]));
+		free(idmap_del(m, stale[k]));
 	free(stale);
 }
 
-int sched_backoff_map(struct sched *s, struct kubeapi_idmap *out)
+int sched_backoff_map(struct sched *s, struct idmap *out)
 {
 	uint64_t now = sched_now_ms(s);
 
@@ -103,7 +103,7 @@ int sched_backoff_map(struct sched *s, struct kubeapi_idmap *out)
 		const struct wait *w = s->waits.slots[i].value;
 
 		if (s->waits.slots[i].key && w->until_ms > now &&
-		    kubeapi_idmap_put(out, s->waits.slots[i].key, (void *)1) < 0)
+		    idmap_put(out, s->waits.slots[i].key, (void *)1) < 0)
 			return -1;
 	}
 	return 0;
@@ -114,5 +114,5 @@ void sched_waits_free(struct sched *s)
 	for (size_t i = 0; i < s->waits.nslots; i++)
 		if (s->waits.slots[i].key)
 			free(s->waits.slots[i].value);
-	kubeapi_idmap_free(&s->waits);
+	idmap_free(&s->waits);
 }

@@ -121,9 +121,9 @@ static cJSON *truth(struct fixture *fx)
 /* 1 when the cache holds exactly kubectl's pods of fx->ns, same versions. */
 static int cache_matches(struct fixture *fx)
 {
-	struct kubeapi_intern *in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
-	const struct kubeapi_idmap *pods = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS);
-	uint32_t ns = kubeapi_str_find(in, fx->ns, strlen(fx->ns));
+	struct intern *in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
+	const struct idmap *pods = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS);
+	uint32_t ns = intern_find(in, fx->ns, strlen(fx->ns));
 	cJSON *doc = truth(fx), *it;
 	size_t want = 0, have = 0, i;
 	int ok = 1;
@@ -133,9 +133,9 @@ static int cache_matches(struct fixture *fx)
 		cJSON *md = cJSON_GetObjectItem(it, "metadata");
 		const char *name = cJSON_GetObjectItem(md, "name")->valuestring;
 		const char *rv = cJSON_GetObjectItem(md, "resourceVersion")->valuestring;
-		uint32_t id = kubeapi_str_find(in, name, strlen(name));
+		uint32_t id = intern_find(in, name, strlen(name));
 		const struct kubeapi_pod *p =
-		    id && ns ? kubeapi_idmap_get(pods, kubeapi_cache_key(ns, id)) : NULL;
+		    id && ns ? idmap_get(pods, kubeapi_cache_key(ns, id)) : NULL;
 
 		want++;
 		if (!p || p->rv != strtoull(rv, NULL, 10))
@@ -216,7 +216,7 @@ static int teardown(void **state)
 static void test_initial_sync_has_the_nodes(void **state)
 {
 	struct fixture *fx = *state;
-	const struct kubeapi_idmap *nodes = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_NODES);
+	const struct idmap *nodes = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_NODES);
 	char cmd[700];
 	FILE *p;
 	int n = 0;
@@ -295,14 +295,14 @@ static void test_relist_after_restart_and_compaction_sweeps_deleted(void **state
 
 static const struct kubeapi_pod *cached_pod(struct fixture *fx, const char *name)
 {
-	struct kubeapi_intern *in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
-	uint32_t ns = kubeapi_str_find(in, fx->ns, strlen(fx->ns));
-	uint32_t id = kubeapi_str_find(in, name, strlen(name));
+	struct intern *in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
+	uint32_t ns = intern_find(in, fx->ns, strlen(fx->ns));
+	uint32_t id = intern_find(in, name, strlen(name));
 
 	if (!ns || !id)
 		return NULL;
-	return kubeapi_idmap_get(kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS),
-	                         kubeapi_cache_key(ns, id));
+	return idmap_get(kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS),
+	                 kubeapi_cache_key(ns, id));
 }
 
 static int fine_cached(void *arg)

@@ -1,7 +1,7 @@
 /*
  * config: the example file field by field, nested cohorts, defaults,
  * preemption and backfill keys, durations (in the file and through
- * config_duration_parse()) and lookups. Bad input is test_errors.c.
+ * units_duration_parse()) and lookups. Bad input is test_errors.c.
  *
  * Expected numbers are worked out by hand: 2Ti = 2 * 2^40 = 2199023255552
  * bytes, 512Gi = 512 * 2^30 = 549755813888, 256 cpu = 256000 milli-cores,
@@ -367,7 +367,7 @@ static void test_durations(void **state)
 	}
 }
 
-/* config_duration_parse(): the file's syntax plus bare seconds, never
+/* units_duration_parse(): the file's syntax plus bare seconds, never
  * more than len bytes read. Each input is copied into a buffer of exactly
  * its length, so ASan reports a read past len. */
 static const struct {
@@ -417,7 +417,7 @@ static void test_duration_parse(void **state)
 
 		assert_non_null(exact);
 		memcpy(exact, annotation_durations[i].in, len);
-		rc = config_duration_parse(exact, len, &ms);
+		rc = units_duration_parse(exact, len, &ms);
 		free(exact);
 		if (annotation_durations[i].ms < 0) {
 			if (rc != -EINVAL || ms != -42)
@@ -438,29 +438,29 @@ static void test_duration_parse_len(void **state)
 	int64_t ms = 0;
 
 	(void)state;
-	assert_int_equal(config_duration_parse("90sXYZ", 3, &ms), 0);
+	assert_int_equal(units_duration_parse("90sXYZ", 3, &ms), 0);
 	assert_int_equal(ms, 90000);
-	assert_int_equal(config_duration_parse("600junk", 3, &ms), 0);
+	assert_int_equal(units_duration_parse("600junk", 3, &ms), 0);
 	assert_int_equal(ms, 600000);
-	assert_int_equal(config_duration_parse("10ms", 3, &ms), 0); /* "10m" */
+	assert_int_equal(units_duration_parse("10ms", 3, &ms), 0); /* "10m" */
 	assert_int_equal(ms, 600000);
-	assert_int_equal(config_duration_parse("1h30m", 2, &ms), 0);
+	assert_int_equal(units_duration_parse("1h30m", 2, &ms), 0);
 	assert_int_equal(ms, 3600000);
-	assert_int_equal(config_duration_parse("90s", 0, &ms), -EINVAL);
-	assert_int_equal(config_duration_parse(NULL, 0, &ms), -EINVAL);
-	assert_int_equal(config_duration_parse("9\0s", 3, &ms), -EINVAL);
-	assert_int_equal(config_duration_parse("5\0", 2, &ms), -EINVAL);
+	assert_int_equal(units_duration_parse("90s", 0, &ms), -EINVAL);
+	assert_int_equal(units_duration_parse(NULL, 0, &ms), -EINVAL);
+	assert_int_equal(units_duration_parse("9\0s", 3, &ms), -EINVAL);
+	assert_int_equal(units_duration_parse("5\0", 2, &ms), -EINVAL);
 
 	/* 64 bytes (zeros, then "5s") are taken; one byte more is refused. */
 	memset(buf, '0', sizeof(buf));
-	buf[CONFIG_MAX_DURATION_TEXT - 2] = '5';
-	buf[CONFIG_MAX_DURATION_TEXT - 1] = 's';
-	assert_int_equal(config_duration_parse(buf, CONFIG_MAX_DURATION_TEXT, &ms), 0);
+	buf[UNITS_MAX_DURATION_TEXT - 2] = '5';
+	buf[UNITS_MAX_DURATION_TEXT - 1] = 's';
+	assert_int_equal(units_duration_parse(buf, UNITS_MAX_DURATION_TEXT, &ms), 0);
 	assert_int_equal(ms, 5000);
-	buf[CONFIG_MAX_DURATION_TEXT - 1] = '0';
-	buf[CONFIG_MAX_DURATION_TEXT] = 's';
+	buf[UNITS_MAX_DURATION_TEXT - 1] = '0';
+	buf[UNITS_MAX_DURATION_TEXT] = 's';
 	ms = -42;
-	assert_int_equal(config_duration_parse(buf, CONFIG_MAX_DURATION_TEXT + 1, &ms), -EINVAL);
+	assert_int_equal(units_duration_parse(buf, UNITS_MAX_DURATION_TEXT + 1, &ms), -EINVAL);
 	assert_int_equal(ms, -42);
 }
 

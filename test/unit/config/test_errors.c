@@ -458,7 +458,7 @@ static void streams_free(struct streams *s)
 	free(s->err_text);
 }
 
-/* ---- nesting (kubeapi/yaml_guard.h) ------------------------------------ */
+/* ---- nesting (base/yaml_guard.h) ------------------------------------ */
 
 static double now_ms(void)
 {

@@ -50,9 +50,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct kubeapi_model *m = *state;
-	struct kubeapi_intern_stats s;
+	struct intern_stats s;
 
-	kubeapi_intern_stats(kubeapi_model_intern(m), &s);
+	intern_stats(kubeapi_model_intern(m), &s);
 	kubeapi_model_free(&m);
 	if (s.strings || s.blobs) {
 		print_error("leak: %zu strings and %zu blobs still live after the test\n",
@@ -62,17 +62,17 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct kubeapi_intern_stats live(struct kubeapi_model *m)
+static struct intern_stats live(struct kubeapi_model *m)
 {
-	struct kubeapi_intern_stats s;
+	struct intern_stats s;
 
-	kubeapi_intern_stats(kubeapi_model_intern(m), &s);
+	intern_stats(kubeapi_model_intern(m), &s);
 	return s;
 }
 
 static void assert_clean(struct kubeapi_model *m)
 {
-	struct kubeapi_intern_stats s = live(m);
+	struct intern_stats s = live(m);
 
 	if (s.strings || s.blobs)
 		fail_msg("%zu strings and %zu blobs still live", s.strings, s.blobs);
@@ -80,12 +80,12 @@ static void assert_clean(struct kubeapi_model *m)
 
 static const char *S(struct kubeapi_model *m, uint32_t id)
 {
-	return kubeapi_str(kubeapi_model_intern(m), id);
+	return intern_str(kubeapi_model_intern(m), id);
 }
 
 static uint32_t ID(struct kubeapi_model *m, const char *s)
 {
-	return kubeapi_str_find(kubeapi_model_intern(m), s, strlen(s));
+	return intern_find(kubeapi_model_intern(m), s, strlen(s));
 }
 
 static char *slurp(const char *path)
@@ -358,7 +358,7 @@ static bool check_bad(struct kubeapi_model *m, enum kind k, const cJSON *doc, co
                       const char *what)
 {
 	struct kubeapi_decode_error err;
-	struct kubeapi_intern_stats s;
+	struct intern_stats s;
 	union obj out, untouched;
 	bool ok = true;
 	int rc;
@@ -762,7 +762,7 @@ static void test_pod_specs_shared(void **state)
 	assert_int_equal(n, 3);
 	assert_ptr_equal(rich[0].pod.spec, rich[1].pod.spec);
 	assert_ptr_equal(rich[0].pod.spec, rich[2].pod.spec);
-	assert_int_equal(kubeapi_blob_refs(rich[0].pod.spec), 3);
+	assert_int_equal(intern_blob_refs(rich[0].pod.spec), 3);
 	assert_ptr_equal(rich[0].pod.muster, rich[2].pod.muster);
 	decode_ok(m, POD, job0, &j0);
 	decode_ok(m, POD, job1, &j1);
@@ -777,7 +777,7 @@ static void test_pod_specs_shared(void **state)
 	set(bound, "metadata labels", "{\"x\":\"y\"}");
 	decode_ok(m, POD, bound, &b2);
 	assert_ptr_equal(b2.pod.spec, b.pod.spec);
-	assert_int_equal(kubeapi_blob_refs(b.pod.spec), 2);
+	assert_int_equal(intern_blob_refs(b.pod.spec), 2);
 	kubeapi_pod_release(m, &b2.pod);
 
 	/* a container change hidden by the larger init container: same
@@ -803,7 +803,7 @@ static void test_pod_specs_shared(void **state)
 	/* releasing some keeps the shared spec and its strings for the rest */
 	kubeapi_pod_release(m, &rich[0].pod);
 	kubeapi_pod_release(m, &rich[1].pod);
-	assert_int_equal(kubeapi_blob_refs(rich[2].pod.spec), 1);
+	assert_int_equal(intern_blob_refs(rich[2].pod.spec), 1);
 	assert_string_equal(S(m, rich[2].pod.spec->scheduler), "muster");
 	assert_string_equal(S(m, kubeapi_podspec_tolerations(rich[2].pod.spec)[0].key),
 	                    "nvidia.com/gpu");

@@ -588,7 +588,7 @@ static void test_oversized_file(void **state)
 }
 
 /* Nesting is refused before libyaml loads the file, as the queue file's
- * is (kubeapi/yaml_guard.h), with the position; brackets in text pass. */
+ * is (base/yaml_guard.h), with the position; brackets in text pass. */
 static void test_nested_yaml(void **state)
 {
 	struct fixture *f = *state;

@@ -40,7 +40,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
-	struct kubeapi_idmap assumed;
+	struct idmap assumed;
 };
 
 static void world_init_with(struct world *w, const char *text)
@@ -59,7 +59,7 @@ static void world_init(struct world *w)
 static void world_free(struct world *w)
 {
 	plan_free(&w->plan);
-	kubeapi_idmap_free(&w->assumed);
+	idmap_free(&w->assumed);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
 	synth_free(&w->s);
@@ -122,13 +122,13 @@ static const struct plan_gang *find_gang(struct world *w, const char *ns, const 
 
 static const char *s_(struct world *w, uint32_t id)
 {
-	return kubeapi_str(kubeapi_model_intern(w->s.model), id);
+	return intern_str(kubeapi_model_intern(w->s.model), id);
 }
 
 /* The label value of node name id `node` for key. */
 static const char *node_label(struct world *w, uint32_t node, const char *key)
 {
-	const struct kubeapi_node *n = kubeapi_idmap_get(&w->s.nodes, (uint64_t)node);
+	const struct kubeapi_node *n = idmap_get(&w->s.nodes, (uint64_t)node);
 
 	assert_non_null(n);
 	return s_(w, kubeapi_labels_get(n->labels, synth_id(&w->s, key)));
@@ -297,8 +297,8 @@ static void test_assumed(void **state)
 	gpu_nodes(&w, 1, 1);
 	synth_pod(&w.s, "a", "p1", NULL, "muster", 100, 8, NULL, 0, NULL);
 	synth_pod(&w.s, "a", "p2", NULL, "muster", 100, 8, NULL, 1, NULL);
-	kubeapi_idmap_put(&w.assumed, synth_key(&w.s, "a", "p1"),
-	                  (void *)(uintptr_t)synth_id(&w.s, "n-0-0"));
+	idmap_put(&w.assumed, synth_key(&w.s, "a", "p1"),
+	          (void *)(uintptr_t)synth_id(&w.s, "n-0-0"));
 	cycle(&w);
 	assert_int_equal(w.plan.nbinds, 0);
 	assert_int_equal(find_gang(&w, "a", "p2")->state, PLAN_WAITING);

@@ -71,7 +71,7 @@ static void vc_group(struct world *w, const char *name, const char *spec, const 
 	assert_non_null(g);
 	assert_int_equal(kubeapi_podgroup_decode(w->s.model, KUBEAPI_PG_VOLCANO, o, g, &err), 0);
 	cJSON_Delete(o);
-	kubeapi_idmap_put(&w->s.vcgroups, synth_key(&w->s, "s", name), g);
+	idmap_put(&w->s.vcgroups, synth_key(&w->s, "s", name), g);
 }
 
 /* A pending pod of Volcano gang `group` (annotation), task `task` or NULL. */
@@ -95,7 +95,7 @@ static void vc_pod(struct world *w, const char *name, const char *group, const c
 	assert_non_null(p);
 	assert_int_equal(kubeapi_pod_decode(w->s.model, o, p, &err), 0);
 	cJSON_Delete(o);
-	kubeapi_idmap_put(&w->s.pods, synth_key(&w->s, "s", name), p);
+	idmap_put(&w->s.pods, synth_key(&w->s, "s", name), p);
 }
 
 static void cycle(struct world *w, int volcano_groups)

@@ -55,7 +55,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
-	struct kubeapi_idmap pdbs;
+	struct idmap pdbs;
 };
 
 static void world_init(struct world *w, int racks, int per_rack)
@@ -81,7 +81,7 @@ static void world_free(struct world *w)
 			kubeapi_pdb_release(w->s.model, w->pdbs.slots[i].value);
 			free(w->pdbs.slots[i].value);
 		}
-	kubeapi_idmap_free(&w->pdbs);
+	idmap_free(&w->pdbs);
 	plan_free(&w->plan);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
@@ -150,12 +150,12 @@ static void pod(struct world *w, const char *ns, const char *name, const char *g
 		fail_msg("pod: %s", kubeapi_decode_error_str(&err, b, sizeof(b)));
 	}
 	cJSON_Delete(j);
-	kubeapi_idmap_put(&w->s.pods, synth_key(&w->s, ns, name), p);
+	idmap_put(&w->s.pods, synth_key(&w->s, ns, name), p);
 }
 
 static void del_pod(struct world *w, const char *ns, const char *name)
 {
-	struct kubeapi_pod *p = kubeapi_idmap_del(&w->s.pods, synth_key(&w->s, ns, name));
+	struct kubeapi_pod *p = idmap_del(&w->s.pods, synth_key(&w->s, ns, name));
 
 	assert_non_null(p);
 	kubeapi_pod_release(w->s.model, p);
@@ -191,7 +191,7 @@ static void pdb(struct world *w, const char *ns, const char *app, int allowed)
 	assert_non_null(b);
 	assert_int_equal(kubeapi_pdb_decode(w->s.model, j, b, &err), 0);
 	cJSON_Delete(j);
-	kubeapi_idmap_put(&w->pdbs, synth_key(&w->s, ns, app), b);
+	idmap_put(&w->pdbs, synth_key(&w->s, ns, app), b);
 }
 
 static void cycle(struct world *w)
@@ -238,7 +238,7 @@ static const char *victims(struct world *w, char *buf, size_t len)
 			continue;
 		last = w->plan.evictions[k].victim;
 		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "",
-		                      kubeapi_str(kubeapi_model_intern(w->s.model), v->name));
+		                      intern_str(kubeapi_model_intern(w->s.model), v->name));
 	}
 	return buf;
 }
@@ -324,7 +324,7 @@ static void test_hold_keeps_room_for_preemptor(void **state)
 	h = find(&w, "s", "H");
 	assert_int_equal(h->state, PLAN_ADMITTED);
 	assert_int_equal(w.plan.nbinds, 1);
-	assert_string_equal(kubeapi_str(kubeapi_model_intern(w.s.model), w.plan.binds[0].node),
+	assert_string_equal(intern_str(kubeapi_model_intern(w.s.model), w.plan.binds[0].node),
 	                    "n-0-1");
 	assert_int_equal(find(&w, "y", "X")->state, PLAN_WAITING);
 	world_free(&w);

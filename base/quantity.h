@@ -23,26 +23,26 @@
  *
  * No allocation; each call is O(len).
  */
-#ifndef MUSTER_KUBEAPI_QUANTITY_H
-#define MUSTER_KUBEAPI_QUANTITY_H
+#ifndef MUSTER_BASE_QUANTITY_H
+#define MUSTER_BASE_QUANTITY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /** Longest quantity string accepted, in bytes; longer input is -EINVAL.
  *  Canonical quantities are at most about 25 bytes. */
-#define KUBEAPI_QUANTITY_MAX_LEN 128
+#define QUANTITY_MAX_LEN 128
 
 /** Parse the quantity s[0..len) (no NUL needed) into milli-units: the
  *  value times 1000, rounded away from zero ("1n" is 1, "-1n" is -1).
  *  Returns 0, -EINVAL if s is malformed or longer than
- *  KUBEAPI_QUANTITY_MAX_LEN, or -ERANGE if the result does not fit an
+ *  QUANTITY_MAX_LEN, or -ERANGE if the result does not fit an
  *  int64. *out is written only on success. */
-int kubeapi_quantity_milli(const char *s, size_t len, int64_t *out);
+int quantity_milli(const char *s, size_t len, int64_t *out);
 
 /** Parse the quantity s[0..len) (no NUL needed) into whole units (bytes,
  *  cores, devices), rounded away from zero ("0.1" is 1, "-0.1" is -1).
- *  Errors as kubeapi_quantity_milli(). */
-int kubeapi_quantity_value(const char *s, size_t len, int64_t *out);
+ *  Errors as quantity_milli(). */
+int quantity_value(const char *s, size_t len, int64_t *out);
 
-#endif /* MUSTER_KUBEAPI_QUANTITY_H */
+#endif /* MUSTER_BASE_QUANTITY_H */

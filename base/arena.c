@@ -1,5 +1,5 @@
 /* The cycle arena (arena.h). */
-#include "scheduler/arena.h"
+#include "base/arena.h"
 
 #include <stdalign.h>
 #include <errno.h>

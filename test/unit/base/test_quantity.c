@@ -5,7 +5,7 @@
  * Expected numbers were worked out by hand and cross-checked against
  * k8s.io/apimachinery v0.35.4 resource.ParseQuantity where upstream does
  * not overflow; the rows marked "upstream" are where this module differs
- * on purpose (see kubeapi/quantity.h).
+ * on purpose (see base/quantity.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "kubeapi/quantity.h"
+#include "base/quantity.h"
 
 /* Written before each call; an error must leave it untouched. */
 #define SENTINEL INT64_C(0x5a5a5a5a5a5a5a5a)
@@ -60,8 +60,8 @@ static void expect(parse_fn fn, const char *name, const char *s, size_t len, int
 
 static void expect_row(const struct row *r, const char *s, size_t len)
 {
-	expect(kubeapi_quantity_value, "value", s, len, r->value_rc, r->value);
-	expect(kubeapi_quantity_milli, "milli", s, len, r->milli_rc, r->milli);
+	expect(quantity_value, "value", s, len, r->value_rc, r->value);
+	expect(quantity_milli, "milli", s, len, r->milli_rc, r->milli);
 }
 
 /* Checks every row as written and, for rows without a sign, with a '-'
@@ -69,7 +69,7 @@ static void expect_row(const struct row *r, const char *s, size_t len)
  * negated input must give the negated result or the same error. */
 static void check_rows(const struct row *rows, size_t n)
 {
-	char neg[KUBEAPI_QUANTITY_MAX_LEN + 2];
+	char neg[QUANTITY_MAX_LEN + 2];
 	struct row r;
 	size_t i;
 
@@ -346,8 +346,8 @@ static void test_length_not_nul(void **state)
 	expect_row(&one_ki, exact, sizeof(exact));
 	expect_row(&one_g, "1Gi", 2);
 	expect_row(&one, "1Gigantic", 1);
-	expect(kubeapi_quantity_milli, "milli", "1500mXYZ", 5, 0, 1500);
-	expect(kubeapi_quantity_milli, "milli", "1500mXYZ", 4, 0, 1500000);
+	expect(quantity_milli, "milli", "1500mXYZ", 5, 0, 1500);
+	expect(quantity_milli, "milli", "1500mXYZ", 4, 0, 1500000);
 	expect_row(&bad, nul_inside, 4);
 	expect_row(&bad, "1Gi", 4); /* the terminating NUL counted in */
 	expect_row(&bad, "1Gi", 0);
@@ -360,8 +360,8 @@ static void test_bad_arguments(void **state)
 	(void)state;
 	expect_row(&bad, NULL, 0);
 	expect_row(&bad, NULL, 3);
-	assert_int_equal(kubeapi_quantity_value("1", 1, NULL), -EINVAL);
-	assert_int_equal(kubeapi_quantity_milli("1", 1, NULL), -EINVAL);
+	assert_int_equal(quantity_value("1", 1, NULL), -EINVAL);
+	assert_int_equal(quantity_milli("1", 1, NULL), -EINVAL);
 }
 
 /* Fills a heap buffer of exactly len bytes (no terminator, so ASan sees
@@ -390,7 +390,7 @@ static void expect_long(size_t len, const char *prefix, char fill, const char *s
 
 static void test_length_cap(void **state)
 {
-	const size_t cap = KUBEAPI_QUANTITY_MAX_LEN;
+	const size_t cap = QUANTITY_MAX_LEN;
 	static const struct row zero = OK("", 0, 0);
 	static const struct row one = OK("", 1, 1);
 	static const struct row one_unit = OK("", 1, 1000);

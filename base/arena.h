@@ -4,8 +4,8 @@
  * own); nothing is freed alone; arena_reset() keeps the first block for
  * the next cycle and frees the rest, so a steady cycle costs no malloc.
  */
-#ifndef MUSTER_SCHEDULER_ARENA_H
-#define MUSTER_SCHEDULER_ARENA_H
+#ifndef MUSTER_BASE_ARENA_H
+#define MUSTER_BASE_ARENA_H
 
 #include <stddef.h>
 
@@ -37,4 +37,4 @@ void arena_reset(struct arena *a);
 /** Free every block. */
 void arena_free(struct arena *a);
 
-#endif /* MUSTER_SCHEDULER_ARENA_H */
+#endif /* MUSTER_BASE_ARENA_H */

@@ -1,4 +1,4 @@
-#include "kubeapi/idmap.h"
+#include "base/idmap.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@ static size_t slot_of(uint64_t key, size_t nslots)
 	return (size_t)key & (nslots - 1);
 }
 
-void *kubeapi_idmap_get(const struct kubeapi_idmap *m, uint64_t key)
+void *idmap_get(const struct idmap *m, uint64_t key)
 {
 	size_t i;
 
@@ -23,7 +23,7 @@ void *kubeapi_idmap_get(const struct kubeapi_idmap *m, uint64_t key)
 	return NULL;
 }
 
-static void place(struct kubeapi_idmap_slot *slots, size_t nslots, uint64_t key, void *value)
+static void place(struct idmap_slot *slots, size_t nslots, uint64_t key, void *value)
 {
 	size_t i = slot_of(key, nslots);
 
@@ -33,9 +33,9 @@ static void place(struct kubeapi_idmap_slot *slots, size_t nslots, uint64_t key,
 	slots[i].value = value;
 }
 
-static int resize(struct kubeapi_idmap *m, size_t nslots)
+static int resize(struct idmap *m, size_t nslots)
 {
-	struct kubeapi_idmap_slot *slots = calloc(nslots, sizeof(*slots));
+	struct idmap_slot *slots = calloc(nslots, sizeof(*slots));
 	size_t i;
 
 	if (!slots)
@@ -49,7 +49,7 @@ static int resize(struct kubeapi_idmap *m, size_t nslots)
 	return 0;
 }
 
-int kubeapi_idmap_put(struct kubeapi_idmap *m, uint64_t key, void *value)
+int idmap_put(struct idmap *m, uint64_t key, void *value)
 {
 	size_t i;
 
@@ -70,7 +70,7 @@ int kubeapi_idmap_put(struct kubeapi_idmap *m, uint64_t key, void *value)
 
 /* Backward-shift deletion: pull later entries of the probe run into the
  * hole when their home slot allows it, so lookups never need tombstones. */
-void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key)
+void *idmap_del(struct idmap *m, uint64_t key)
 {
 	size_t mask = m->nslots - 1, i, j;
 	void *value;
@@ -102,8 +102,8 @@ void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key)
 	return value;
 }
 
-void kubeapi_idmap_free(struct kubeapi_idmap *m)
+void idmap_free(struct idmap *m)
 {
 	free(m->slots);
-	*m = (struct kubeapi_idmap){0};
+	*m = (struct idmap){0};
 }

@@ -19,13 +19,13 @@
 
 #include <cmocka.h>
 
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 
 static int setup(void **state)
 {
-	struct kubeapi_intern *t = NULL;
+	struct intern *t = NULL;
 
-	if (kubeapi_intern_new(&t) < 0)
+	if (intern_new(&t) < 0)
 		return -1;
 	*state = t;
 	return 0;
@@ -33,23 +33,23 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 
-	kubeapi_intern_free(&t);
+	intern_free(&t);
 	return t == NULL ? 0 : -1;
 }
 
-static struct kubeapi_intern_stats stats(const struct kubeapi_intern *t)
+static struct intern_stats stats(const struct intern *t)
 {
-	struct kubeapi_intern_stats s;
+	struct intern_stats s;
 
-	kubeapi_intern_stats(t, &s);
+	intern_stats(t, &s);
 	return s;
 }
 
-static void assert_empty(const struct kubeapi_intern *t)
+static void assert_empty(const struct intern *t)
 {
-	struct kubeapi_intern_stats s = stats(t);
+	struct intern_stats s = stats(t);
 
 	assert_int_equal(s.strings, 0);
 	assert_int_equal(s.string_bytes, 0);
@@ -57,17 +57,17 @@ static void assert_empty(const struct kubeapi_intern *t)
 	assert_int_equal(s.blob_bytes, 0);
 }
 
-static uint32_t intern(struct kubeapi_intern *t, const char *s)
+static uint32_t intern(struct intern *t, const char *s)
 {
-	uint32_t id = kubeapi_str_intern(t, s, strlen(s));
+	uint32_t id = intern_add(t, s, strlen(s));
 
 	assert_int_not_equal(id, 0);
 	return id;
 }
 
-static uint32_t find(const struct kubeapi_intern *t, const char *s)
+static uint32_t find(const struct intern *t, const char *s)
 {
-	return kubeapi_str_find(t, s, strlen(s));
+	return intern_find(t, s, strlen(s));
 }
 
 /* ---- strings ------------------------------------------------------------ */
@@ -75,20 +75,20 @@ static uint32_t find(const struct kubeapi_intern *t, const char *s)
 /* Equal strings share an id; different ones do not; the text reads back. */
 static void test_str_equal_strings_share_id(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	uint32_t a = intern(t, "smoke"), b = intern(t, "rich-0"), a2 = intern(t, "smoke");
 
 	assert_int_equal(a, a2);
 	assert_int_not_equal(a, b);
-	assert_string_equal(kubeapi_str(t, a), "smoke");
-	assert_string_equal(kubeapi_str(t, b), "rich-0");
-	assert_int_equal(kubeapi_str_len(t, a), 5);
+	assert_string_equal(intern_str(t, a), "smoke");
+	assert_string_equal(intern_str(t, b), "rich-0");
+	assert_int_equal(intern_len(t, a), 5);
 	assert_int_equal(find(t, "smoke"), a);
 	assert_int_equal(find(t, "rich-1"), 0);
 	assert_int_equal(stats(t).strings, 2);
-	kubeapi_str_unref(t, a);
-	kubeapi_str_unref(t, a2);
-	kubeapi_str_unref(t, b);
+	intern_unref(t, a);
+	intern_unref(t, a2);
+	intern_unref(t, b);
 	assert_empty(t);
 }
 
@@ -96,7 +96,7 @@ static void test_str_equal_strings_share_id(void **state)
  * distinct strings get 1, 2, 3, ... */
 static void test_str_ids_dense_from_one(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	char buf[16];
 	uint32_t i;
 
@@ -105,7 +105,7 @@ static void test_str_ids_dense_from_one(void **state)
 		assert_int_equal(intern(t, buf), i);
 	}
 	for (i = 1; i <= 300; i++)
-		kubeapi_str_unref(t, i);
+		intern_unref(t, i);
 	assert_empty(t);
 }
 
@@ -113,76 +113,76 @@ static void test_str_ids_dense_from_one(void **state)
  * the next new string. find takes no reference. */
 static void test_str_refcount_and_reuse(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	uint32_t keep = intern(t, "keep"), id = intern(t, "gang-a"), other;
 	const char *text;
 	int i;
 
 	assert_int_equal(intern(t, "gang-a"), id); /* 2 */
-	kubeapi_str_ref(t, id);                    /* 3 */
+	intern_ref(t, id);                         /* 3 */
 	for (i = 0; i < 5; i++)
 		assert_int_equal(find(t, "gang-a"), id);
-	text = kubeapi_str(t, id);
-	kubeapi_str_unref(t, id);
-	kubeapi_str_unref(t, id);
+	text = intern_str(t, id);
+	intern_unref(t, id);
+	intern_unref(t, id);
 	/* one reference left: still there, same text at the same address */
 	assert_int_equal(find(t, "gang-a"), id);
-	assert_ptr_equal(kubeapi_str(t, id), text);
+	assert_ptr_equal(intern_str(t, id), text);
 	assert_string_equal(text, "gang-a");
 	assert_int_equal(stats(t).strings, 2);
-	kubeapi_str_unref(t, id);
+	intern_unref(t, id);
 	assert_int_equal(find(t, "gang-a"), 0);
 	assert_int_equal(stats(t).strings, 1);
 	/* the freed id goes to the next new string */
 	other = intern(t, "gang-b");
 	assert_int_equal(other, id);
-	assert_string_equal(kubeapi_str(t, other), "gang-b");
+	assert_string_equal(intern_str(t, other), "gang-b");
 	assert_int_equal(find(t, "gang-a"), 0);
 	/* interning the old text again gives a new id with one reference */
 	id = intern(t, "gang-a");
 	assert_int_not_equal(id, other);
-	kubeapi_str_unref(t, id);
+	intern_unref(t, id);
 	assert_int_equal(find(t, "gang-a"), 0);
-	kubeapi_str_unref(t, other);
-	kubeapi_str_unref(t, keep);
+	intern_unref(t, other);
+	intern_unref(t, keep);
 	assert_empty(t);
 }
 
 /* id 0 is "none": reads as "", and ref/unref ignore it. */
 static void test_str_id_zero(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	uint32_t a = intern(t, "a");
 
-	assert_string_equal(kubeapi_str(t, 0), "");
-	assert_int_equal(kubeapi_str_len(t, 0), 0);
-	kubeapi_str_ref(t, 0);
-	kubeapi_str_unref(t, 0);
-	kubeapi_str_unref(t, 0);
+	assert_string_equal(intern_str(t, 0), "");
+	assert_int_equal(intern_len(t, 0), 0);
+	intern_ref(t, 0);
+	intern_unref(t, 0);
+	intern_unref(t, 0);
 	assert_int_equal(stats(t).strings, 1);
 	assert_int_equal(find(t, "a"), a);
-	kubeapi_str_unref(t, a);
+	intern_unref(t, a);
 	assert_empty(t);
 }
 
 /* The empty string is interned like any other: a real id, not 0. */
 static void test_str_empty_string(void **state)
 {
-	struct kubeapi_intern *t = *state;
-	uint32_t e = kubeapi_str_intern(t, "", 0), a = intern(t, "a");
+	struct intern *t = *state;
+	uint32_t e = intern_add(t, "", 0), a = intern(t, "a");
 
 	assert_int_not_equal(e, 0);
 	assert_int_not_equal(e, a);
-	assert_int_equal(kubeapi_str_intern(t, "x", 0), e); /* only len counts */
-	assert_string_equal(kubeapi_str(t, e), "");
-	assert_int_equal(kubeapi_str_len(t, e), 0);
-	assert_int_equal(kubeapi_str_find(t, "", 0), e);
+	assert_int_equal(intern_add(t, "x", 0), e); /* only len counts */
+	assert_string_equal(intern_str(t, e), "");
+	assert_int_equal(intern_len(t, e), 0);
+	assert_int_equal(intern_find(t, "", 0), e);
 	assert_int_equal(stats(t).strings, 2);
-	kubeapi_str_unref(t, e);
-	assert_int_equal(kubeapi_str_find(t, "", 0), e);
-	kubeapi_str_unref(t, e);
-	assert_int_equal(kubeapi_str_find(t, "", 0), 0);
-	kubeapi_str_unref(t, a);
+	intern_unref(t, e);
+	assert_int_equal(intern_find(t, "", 0), e);
+	intern_unref(t, e);
+	assert_int_equal(intern_find(t, "", 0), 0);
+	intern_unref(t, a);
 	assert_empty(t);
 }
 
@@ -190,32 +190,32 @@ static void test_str_empty_string(void **state)
  * are part of the string, and what is stored is NUL-terminated after len. */
 static void test_str_length_delimited(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	static const char anb[] = {'a', '\0', 'b'}, anc[] = {'a', '\0', 'c'};
-	uint32_t x = kubeapi_str_intern(t, anb, 3), y = kubeapi_str_intern(t, anc, 3);
-	uint32_t a = kubeapi_str_intern(t, "a", 1);
-	uint32_t ns = kubeapi_str_intern(t, "namespace-x", 9);
+	uint32_t x = intern_add(t, anb, 3), y = intern_add(t, anc, 3);
+	uint32_t a = intern_add(t, "a", 1);
+	uint32_t ns = intern_add(t, "namespace-x", 9);
 	const char *s;
 
 	assert_true(x && y && a && ns);
 	assert_int_not_equal(x, y);
 	assert_int_not_equal(x, a);
-	assert_int_equal(kubeapi_str_len(t, x), 3);
-	assert_memory_equal(kubeapi_str(t, x), anb, 3);
-	assert_int_equal(kubeapi_str(t, x)[3], '\0');
-	assert_int_equal(kubeapi_str_find(t, anb, 3), x);
-	assert_int_equal(kubeapi_str_find(t, anb, 2), 0); /* "a\0" was never added */
-	assert_int_equal(kubeapi_str_find(t, "a", 1), a);
+	assert_int_equal(intern_len(t, x), 3);
+	assert_memory_equal(intern_str(t, x), anb, 3);
+	assert_int_equal(intern_str(t, x)[3], '\0');
+	assert_int_equal(intern_find(t, anb, 3), x);
+	assert_int_equal(intern_find(t, anb, 2), 0); /* "a\0" was never added */
+	assert_int_equal(intern_find(t, "a", 1), a);
 	/* a slice of a longer buffer */
-	s = kubeapi_str(t, ns);
+	s = intern_str(t, ns);
 	assert_string_equal(s, "namespace");
-	assert_int_equal(kubeapi_str_len(t, ns), 9);
+	assert_int_equal(intern_len(t, ns), 9);
 	assert_int_equal(find(t, "namespace"), ns);
 	assert_int_equal(find(t, "namespace-x"), 0);
-	kubeapi_str_unref(t, x);
-	kubeapi_str_unref(t, y);
-	kubeapi_str_unref(t, a);
-	kubeapi_str_unref(t, ns);
+	intern_unref(t, x);
+	intern_unref(t, y);
+	intern_unref(t, a);
+	intern_unref(t, ns);
 	assert_empty(t);
 }
 
@@ -228,7 +228,7 @@ static void name_of(char *buf, size_t len, unsigned i)
 
 /* Checks every string i < n: live ones are found under their recorded id
  * and read back, removed ones (ids[i] == 0) are not found. */
-static void check_strings(const struct kubeapi_intern *t, const uint32_t *ids, unsigned n)
+static void check_strings(const struct intern *t, const uint32_t *ids, unsigned n)
 {
 	char buf[32];
 	unsigned i;
@@ -241,9 +241,9 @@ static void check_strings(const struct kubeapi_intern *t, const uint32_t *ids, u
 		if (got != ids[i])
 			fail_msg("string %u (\"%s\"): find gave id %" PRIu32 ", want %" PRIu32, i,
 			         buf, got, ids[i]);
-		if (ids[i] && strcmp(kubeapi_str(t, ids[i]), buf) != 0)
+		if (ids[i] && strcmp(intern_str(t, ids[i]), buf) != 0)
 			fail_msg("id %" PRIu32 " reads \"%s\", want \"%s\"", ids[i],
-			         kubeapi_str(t, ids[i]), buf);
+			         intern_str(t, ids[i]), buf);
 	}
 }
 
@@ -253,7 +253,7 @@ static void check_strings(const struct kubeapi_intern *t, const uint32_t *ids, u
  * of live strings never change, and the counts match. */
 static void test_str_growth_with_tombstones(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	uint32_t *ids = calloc(MANY, sizeof(*ids));
 	size_t live = 0, bytes = 0;
 	char buf[32];
@@ -269,7 +269,7 @@ static void test_str_growth_with_tombstones(void **state)
 			unsigned j = i - 2;
 
 			name_of(buf, sizeof(buf), j);
-			kubeapi_str_unref(t, ids[j]);
+			intern_unref(t, ids[j]);
 			ids[j] = 0;
 			live--;
 			bytes -= strlen(buf) + 1;
@@ -291,7 +291,7 @@ static void test_str_growth_with_tombstones(void **state)
 	check_strings(t, ids, MANY);
 	assert_int_equal(stats(t).strings, MANY);
 	for (i = 0; i < MANY; i++)
-		kubeapi_str_unref(t, ids[i]);
+		intern_unref(t, ids[i]);
 	assert_empty(t);
 	free(ids);
 }
@@ -301,7 +301,7 @@ static void test_str_growth_with_tombstones(void **state)
  * and probing always ends. */
 static void test_str_churn_bounded(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	uint32_t ring[100] = {0};
 	size_t table_mid = 0;
 	char buf[32];
@@ -310,7 +310,7 @@ static void test_str_churn_bounded(void **state)
 	for (i = 0; i < 400000; i++) {
 		uint32_t *slot = &ring[i % 100];
 
-		kubeapi_str_unref(t, *slot);
+		intern_unref(t, *slot);
 		snprintf(buf, sizeof(buf), "churn-%u", i);
 		*slot = intern(t, buf);
 		if (i == 200000)
@@ -322,7 +322,7 @@ static void test_str_churn_bounded(void **state)
 	for (i = 0; i < 100; i++) {
 		snprintf(buf, sizeof(buf), "churn-%u", 400000 - 100 + i);
 		assert_int_equal(find(t, buf), ring[(400000 - 100 + i) % 100]);
-		kubeapi_str_unref(t, ring[i]);
+		intern_unref(t, ring[i]);
 	}
 	assert_empty(t);
 }
@@ -330,9 +330,9 @@ static void test_str_churn_bounded(void **state)
 /* The string text stays put while referenced, however much the table grows. */
 static void test_str_address_stable(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	uint32_t id = intern(t, "kube-system"), *more = calloc(20000, sizeof(*more));
-	const char *p = kubeapi_str(t, id);
+	const char *p = intern_str(t, id);
 	char buf[32];
 	unsigned i;
 
@@ -341,12 +341,12 @@ static void test_str_address_stable(void **state)
 		snprintf(buf, sizeof(buf), "x%u", i);
 		more[i] = intern(t, buf);
 	}
-	assert_ptr_equal(kubeapi_str(t, id), p);
+	assert_ptr_equal(intern_str(t, id), p);
 	assert_string_equal(p, "kube-system");
 	assert_int_equal(find(t, "kube-system"), id);
 	for (i = 0; i < 20000; i++)
-		kubeapi_str_unref(t, more[i]);
-	kubeapi_str_unref(t, id);
+		intern_unref(t, more[i]);
+	intern_unref(t, id);
 	assert_empty(t);
 	free(more);
 }
@@ -356,7 +356,7 @@ static void test_str_address_stable(void **state)
 /* Equal bytes give the same block; `created` tells the first time. */
 static void test_blob_dedupe(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	unsigned char a[40], b[40];
 	const void *p, *q, *r, *s;
 	int created = -1;
@@ -364,29 +364,29 @@ static void test_blob_dedupe(void **state)
 
 	for (i = 0; i < sizeof(a); i++)
 		a[i] = b[i] = (unsigned char)(i * 7);
-	p = kubeapi_blob_intern(t, a, sizeof(a), &created);
+	p = intern_blob(t, a, sizeof(a), &created);
 	assert_non_null(p);
 	assert_int_equal(created, 1);
 	assert_int_equal((uintptr_t)p % 16, 0);
-	assert_int_equal(kubeapi_blob_len(p), 40);
-	assert_int_equal(kubeapi_blob_refs(p), 1);
+	assert_int_equal(intern_blob_len(p), 40);
+	assert_int_equal(intern_blob_refs(p), 1);
 	assert_memory_equal(p, a, sizeof(a));
 	assert_ptr_not_equal(p, a);
 
 	created = -1;
-	q = kubeapi_blob_intern(t, b, sizeof(b), &created); /* same bytes, other buffer */
+	q = intern_blob(t, b, sizeof(b), &created); /* same bytes, other buffer */
 	assert_ptr_equal(q, p);
 	assert_int_equal(created, 0);
-	assert_int_equal(kubeapi_blob_refs(p), 2);
+	assert_int_equal(intern_blob_refs(p), 2);
 
 	b[39] ^= 1; /* one bit differs */
-	r = kubeapi_blob_intern(t, b, sizeof(b), &created);
+	r = intern_blob(t, b, sizeof(b), &created);
 	assert_ptr_not_equal(r, p);
 	assert_int_equal(created, 1);
-	s = kubeapi_blob_intern(t, a, sizeof(a) - 1, NULL); /* a prefix */
+	s = intern_blob(t, a, sizeof(a) - 1, NULL); /* a prefix */
 	assert_ptr_not_equal(s, p);
 	assert_ptr_not_equal(s, r);
-	assert_int_equal(kubeapi_blob_len(s), 39);
+	assert_int_equal(intern_blob_len(s), 39);
 	assert_int_equal(stats(t).blobs, 3);
 	assert_true(stats(t).blob_bytes >= 40 + 40 + 39);
 
@@ -394,10 +394,10 @@ static void test_blob_dedupe(void **state)
 	a[0] ^= 0xff;
 	assert_int_equal(((const unsigned char *)p)[0], 0);
 
-	kubeapi_blob_unref(t, r);
-	kubeapi_blob_unref(t, s);
-	kubeapi_blob_unref(t, q);
-	kubeapi_blob_unref(t, p);
+	intern_blob_unref(t, r);
+	intern_blob_unref(t, s);
+	intern_blob_unref(t, q);
+	intern_blob_unref(t, p);
 	assert_empty(t);
 }
 
@@ -405,49 +405,49 @@ static void test_blob_dedupe(void **state)
  * interned afterwards are new again. */
 static void test_blob_refcount(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	static const char data[] = "tolerations+affinity";
-	const void *p = kubeapi_blob_intern(t, data, sizeof(data), NULL);
+	const void *p = intern_blob(t, data, sizeof(data), NULL);
 	int created = -1;
 
 	assert_non_null(p);
-	kubeapi_blob_ref(t, p);
-	kubeapi_blob_ref(t, p);
-	assert_int_equal(kubeapi_blob_refs(p), 3);
-	kubeapi_blob_unref(t, p);
-	kubeapi_blob_unref(t, p);
-	assert_int_equal(kubeapi_blob_refs(p), 1);
+	intern_blob_ref(t, p);
+	intern_blob_ref(t, p);
+	assert_int_equal(intern_blob_refs(p), 3);
+	intern_blob_unref(t, p);
+	intern_blob_unref(t, p);
+	assert_int_equal(intern_blob_refs(p), 1);
 	assert_int_equal(stats(t).blobs, 1);
-	kubeapi_blob_unref(t, p);
+	intern_blob_unref(t, p);
 	assert_int_equal(stats(t).blobs, 0);
 	assert_int_equal(stats(t).blob_bytes, 0);
-	p = kubeapi_blob_intern(t, data, sizeof(data), &created);
+	p = intern_blob(t, data, sizeof(data), &created);
 	assert_int_equal(created, 1);
-	assert_int_equal(kubeapi_blob_refs(p), 1);
+	assert_int_equal(intern_blob_refs(p), 1);
 	/* NULL is ignored by ref and unref */
-	kubeapi_blob_ref(t, NULL);
-	kubeapi_blob_unref(t, NULL);
-	assert_int_equal(kubeapi_blob_refs(p), 1);
-	kubeapi_blob_unref(t, p);
+	intern_blob_ref(t, NULL);
+	intern_blob_unref(t, NULL);
+	assert_int_equal(intern_blob_refs(p), 1);
+	intern_blob_unref(t, p);
 	assert_empty(t);
 }
 
 /* A zero-length blob is a blob like any other. */
 static void test_blob_empty(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	static const char x = 'x';
 	int created = -1;
-	const void *p = kubeapi_blob_intern(t, &x, 0, &created), *q;
+	const void *p = intern_blob(t, &x, 0, &created), *q;
 
 	assert_non_null(p);
 	assert_int_equal(created, 1);
-	assert_int_equal(kubeapi_blob_len(p), 0);
-	q = kubeapi_blob_intern(t, "y", 0, &created);
+	assert_int_equal(intern_blob_len(p), 0);
+	q = intern_blob(t, "y", 0, &created);
 	assert_ptr_equal(q, p);
 	assert_int_equal(created, 0);
-	kubeapi_blob_unref(t, p);
-	kubeapi_blob_unref(t, q);
+	intern_blob_unref(t, p);
+	intern_blob_unref(t, q);
 	assert_empty(t);
 }
 
@@ -457,7 +457,7 @@ struct blob_key {
 
 /* Every live blob among the first n is found again: same address, not
  * created (the extra reference is dropped again). */
-static void check_blobs(struct kubeapi_intern *t, const void **p, unsigned n)
+static void check_blobs(struct intern *t, const void **p, unsigned n)
 {
 	unsigned i;
 
@@ -468,10 +468,10 @@ static void check_blobs(struct kubeapi_intern *t, const void **p, unsigned n)
 
 		if (!p[i])
 			continue;
-		q = kubeapi_blob_intern(t, &k, sizeof(k), &created);
+		q = intern_blob(t, &k, sizeof(k), &created);
 		if (q != p[i] || created != 0)
 			fail_msg("blob %u: not found again (created %d)", i, created);
-		kubeapi_blob_unref(t, q);
+		intern_blob_unref(t, q);
 	}
 }
 
@@ -480,7 +480,7 @@ static void check_blobs(struct kubeapi_intern *t, const void **p, unsigned n)
  * == 0, same address) and each dropped one is new. */
 static void test_blob_growth_with_tombstones(void **state)
 {
-	struct kubeapi_intern *t = *state;
+	struct intern *t = *state;
 	enum { N = 30000 };
 	const void **p = calloc(N, sizeof(*p));
 	size_t live = 0;
@@ -491,12 +491,12 @@ static void test_blob_growth_with_tombstones(void **state)
 		struct blob_key k = {i, ~(uint64_t)i};
 		int created = -1;
 
-		p[i] = kubeapi_blob_intern(t, &k, sizeof(k), &created);
+		p[i] = intern_blob(t, &k, sizeof(k), &created);
 		assert_non_null(p[i]);
 		assert_int_equal(created, 1);
 		live++;
 		if (i % 3 == 2) {
-			kubeapi_blob_unref(t, p[i - 1]);
+			intern_blob_unref(t, p[i - 1]);
 			p[i - 1] = NULL;
 			live--;
 		}
@@ -507,13 +507,13 @@ static void test_blob_growth_with_tombstones(void **state)
 	for (i = 0; i < N; i++) {
 		struct blob_key k = {i, ~(uint64_t)i};
 		int created = -1;
-		const void *q = kubeapi_blob_intern(t, &k, sizeof(k), &created);
+		const void *q = intern_blob(t, &k, sizeof(k), &created);
 
 		if (p[i]) {
 			if (q != p[i] || created != 0)
 				fail_msg("blob %u: not found again (created %d)", i, created);
-			kubeapi_blob_unref(t, q);
-			assert_int_equal(kubeapi_blob_refs(p[i]), 1);
+			intern_blob_unref(t, q);
+			assert_int_equal(intern_blob_refs(p[i]), 1);
 		} else {
 			if (created != 1)
 				fail_msg("blob %u: dropped but found", i);
@@ -523,7 +523,7 @@ static void test_blob_growth_with_tombstones(void **state)
 	}
 	assert_int_equal(stats(t).blobs, N);
 	for (i = 0; i < N; i++)
-		kubeapi_blob_unref(t, p[i]);
+		intern_blob_unref(t, p[i]);
 	assert_empty(t);
 	free(p);
 }
@@ -531,8 +531,8 @@ static void test_blob_growth_with_tombstones(void **state)
 /* Strings and blobs are counted apart, and the byte counts move with them. */
 static void test_stats_track_live_entries(void **state)
 {
-	struct kubeapi_intern *t = *state;
-	struct kubeapi_intern_stats s0 = stats(t), s1, s2;
+	struct intern *t = *state;
+	struct intern_stats s0 = stats(t), s1, s2;
 	uint32_t a, b;
 	const void *p;
 
@@ -540,7 +540,7 @@ static void test_stats_track_live_entries(void **state)
 	assert_int_equal(s0.blobs, 0);
 	a = intern(t, "0123456789");
 	b = intern(t, "0123456789"); /* same: no new bytes */
-	p = kubeapi_blob_intern(t, "abcdefgh", 8, NULL);
+	p = intern_blob(t, "abcdefgh", 8, NULL);
 	s1 = stats(t);
 	assert_int_equal(s1.strings, 1);
 	assert_int_equal(s1.blobs, 1);
@@ -552,11 +552,11 @@ static void test_stats_track_live_entries(void **state)
 	assert_int_equal(s2.strings, 2);
 	assert_true(s2.string_bytes >= s1.string_bytes + 2);
 	assert_int_equal(s2.blob_bytes, s1.blob_bytes);
-	kubeapi_str_unref(t, find(t, "x"));
+	intern_unref(t, find(t, "x"));
 	assert_int_equal(stats(t).string_bytes, s1.string_bytes);
-	kubeapi_str_unref(t, a);
-	kubeapi_str_unref(t, b);
-	kubeapi_blob_unref(t, p);
+	intern_unref(t, a);
+	intern_unref(t, b);
+	intern_blob_unref(t, p);
 	assert_empty(t);
 }
 
@@ -564,31 +564,31 @@ static void test_stats_track_live_entries(void **state)
  * clears the caller's pointer; NULL is fine. */
 static void test_free_with_live_entries(void **state)
 {
-	struct kubeapi_intern *t = NULL;
+	struct intern *t = NULL;
 	char buf[16];
 	unsigned i;
 
 	(void)state;
-	kubeapi_intern_free(NULL);
-	kubeapi_intern_free(&t);
-	assert_int_equal(kubeapi_intern_new(&t), 0);
+	intern_free(NULL);
+	intern_free(&t);
+	assert_int_equal(intern_new(&t), 0);
 	for (i = 0; i < 1000; i++) {
 		snprintf(buf, sizeof(buf), "s%u", i);
 		intern(t, buf);
-		assert_non_null(kubeapi_blob_intern(t, buf, strlen(buf), NULL));
+		assert_non_null(intern_blob(t, buf, strlen(buf), NULL));
 	}
-	kubeapi_str_unref(t, 1);
-	kubeapi_intern_free(&t);
+	intern_unref(t, 1);
+	intern_free(&t);
 	assert_null(t);
 }
 
 /* Two tables are independent: same strings, own ids and own counts. */
 static void test_tables_independent(void **state)
 {
-	struct kubeapi_intern *t = *state, *u = NULL;
+	struct intern *t = *state, *u = NULL;
 	uint32_t a, b;
 
-	assert_int_equal(kubeapi_intern_new(&u), 0);
+	assert_int_equal(intern_new(&u), 0);
 	intern(t, "first");
 	a = intern(t, "shared");
 	b = intern(u, "shared");
@@ -596,12 +596,12 @@ static void test_tables_independent(void **state)
 	assert_int_equal(b, 1);
 	assert_int_equal(find(u, "first"), 0);
 	assert_int_equal(stats(u).strings, 1);
-	kubeapi_str_unref(u, b);
+	intern_unref(u, b);
 	assert_empty(u);
 	assert_int_equal(find(t, "shared"), a);
-	kubeapi_intern_free(&u);
-	kubeapi_str_unref(t, a);
-	kubeapi_str_unref(t, find(t, "first"));
+	intern_free(&u);
+	intern_unref(t, a);
+	intern_unref(t, find(t, "first"));
 	assert_empty(t);
 }
 

@@ -13,11 +13,11 @@
  * kubeconfig 5.
  *
  * What is refused, in this order:
- *   - text larger than KUBEAPI_YAML_MAX_BYTES;
- *   - a '[' or '{' nested deeper than KUBEAPI_YAML_MAX_DEPTH, found by a
+ *   - text larger than YAML_GUARD_MAX_BYTES;
+ *   - a '[' or '{' nested deeper than YAML_GUARD_MAX_DEPTH, found by a
  *     scan of the bytes that skips quoted scalars, comments and block
  *     scalars, before libyaml sees them;
- *   - a list or mapping nested deeper than KUBEAPI_YAML_MAX_DEPTH, block
+ *   - a list or mapping nested deeper than YAML_GUARD_MAX_DEPTH, block
  *     or flow, found in the events of one libyaml parse that stops at the
  *     first one too deep. This also catches flow nesting the scan missed
  *     (its reading of YAML is approximate, see yaml_guard.c), and does so
@@ -33,11 +33,11 @@
  * Cost. The scan is O(len), one pass over the bytes, no allocation. The
  * event pass is a second parse by libyaml: about half the time of the
  * load that follows (0.1 s against 0.22 s for 1 MiB of the smallest
- * nodes), O(KUBEAPI_YAML_MAX_DEPTH) memory; a refused text stops at the
+ * nodes), O(YAML_GUARD_MAX_DEPTH) memory; a refused text stops at the
  * first node too deep. No state: safe to call from any thread.
  */
-#ifndef MUSTER_KUBEAPI_YAML_GUARD_H
-#define MUSTER_KUBEAPI_YAML_GUARD_H
+#ifndef MUSTER_BASE_YAML_GUARD_H
+#define MUSTER_BASE_YAML_GUARD_H
 
 #include <stddef.h>
 
@@ -47,28 +47,28 @@
  *  some 150 kubeconfig contexts with certificate and key inline. A larger
  *  cap would buy little and cost memory: libyaml's tree is up to 85 times
  *  the text (1 MiB of "a," is 85 MB). */
-#define KUBEAPI_YAML_MAX_BYTES (1024 * 1024)
+#define YAML_GUARD_MAX_BYTES (1024 * 1024)
 
 /** Deepest nesting of lists and mappings accepted, flow or block (the
  *  top-level mapping is depth 1). Above every real file (a queue file
  *  with cohorts nested the most it allows reaches 37, so the queue
  *  file's own, clearer message about cohorts still comes first), and
  *  small enough that libyaml's cost per token stays bounded. */
-#define KUBEAPI_YAML_MAX_DEPTH 64
+#define YAML_GUARD_MAX_DEPTH 64
 
 /** Why a text was refused: where, 1-based (line 0 when it is about the
  *  whole text), and what, without the file's name. */
-struct kubeapi_yaml_refusal {
+struct yaml_refusal {
 	size_t line, column;
 	char msg[96];
 };
 
 /** Check text[0..len) before libyaml loads it. Returns 0 when it may be
- *  loaded; -EFBIG when it is larger than KUBEAPI_YAML_MAX_BYTES;
- *  -EINVAL when something is nested deeper than KUBEAPI_YAML_MAX_DEPTH;
+ *  loaded; -EFBIG when it is larger than YAML_GUARD_MAX_BYTES;
+ *  -EINVAL when something is nested deeper than YAML_GUARD_MAX_DEPTH;
  *  -ENOMEM when libyaml's parser cannot be made. On -EFBIG and -EINVAL
  *  *why says where and what ("'[' nested deeper than 64 levels"). A
  *  column counts characters, as libyaml's does. O(len). */
-int kubeapi_yaml_guard(const char *text, size_t len, struct kubeapi_yaml_refusal *why);
+int yaml_guard(const char *text, size_t len, struct yaml_refusal *why);
 
-#endif /* MUSTER_KUBEAPI_YAML_GUARD_H */
+#endif /* MUSTER_BASE_YAML_GUARD_H */

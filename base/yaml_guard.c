@@ -32,7 +32,7 @@
  * order mark is not a column. UTF-16 text (libyaml reads it too) is
  * scanned as bytes: its brackets count, its positions are off.
  */
-#include "kubeapi/yaml_guard.h"
+#include "base/yaml_guard.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -173,12 +173,12 @@ static void start_line(struct scan *s)
 	s->in_block = false;
 }
 
-static int refuse(struct kubeapi_yaml_refusal *why, size_t line, size_t column, const char *what)
+static int refuse(struct yaml_refusal *why, size_t line, size_t column, const char *what)
 {
 	why->line = line;
 	why->column = column;
 	snprintf(why->msg, sizeof(why->msg), "%s nested deeper than %d levels", what,
-	         KUBEAPI_YAML_MAX_DEPTH);
+	         YAML_GUARD_MAX_DEPTH);
 	return -EINVAL;
 }
 
@@ -215,13 +215,13 @@ static void start_block_scalar(struct scan *s)
 }
 
 /* A '[' or '{', or a closing one. Returns 0, or -EINVAL past the depth. */
-static int bracket(struct scan *s, struct kubeapi_yaml_refusal *why)
+static int bracket(struct scan *s, struct yaml_refusal *why)
 {
 	unsigned char c = *s->p;
 
 	if (c == ']' || c == '}') {
 		s->depth -= s->depth > 0;
-	} else if (++s->depth > KUBEAPI_YAML_MAX_DEPTH) {
+	} else if (++s->depth > YAML_GUARD_MAX_DEPTH) {
 		return refuse(why, s->line + 1, (size_t)s->column + 1, c == '[' ? "'['" : "'{'");
 	}
 	advance(s);
@@ -229,7 +229,7 @@ static int bracket(struct scan *s, struct kubeapi_yaml_refusal *why)
 }
 
 /* The first byte of a node, or of its anchor or tag, on this line. */
-static int node_token(struct scan *s, struct kubeapi_yaml_refusal *why)
+static int node_token(struct scan *s, struct yaml_refusal *why)
 {
 	unsigned char c = *s->p;
 
@@ -260,7 +260,7 @@ static int node_token(struct scan *s, struct kubeapi_yaml_refusal *why)
 }
 
 /* One token that starts at *p. Returns 0, or -EINVAL past the depth. */
-static int token(struct scan *s, struct kubeapi_yaml_refusal *why)
+static int token(struct scan *s, struct yaml_refusal *why)
 {
 	unsigned char c = *s->p;
 
@@ -340,7 +340,7 @@ static void next_line(struct scan *s)
 }
 
 /* Refuses flow collections nested deeper than the limit. O(len). */
-static int scan_flow_depth(const char *text, size_t len, struct kubeapi_yaml_refusal *why)
+static int scan_flow_depth(const char *text, size_t len, struct yaml_refusal *why)
 {
 	struct scan s = {.p = (const unsigned char *)text,
 	                 .end = (const unsigned char *)text + len,
@@ -368,7 +368,7 @@ static int scan_flow_depth(const char *text, size_t len, struct kubeapi_yaml_ref
 
 /* Parses events until one opens a collection deeper than the limit, the
  * stream ends, or libyaml finds an error (left to the load that follows). */
-static int event_depth(const char *text, size_t len, struct kubeapi_yaml_refusal *why)
+static int event_depth(const char *text, size_t len, struct yaml_refusal *why)
 {
 	yaml_parser_t parser;
 	yaml_event_t ev;
@@ -382,7 +382,7 @@ static int event_depth(const char *text, size_t len, struct kubeapi_yaml_refusal
 		yaml_event_type_t t = ev.type;
 
 		if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
-			if (++depth > KUBEAPI_YAML_MAX_DEPTH)
+			if (++depth > YAML_GUARD_MAX_DEPTH)
 				rc =
 				    refuse(why, ev.start_mark.line + 1, ev.start_mark.column + 1,
 				           t == YAML_SEQUENCE_START_EVENT ? "a list" : "a mapping");
@@ -399,14 +399,13 @@ static int event_depth(const char *text, size_t len, struct kubeapi_yaml_refusal
 	return rc;
 }
 
-int kubeapi_yaml_guard(const char *text, size_t len, struct kubeapi_yaml_refusal *why)
+int yaml_guard(const char *text, size_t len, struct yaml_refusal *why)
 {
 	int rc;
 
-	if (len > KUBEAPI_YAML_MAX_BYTES) {
+	if (len > YAML_GUARD_MAX_BYTES) {
 		why->line = why->column = 0;
-		snprintf(why->msg, sizeof(why->msg), "larger than %d bytes",
-		         KUBEAPI_YAML_MAX_BYTES);
+		snprintf(why->msg, sizeof(why->msg), "larger than %d bytes", YAML_GUARD_MAX_BYTES);
 		return -EFBIG;
 	}
 	rc = scan_flow_depth(text, len, why);

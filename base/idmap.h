@@ -5,14 +5,14 @@
  * halved when it falls under 0.175 (never under 64 slots). Cost: 16 bytes
  * a slot, about 23 bytes per entry. Key 0 is reserved.
  */
-#ifndef MUSTER_KUBEAPI_IDMAP_H
-#define MUSTER_KUBEAPI_IDMAP_H
+#ifndef MUSTER_BASE_IDMAP_H
+#define MUSTER_BASE_IDMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct kubeapi_idmap {
-	struct kubeapi_idmap_slot {
+struct idmap {
+	struct idmap_slot {
 		uint64_t key; /* 0 = empty */
 		void *value;
 	} * slots;
@@ -20,19 +20,19 @@ struct kubeapi_idmap {
 };
 
 /** The value for key, or NULL. Expected O(1). */
-void *kubeapi_idmap_get(const struct kubeapi_idmap *m, uint64_t key);
+void *idmap_get(const struct idmap *m, uint64_t key);
 
 /** Insert or replace; 0 or -ENOMEM (-EINVAL for key 0). Amortized O(1). */
-int kubeapi_idmap_put(struct kubeapi_idmap *m, uint64_t key, void *value);
+int idmap_put(struct idmap *m, uint64_t key, void *value);
 
 /** Remove key; returns its value or NULL. */
-void *kubeapi_idmap_del(struct kubeapi_idmap *m, uint64_t key);
+void *idmap_del(struct idmap *m, uint64_t key);
 
 /** Free the slots (not the values) and zero the map. */
-void kubeapi_idmap_free(struct kubeapi_idmap *m);
+void idmap_free(struct idmap *m);
 
 /* Iterate: for (i = 0; i < m->nslots; i++) if (m->slots[i].key) ...
  * Deleting during iteration may move a later entry before i, or rebuild
  * the table: collect keys first. */
 
-#endif /* MUSTER_KUBEAPI_IDMAP_H */
+#endif /* MUSTER_BASE_IDMAP_H */

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "kubeapi/idmap.h"
+#include "base/idmap.h"
 
 #define UNIVERSE 4096
 
@@ -21,13 +21,13 @@ static uint64_t next_rand(uint64_t *s)
 	return *s;
 }
 
-static void check_all(const struct kubeapi_idmap *m, void *const *ref)
+static void check_all(const struct idmap *m, void *const *ref)
 {
 	size_t n = 0;
 	uint64_t k;
 
 	for (k = 1; k <= UNIVERSE; k++) {
-		assert_ptr_equal(kubeapi_idmap_get(m, k), ref[k]);
+		assert_ptr_equal(idmap_get(m, k), ref[k]);
 		n += ref[k] != NULL;
 	}
 	assert_int_equal(m->n, n);
@@ -35,7 +35,7 @@ static void check_all(const struct kubeapi_idmap *m, void *const *ref)
 
 static void test_random_ops_match_reference(void **state)
 {
-	struct kubeapi_idmap m = {0};
+	struct idmap m = {0};
 	void **ref = calloc(UNIVERSE + 1, sizeof(*ref));
 	uint64_t s = 88172645463325252ULL;
 	int i;
@@ -47,17 +47,17 @@ static void test_random_ops_match_reference(void **state)
 		void *v = (void *)(uintptr_t)(next_rand(&s) | 1);
 
 		if (next_rand(&s) % 3) {
-			assert_int_equal(kubeapi_idmap_put(&m, k, v), 0);
+			assert_int_equal(idmap_put(&m, k, v), 0);
 			ref[k] = v;
 		} else {
-			assert_ptr_equal(kubeapi_idmap_del(&m, k), ref[k]);
+			assert_ptr_equal(idmap_del(&m, k), ref[k]);
 			ref[k] = NULL;
 		}
 		if (i % 20000 == 0)
 			check_all(&m, ref);
 	}
 	check_all(&m, ref);
-	kubeapi_idmap_free(&m);
+	idmap_free(&m);
 	free(ref);
 }
 
@@ -65,37 +65,37 @@ static void test_random_ops_match_reference(void **state)
  * what stays is still found. */
 static void test_shrinks_after_deletes(void **state)
 {
-	struct kubeapi_idmap m = {0};
+	struct idmap m = {0};
 	enum { N = 100000, KEEP = 10 };
 
 	(void)state;
 	for (uint64_t k = 1; k <= N; k++)
-		assert_int_equal(kubeapi_idmap_put(&m, k * 7919, (void *)(uintptr_t)k), 0);
+		assert_int_equal(idmap_put(&m, k * 7919, (void *)(uintptr_t)k), 0);
 	assert_true(m.nslots >= N);
 	for (uint64_t k = KEEP + 1; k <= N; k++)
-		assert_int_equal((uintptr_t)kubeapi_idmap_del(&m, k * 7919), k);
+		assert_int_equal((uintptr_t)idmap_del(&m, k * 7919), k);
 	assert_int_equal(m.n, KEEP);
 	assert_int_equal(m.nslots, 64);
 	for (uint64_t k = 1; k <= KEEP; k++)
-		assert_int_equal((uintptr_t)kubeapi_idmap_get(&m, k * 7919), k);
-	kubeapi_idmap_free(&m);
+		assert_int_equal((uintptr_t)idmap_get(&m, k * 7919), k);
+	idmap_free(&m);
 }
 
 static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
 {
-	struct kubeapi_idmap m = {0};
+	struct idmap m = {0};
 	int x;
 
 	(void)state;
-	assert_null(kubeapi_idmap_get(&m, 7));
-	assert_null(kubeapi_idmap_del(&m, 7));
-	assert_int_equal(kubeapi_idmap_put(&m, 0, &x), -22);
-	assert_int_equal(kubeapi_idmap_put(&m, 7, &x), 0);
-	assert_int_equal(kubeapi_idmap_put(&m, 7, &x + 1), 0); /* replace */
+	assert_null(idmap_get(&m, 7));
+	assert_null(idmap_del(&m, 7));
+	assert_int_equal(idmap_put(&m, 0, &x), -22);
+	assert_int_equal(idmap_put(&m, 7, &x), 0);
+	assert_int_equal(idmap_put(&m, 7, &x + 1), 0); /* replace */
 	assert_int_equal(m.n, 1);
-	assert_ptr_equal(kubeapi_idmap_get(&m, 7), &x + 1);
-	assert_null(kubeapi_idmap_get(&m, 8));
-	kubeapi_idmap_free(&m);
+	assert_ptr_equal(idmap_get(&m, 7), &x + 1);
+	assert_null(idmap_get(&m, 8));
+	idmap_free(&m);
 	assert_int_equal(m.nslots, 0);
 }
 

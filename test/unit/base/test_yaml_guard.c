@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "kubeapi/yaml_guard.h"
+#include "base/yaml_guard.h"
 
 #define SCAN_LIST "'[' nested deeper than 64 levels"
 #define SCAN_MAP  "'{' nested deeper than 64 levels"
@@ -45,8 +45,8 @@ static char *repeat(const char *head, const char *unit, size_t n, const char *ta
 
 static void expect_ok(const char *label, const char *text)
 {
-	struct kubeapi_yaml_refusal why = {0};
-	int rc = kubeapi_yaml_guard(text, strlen(text), &why);
+	struct yaml_refusal why = {0};
+	int rc = yaml_guard(text, strlen(text), &why);
 
 	if (rc != 0)
 		fail_msg("%s: refused (%d) at %zu:%zu: %s", label, rc, why.line, why.column,
@@ -56,8 +56,8 @@ static void expect_ok(const char *label, const char *text)
 static void expect_refused(const char *label, const char *text, size_t line, size_t column,
                            const char *msg)
 {
-	struct kubeapi_yaml_refusal why = {0};
-	int rc = kubeapi_yaml_guard(text, strlen(text), &why);
+	struct yaml_refusal why = {0};
+	int rc = yaml_guard(text, strlen(text), &why);
 
 	if (rc != -EINVAL || why.line != line || why.column != column || strcmp(why.msg, msg))
 		fail_msg("%s: got %d at %zu:%zu: %s\nwant %d at %zu:%zu: %s", label, rc, why.line,
@@ -75,15 +75,15 @@ static double now_ms(void)
 /* The attack: 1 MiB of '[' took libyaml minutes. */
 static void test_megabyte_of_brackets(void **state)
 {
-	struct kubeapi_yaml_refusal why;
-	char *text = malloc(KUBEAPI_YAML_MAX_BYTES);
+	struct yaml_refusal why;
+	char *text = malloc(YAML_GUARD_MAX_BYTES);
 	double t0, ms;
 
 	(void)state;
 	assert_non_null(text);
-	memset(text, '[', KUBEAPI_YAML_MAX_BYTES);
+	memset(text, '[', YAML_GUARD_MAX_BYTES);
 	t0 = now_ms();
-	assert_int_equal(kubeapi_yaml_guard(text, KUBEAPI_YAML_MAX_BYTES, &why), -EINVAL);
+	assert_int_equal(yaml_guard(text, YAML_GUARD_MAX_BYTES, &why), -EINVAL);
 	ms = now_ms() - t0;
 	assert_int_equal(why.line, 1);
 	assert_int_equal(why.column, 65);
@@ -141,14 +141,14 @@ static void test_depth_limit(void **state)
 
 static void test_size_cap(void **state)
 {
-	struct kubeapi_yaml_refusal why;
-	char *text = malloc(KUBEAPI_YAML_MAX_BYTES + 1);
+	struct yaml_refusal why;
+	char *text = malloc(YAML_GUARD_MAX_BYTES + 1);
 
 	(void)state;
 	assert_non_null(text);
-	memset(text, '#', KUBEAPI_YAML_MAX_BYTES + 1);
-	assert_int_equal(kubeapi_yaml_guard(text, KUBEAPI_YAML_MAX_BYTES, &why), 0);
-	assert_int_equal(kubeapi_yaml_guard(text, KUBEAPI_YAML_MAX_BYTES + 1, &why), -EFBIG);
+	memset(text, '#', YAML_GUARD_MAX_BYTES + 1);
+	assert_int_equal(yaml_guard(text, YAML_GUARD_MAX_BYTES, &why), 0);
+	assert_int_equal(yaml_guard(text, YAML_GUARD_MAX_BYTES + 1, &why), -EFBIG);
 	assert_int_equal(why.line, 0);
 	assert_string_equal(why.msg, "larger than 1048576 bytes");
 	free(text);
@@ -251,14 +251,14 @@ static void test_real_files_pass(void **state)
 	static char text[64 * 1024];
 	FILE *f = fopen("config/example.yaml", "rb");
 	size_t len;
-	struct kubeapi_yaml_refusal why;
+	struct yaml_refusal why;
 
 	(void)state;
 	assert_non_null(f);
 	len = fread(text, 1, sizeof(text) - 1, f);
 	fclose(f);
 	assert_true(len > 0);
-	assert_int_equal(kubeapi_yaml_guard(text, len, &why), 0);
+	assert_int_equal(yaml_guard(text, len, &why), 0);
 	/* Syntax errors are the loader's to report. */
 	expect_ok("unclosed", "a: [b, c\n");
 	expect_ok("bad indent", "a:\n  b: 1\n c: 2\n");

@@ -11,7 +11,7 @@
  * hash set of header pointers. Cost per distinct blob: 16 + len bytes and
  * about 11 bytes of index.
  */
-#include "kubeapi/intern.h"
+#include "base/intern.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -33,7 +33,7 @@ struct iblob {
 	/* 16 bytes: the data that follows is 16-byte aligned (malloc is). */
 };
 
-struct kubeapi_intern {
+struct intern {
 	uint64_t seed;
 	/* strings */
 	struct istr **strs; /* by id; [0] unused */
@@ -70,9 +70,9 @@ static uint64_t hash_bytes(uint64_t seed, const void *p, size_t len)
 	return h;
 }
 
-int kubeapi_intern_new(struct kubeapi_intern **out)
+int intern_new(struct intern **out)
 {
-	struct kubeapi_intern *t = calloc(1, sizeof(*t));
+	struct intern *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -83,9 +83,9 @@ int kubeapi_intern_new(struct kubeapi_intern **out)
 	return 0;
 }
 
-void kubeapi_intern_free(struct kubeapi_intern **tp)
+void intern_free(struct intern **tp)
 {
-	struct kubeapi_intern *t = tp ? *tp : NULL;
+	struct intern *t = tp ? *tp : NULL;
 	uint32_t i;
 
 	if (!t)
@@ -111,7 +111,7 @@ static bool str_eq(const struct istr *e, uint32_t hash, const char *s, size_t le
 }
 
 /* Slot holding s, or the slot where it would go (first tombstone or empty). */
-static uint32_t str_slot(const struct kubeapi_intern *t, uint32_t hash, const char *s, size_t len,
+static uint32_t str_slot(const struct intern *t, uint32_t hash, const char *s, size_t len,
                          bool *found)
 {
 	uint32_t mask = t->sslots - 1, i = hash & mask, insert = UINT32_MAX;
@@ -134,7 +134,7 @@ static uint32_t str_slot(const struct kubeapi_intern *t, uint32_t hash, const ch
 }
 
 /* Rebuild the index with `slots` slots, dropping tombstones. */
-static int str_rehash(struct kubeapi_intern *t, uint32_t slots)
+static int str_rehash(struct intern *t, uint32_t slots)
 {
 	uint32_t *idx = calloc(slots, sizeof(*idx)), i;
 
@@ -156,7 +156,7 @@ static int str_rehash(struct kubeapi_intern *t, uint32_t slots)
 	return 0;
 }
 
-static int str_reserve(struct kubeapi_intern *t)
+static int str_reserve(struct intern *t)
 {
 	if (t->sslots == 0)
 		return str_rehash(t, MIN_SLOTS);
@@ -167,7 +167,7 @@ static int str_reserve(struct kubeapi_intern *t)
 }
 
 /* An id for a new string: a freed one, or the next in the vector. */
-static uint32_t str_new_id(struct kubeapi_intern *t)
+static uint32_t str_new_id(struct intern *t)
 {
 	if (t->nfree)
 		return t->free_ids[--t->nfree];
@@ -186,7 +186,7 @@ static uint32_t str_new_id(struct kubeapi_intern *t)
 	return t->nstrs++;
 }
 
-uint32_t kubeapi_str_intern(struct kubeapi_intern *t, const char *s, size_t len)
+uint32_t intern_add(struct intern *t, const char *s, size_t len)
 {
 	uint32_t hash, slot, id;
 	struct istr *e;
@@ -221,7 +221,7 @@ uint32_t kubeapi_str_intern(struct kubeapi_intern *t, const char *s, size_t len)
 	return id;
 }
 
-uint32_t kubeapi_str_find(const struct kubeapi_intern *t, const char *s, size_t len)
+uint32_t intern_find(const struct intern *t, const char *s, size_t len)
 {
 	uint32_t hash, slot;
 	bool found;
@@ -233,13 +233,13 @@ uint32_t kubeapi_str_find(const struct kubeapi_intern *t, const char *s, size_t 
 	return found ? t->sidx[slot] : 0;
 }
 
-void kubeapi_str_ref(struct kubeapi_intern *t, uint32_t id)
+void intern_ref(struct intern *t, uint32_t id)
 {
 	if (id)
 		t->strs[id]->refs++;
 }
 
-static void str_remove(struct kubeapi_intern *t, uint32_t id)
+static void str_remove(struct intern *t, uint32_t id)
 {
 	struct istr *e = t->strs[id];
 	uint32_t mask = t->sslots - 1, i = e->hash & mask;
@@ -265,26 +265,26 @@ static void str_remove(struct kubeapi_intern *t, uint32_t id)
 	t->free_ids[t->nfree++] = id;
 }
 
-void kubeapi_str_unref(struct kubeapi_intern *t, uint32_t id)
+void intern_unref(struct intern *t, uint32_t id)
 {
 	if (id && --t->strs[id]->refs == 0)
 		str_remove(t, id);
 }
 
-const char *kubeapi_str(const struct kubeapi_intern *t, uint32_t id)
+const char *intern_str(const struct intern *t, uint32_t id)
 {
 	return id ? t->strs[id]->s : "";
 }
 
-size_t kubeapi_str_len(const struct kubeapi_intern *t, uint32_t id)
+size_t intern_len(const struct intern *t, uint32_t id)
 {
 	return id ? t->strs[id]->len : 0;
 }
 
 /* ---- blobs -------------------------------------------------------------- */
 
-static uint32_t blob_slot(const struct kubeapi_intern *t, uint64_t hash, const void *data,
-                          size_t len, bool *found)
+static uint32_t blob_slot(const struct intern *t, uint64_t hash, const void *data, size_t len,
+                          bool *found)
 {
 	uint32_t mask = t->bslots - 1, i = (uint32_t)hash & mask, insert = UINT32_MAX;
 
@@ -305,7 +305,7 @@ static uint32_t blob_slot(const struct kubeapi_intern *t, uint64_t hash, const v
 	}
 }
 
-static int blob_rehash(struct kubeapi_intern *t, uint32_t slots)
+static int blob_rehash(struct intern *t, uint32_t slots)
 {
 	struct iblob **idx = calloc(slots, sizeof(*idx));
 	uint32_t i;
@@ -329,7 +329,7 @@ static int blob_rehash(struct kubeapi_intern *t, uint32_t slots)
 	return 0;
 }
 
-static int blob_reserve(struct kubeapi_intern *t)
+static int blob_reserve(struct intern *t)
 {
 	if (t->bslots == 0)
 		return blob_rehash(t, MIN_SLOTS);
@@ -339,8 +339,7 @@ static int blob_reserve(struct kubeapi_intern *t)
 	return 0;
 }
 
-const void *kubeapi_blob_intern(struct kubeapi_intern *t, const void *data, size_t len,
-                                int *created)
+const void *intern_blob(struct intern *t, const void *data, size_t len, int *created)
 {
 	uint64_t hash;
 	uint32_t slot;
@@ -371,24 +370,24 @@ const void *kubeapi_blob_intern(struct kubeapi_intern *t, const void *data, size
 	return b + 1;
 }
 
-uint32_t kubeapi_blob_refs(const void *blob)
+uint32_t intern_blob_refs(const void *blob)
 {
 	return ((const struct iblob *)blob - 1)->refs;
 }
 
-size_t kubeapi_blob_len(const void *blob)
+size_t intern_blob_len(const void *blob)
 {
 	return ((const struct iblob *)blob - 1)->len;
 }
 
-void kubeapi_blob_ref(struct kubeapi_intern *t, const void *blob)
+void intern_blob_ref(struct intern *t, const void *blob)
 {
 	(void)t;
 	if (blob)
 		((struct iblob *)blob - 1)->refs++;
 }
 
-void kubeapi_blob_unref(struct kubeapi_intern *t, const void *blob)
+void intern_blob_unref(struct intern *t, const void *blob)
 {
 	struct iblob *b;
 	uint32_t mask, i;
@@ -409,9 +408,9 @@ void kubeapi_blob_unref(struct kubeapi_intern *t, const void *blob)
 	free(b);
 }
 
-void kubeapi_intern_stats(const struct kubeapi_intern *t, struct kubeapi_intern_stats *out)
+void intern_stats(const struct intern *t, struct intern_stats *out)
 {
-	*out = (struct kubeapi_intern_stats){
+	*out = (struct intern_stats){
 	    .strings = t->live_strings,
 	    .string_bytes = t->string_bytes,
 	    .blobs = t->live_blobs,

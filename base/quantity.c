@@ -14,7 +14,7 @@
  * step needs more than 64 bits however long the digit string. Every
  * multiply and add that could wrap is checked.
  */
-#include "kubeapi/quantity.h"
+#include "base/quantity.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -28,7 +28,7 @@
 /* A parsed quantity: (negative ? -1 : 1) * digits * 10^exp10 * 2^shift. */
 struct number {
 	bool negative;
-	char digits[KUBEAPI_QUANTITY_MAX_LEN]; /* ASCII '0'..'9', point removed */
+	char digits[QUANTITY_MAX_LEN]; /* ASCII '0'..'9', point removed */
 	size_t ndigits;
 	int64_t exp10;
 	unsigned shift;
@@ -134,7 +134,7 @@ static int parse(const char *s, size_t len, struct number *n)
 	size_t used;
 	int rc;
 
-	if (!s || len == 0 || len > KUBEAPI_QUANTITY_MAX_LEN)
+	if (!s || len == 0 || len > QUANTITY_MAX_LEN)
 		return -EINVAL;
 	rc = parse_mantissa(s, len, n, &used);
 	if (rc == 0)
@@ -223,12 +223,12 @@ static int quantity_scaled(const char *s, size_t len, int64_t scale10, int64_t *
 	return 0;
 }
 
-int kubeapi_quantity_milli(const char *s, size_t len, int64_t *out)
+int quantity_milli(const char *s, size_t len, int64_t *out)
 {
 	return quantity_scaled(s, len, 3, out);
 }
 
-int kubeapi_quantity_value(const char *s, size_t len, int64_t *out)
+int quantity_value(const char *s, size_t len, int64_t *out)
 {
 	return quantity_scaled(s, len, 0, out);
 }
