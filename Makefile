@@ -69,15 +69,17 @@ LLHTTP_CFLAGS := -O2 -g -fPIC $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-
 	$(if $(filter 1,$(FUZZ)),$(FUZZ_SAN))
 CFLAGS += -I$(LLHTTP_DIR)/include
 
-# One folder per module; each module's .c files go into libmuster.a.
-MODULES := base kubeapi queue policy config scheduler
+# One folder per module (sub-folders are modules of their own); each
+# module's .c files go into libmuster.a.
+MODULES := base kubeapi queue policy config scheduler scheduler/httpd scheduler/cli
 LIB_SRC := $(filter-out scheduler/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmuster.a
 MUSTER := $(BUILD)/muster
 
-# Unit tests mirror the source tree: test/unit/<module>/test_<name>.c.
-UNIT_SRC := $(wildcard test/unit/*/test_*.c)
+# Unit tests mirror the source tree: test/unit/<folder>/test_<name>.c,
+# sub-folders too (test/unit/scheduler/httpd/test_httpd.c).
+UNIT_SRC := $(wildcard test/unit/*/test_*.c test/unit/*/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 
 # Integration tests: cmocka programs that talk to the local control plane

@@ -111,7 +111,7 @@
 #include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 #include "scheduler/snap.h"
 
 #define NODE_GPUS      8

@@ -44,7 +44,7 @@
 #include <uv.h>
 
 #include "fuzz/fuzz.h"
-#include "scheduler/httpd.h"
+#include "scheduler/httpd/httpd.h"
 
 #define MAX_HEAD    1024
 #define MAX_SENDS   64

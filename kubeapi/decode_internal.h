@@ -50,6 +50,13 @@ struct kubeapi__dec {
 	uint64_t fresh; /* slots this decode gave a name; freed if unused at the end */
 };
 
+/* The resource table's slots (model.c): a name into a free slot (its
+ * index, -ENOSPC, -EINVAL), a slot freed, references taken on the
+ * indexes in mask. */
+int kubeapi__res_add(struct kubeapi_model *m, const char *name, size_t len);
+void kubeapi__res_free(struct kubeapi_model *m, unsigned i);
+void kubeapi__res_ref_mask(struct kubeapi_model *m, uint64_t mask);
+
 void kubeapi__dec_init(struct kubeapi__dec *d, struct kubeapi_model *m,
                        struct kubeapi_decode_error *err, const char *kind);
 

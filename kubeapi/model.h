@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/intern.h"
+
 /* Well-known resources have fixed indexes; others get a slot when a Node
  * offers them or the queue file names them (decode.h), up to
  * KUBEAPI_MAX_RESOURCES at once. A pod or PodGroup asking for a name no
@@ -319,5 +321,54 @@ struct kubeapi_namespace {
 	uint64_t rv;
 	const struct kubeapi_labels *muster;
 };
+
+/* ---- the model's handle (model.c) ---------------------------------------- */
+
+/* The interned strings and the resource names shared by all decoded objects. */
+struct kubeapi_model;
+
+/** Create a model with the well-known resources registered. 0 or -ENOMEM. */
+int kubeapi_model_new(struct kubeapi_model **out);
+
+/** Free it; every object decoded with it must be released first. */
+void kubeapi_model_free(struct kubeapi_model **mp);
+
+/** Its string and blob table. */
+struct intern *kubeapi_model_intern(struct kubeapi_model *m);
+
+/* The resource table. A slot is held by the decoded objects whose blobs
+ * use its index (counted) or pinned for the model's life (the well-known
+ * names and those passed to kubeapi_model_resource()). Only a Node's
+ * allocatable brings a new name in, at most KUBEAPI_MAX_NEW_RESOURCES per
+ * Node; a name no object uses any more frees its slot. A pod or PodGroup
+ * only looks names up (KUBEAPI_RES_UNOFFERED when absent), so what
+ * tenants create cannot fill the table; when a name arrives, objects that
+ * asked for an unoffered one must be decoded again
+ * (kubeapi_model_resource_gen() tells when). */
+#define KUBEAPI_MAX_NEW_RESOURCES 16
+
+/** Index of resource `name`, registering and pinning it; -ENOSPC when
+ *  every slot is taken, -EINVAL for an empty or oversized name. */
+int kubeapi_model_resource(struct kubeapi_model *m, const char *name, size_t len);
+
+/** Index of resource `name` if it has a slot, else -ENOENT. */
+int kubeapi_model_resource_find(const struct kubeapi_model *m, const char *name, size_t len);
+
+/** One past the highest slot in use: indexes run 0 .. n-1 (some of them
+ *  may be free: their name is NULL). */
+unsigned kubeapi_model_nresources(const struct kubeapi_model *m);
+
+/** Name of resource index `res`, or NULL for a free slot. */
+const char *kubeapi_model_resource_name(const struct kubeapi_model *m, unsigned res);
+
+/** Bumped each time a name gets a slot. */
+uint64_t kubeapi_model_resource_gen(const struct kubeapi_model *m);
+
+/** Objects holding KUBEAPI_RES_UNOFFERED (a decoded pod spec or PodGroup
+ *  counts once per shared blob). */
+unsigned kubeapi_model_unoffered(const struct kubeapi_model *m);
+
+/** Look up a label in a label set: the value id, or 0 when absent. */
+uint32_t kubeapi_labels_get(const struct kubeapi_labels *l, uint32_t key);
 
 #endif /* MUSTER_KUBEAPI_MODEL_H */

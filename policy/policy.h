@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "kubeapi/decode.h"
+#include "kubeapi/model.h"
 #include "base/idmap.h"
 #include "kubeapi/model.h"
 #include "base/arena.h"

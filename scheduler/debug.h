@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "scheduler/httpd.h"
+#include "scheduler/httpd/httpd.h"
 #include "scheduler/snap.h"
 
 /** The httpd handler: data is the struct sched. Routes in debug.c. */

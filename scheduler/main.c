@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "scheduler/cli.h"
+#include "scheduler/cli/cli.h"
 #include "scheduler/sched.h"
 #include "scheduler/version.h"
 

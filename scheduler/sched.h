@@ -32,10 +32,10 @@
 #include "base/idmap.h"
 #include "kubeapi/writes.h"
 #include "queue/queue.h"
-#include "scheduler/httpd.h"
+#include "scheduler/httpd/httpd.h"
 #include "scheduler/lease.h"
 #include "scheduler/metrics.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 #include "scheduler/snap.h"
 
 /* Most scheduler names one Muster takes. */

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "base/arena.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 
 struct snap_gang {
 	const char *ns, *name;

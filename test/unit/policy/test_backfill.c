@@ -1,7 +1,7 @@
 /*
  * scheduler/plan over time: reservations and backfill as a policy, checked
  * by a small discrete-event simulator around plan_cycle() that text
- * scenarios drive (test/unit/scheduler/scenarios/, one .txt file each, and
+ * scenarios drive (test/unit/policy/scenarios/, one .txt file each, and
  * a README).
  *
  * A scenario, one directive a line, `#` to the end of a line a comment:
@@ -77,9 +77,9 @@
 #include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 
-#define SCENARIOS "test/unit/scheduler/scenarios/"
+#define SCENARIOS "test/unit/policy/scenarios/"
 
 #define EPOCH_S     1767225600 /* 2026-01-01T00:00:00Z: second 0 of a scenario */
 #define NS          "sim"

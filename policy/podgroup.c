@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/plan_internal.h"
+#include "policy/plan_internal.h"
 
 bool plan__group_ran(const struct plan_run *r, const struct kubeapi_podgroup *pg)
 {

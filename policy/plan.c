@@ -10,7 +10,7 @@
  * makes every later gang of that spec at least as large fail at once
  * (capacity only shrinks during a cycle).
  */
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "base/intern.h"
-#include "scheduler/plan_internal.h"
+#include "policy/plan_internal.h"
 
 /* Placements that failed this cycle for gangs of one spec, per static
  * fit (the nodes a spec may use at all). Capacity only shrinks during a

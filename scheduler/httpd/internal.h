@@ -13,7 +13,7 @@
 #include <openssl/ssl.h>
 #include <uv.h>
 
-#include "scheduler/httpd.h"
+#include "scheduler/httpd/httpd.h"
 
 enum {
 	HTTPD__READ_CAP = 16 * 1024, /* one read from a socket */

@@ -2,17 +2,17 @@
  * The cycle planner's working state, shared by its parts:
  *
  *   plan.c          gangs, usage, the admission loop
- *   plan_time.c     runtimes, reservations and backfill
- *   plan_preempt.c  preemption, reclaim, and the room held for preemptors
- *   plan_group.c    what a PodGroup asks beyond minMember: the
+ *   backfill.c     runtimes, reservations and backfill
+ *   preempt.c  preemption, reclaim, and the room held for preemptors
+ *   podgroup.c    what a PodGroup asks beyond minMember: the
  *                   minResources gate (enqueue) and minTaskMember
  *
- * Internal to scheduler/plan*.c.
+ * Internal to policy/plan*.c.
  */
-#ifndef MUSTER_SCHEDULER_PLAN_INTERNAL_H
-#define MUSTER_SCHEDULER_PLAN_INTERNAL_H
+#ifndef MUSTER_POLICY_PLAN_INTERNAL_H
+#define MUSTER_POLICY_PLAN_INTERNAL_H
 
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 
 /* A bound (or assumed) pod on a node of the table. */
 struct plan_bound {
@@ -156,7 +156,7 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
 const struct kubeapi_podspec **plan__specs(struct plan_run *r,
                                            const struct kubeapi_pod *const *pods, size_t n);
 
-/* plan_time.c */
+/* backfill.c */
 int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,
                           const struct plan_gang *g);
 int64_t plan__pod_start(const struct kubeapi_pod *pod);
@@ -167,17 +167,17 @@ int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
                          const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
                          struct policy_why *why);
 
-/* plan_group.c */
+/* podgroup.c */
 bool plan__group_ran(const struct plan_run *r, const struct kubeapi_podgroup *pg);
 int plan__enqueue(struct plan_run *r);
 int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct kubeapi_pod *pod);
 bool plan__tasks_short(struct plan_run *r, struct plan_gang *g);
 uint32_t plan__task_order(struct plan_run *r, struct plan_gang *g, uint32_t need);
 
-/* plan_preempt.c */
+/* preempt.c */
 int plan__holds(struct plan_run *r);
 int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);
 void plan__protect(struct plan_run *r);
 
-#endif /* MUSTER_SCHEDULER_PLAN_INTERNAL_H */
+#endif /* MUSTER_POLICY_PLAN_INTERNAL_H */

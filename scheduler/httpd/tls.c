@@ -13,7 +13,7 @@
  * terminal. A response is encrypted whole into wbio, so for a moment it
  * exists twice (plaintext and ciphertext, ~1.003x).
  */
-#include "scheduler/httpd_internal.h"
+#include "scheduler/httpd/internal.h"
 
 #include <errno.h>
 #include <limits.h>

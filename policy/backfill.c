@@ -32,7 +32,7 @@
 #include <time.h>
 
 #include "base/intern.h"
-#include "scheduler/plan_internal.h"
+#include "policy/plan_internal.h"
 
 /* ---- runtimes -------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
  * Responses are written with one uv_write() of head and body (or of their
  * ciphertext); the body is freed when the kernel has taken it.
  */
-#include "scheduler/httpd_internal.h"
+#include "scheduler/httpd/internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * and pause at the end of the head; then the checks that decide whether
  * the handler sees it: method, body, target, token.
  */
-#include "scheduler/httpd_internal.h"
+#include "scheduler/httpd/internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "scheduler/cli.h"
+#include "scheduler/cli/cli.h"
 #include "scheduler/debug_page.h"
 
 /* ---- Canned documents ----------------------------------------------------- */

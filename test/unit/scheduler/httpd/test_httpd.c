@@ -29,7 +29,7 @@
 #include <openssl/x509.h>
 #include <uv.h>
 
-#include "scheduler/httpd.h"
+#include "scheduler/httpd/httpd.h"
 
 #define BIG_LEN (16u << 20) /* more than the kernel buffers of both ends */
 

@@ -18,26 +18,26 @@
  *      every gang, so usage is always what runs (a reload of the
  *      configuration loses nothing);
  *   4. preemptors holding room (plan.holds) go first: placed as if their
- *      victims were gone, bound once they are (plan_preempt.c);
+ *      victims were gone, bound once they are (preempt.c);
  *   5. the gangs with members to place, in the queue module's order: each
  *      must fit its quota along the cohort tree and be placed whole
  *      (policy_place); admitted ones are charged at once, so the rest of
  *      the cycle sees them. One that does not fit may preempt, if its
- *      queue allows (plan_preempt.c), else the first
+ *      queue allows (preempt.c), else the first
  *      backfill.reservations of them hold a reservation, and every later
  *      gang may use reserved nodes only as far as it cannot delay them
- *      (plan_time.c).
+ *      (backfill.c).
  *
  * No I/O: the scheduler turns the result into bindings and status. All
  * memory of a cycle is in the plan's arena, valid until the next cycle.
  */
-#ifndef MUSTER_SCHEDULER_PLAN_H
-#define MUSTER_SCHEDULER_PLAN_H
+#ifndef MUSTER_POLICY_PLAN_H
+#define MUSTER_POLICY_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kubeapi/decode.h"
+#include "kubeapi/model.h"
 #include "base/idmap.h"
 #include "kubeapi/model.h"
 #include "policy/policy.h"
@@ -184,7 +184,7 @@ struct plan_stats {
 	size_t arena_bytes;
 };
 
-/* A reservation held this cycle (see plan_time.c): gang `gang` starts at
+/* A reservation held this cycle (see backfill.c): gang `gang` starts at
  * start_s (PLAN_NEVER: unknown), member k (spec[k]) on node table index
  * at[k]. */
 struct plan_reservation {
@@ -234,4 +234,4 @@ int plan_cycle(struct plan *p, const struct plan_input *in);
 /** Free everything p holds. */
 void plan_free(struct plan *p);
 
-#endif /* MUSTER_SCHEDULER_PLAN_H */
+#endif /* MUSTER_POLICY_PLAN_H */

@@ -31,8 +31,8 @@
  * more while records are in flight, and the response's ciphertext. The
  * server itself has two 16 KiB buffers that every read goes through.
  */
-#include "scheduler/httpd.h"
-#include "scheduler/httpd_internal.h"
+#include "scheduler/httpd/httpd.h"
+#include "scheduler/httpd/internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

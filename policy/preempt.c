@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "base/intern.h"
-#include "scheduler/plan_internal.h"
+#include "policy/plan_internal.h"
 
 struct cand {
 	uint32_t gang;

@@ -18,7 +18,7 @@
 #include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 
 static const char yaml[] =
     "resources: [cpu, memory, nvidia.com/gpu]\n"

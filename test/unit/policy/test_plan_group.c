@@ -1,5 +1,5 @@
 /*
- * scheduler/plan_group.c: what a PodGroup asks beyond minMember. The
+ * policy/podgroup.c: what a PodGroup asks beyond minMember. The
  * minResources gate (Volcano's enqueue) before and after pods exist,
  * enqueued PodGroups counted together against a quota, Inqueue read back
  * from the PodGroup, the cluster's capacity; minTaskMember.
@@ -18,7 +18,7 @@
 #include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 
 static const char yaml[] = "resources: [nvidia.com/gpu]\n"
                            "queues:\n"

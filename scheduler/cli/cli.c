@@ -17,8 +17,8 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "scheduler/cli.h"
-#include "scheduler/cli_internal.h"
+#include "scheduler/cli/cli.h"
+#include "scheduler/cli/internal.h"
 
 #define CLI_DEFAULT_ADDR "http://127.0.0.1:10251"
 #define CLI_TIMEOUT_MS   10000L

@@ -21,8 +21,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "scheduler/cli.h"
-#include "scheduler/cli_internal.h"
+#include "scheduler/cli/cli.h"
+#include "scheduler/cli/internal.h"
 
 #define MAX_RESOURCES   16 /* resource columns in the queue table */
 #define MAX_INDENT      16 /* queue tree levels indented, deeper ones flush */

@@ -18,7 +18,7 @@
 #include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
-#include "scheduler/plan.h"
+#include "policy/plan.h"
 #include "scheduler/snap.h"
 
 /* 2026-01-01T00:00:00Z: synth's creation timestamps count from here. */
