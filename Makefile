@@ -8,6 +8,7 @@
 #   make cluster-down     stop it and remove its state
 #   make bench-apiserver-limit        bind throughput the API server absorbs
 #   make format / make format-check
+#   make arch-check       every #include follows the house's arrows (scripts/arch-check)
 #   make SANITIZE=address,undefined test   the same under sanitizers
 #   make fuzz [FUZZ_SECONDS=600]   every libFuzzer target in fuzz/, 30 s each
 #
@@ -71,7 +72,7 @@ CFLAGS += -I$(LLHTTP_DIR)/include
 
 # One folder per module (sub-folders are modules of their own); each
 # module's .c files go into libmuster.a.
-MODULES := base kubeapi queue policy config scheduler scheduler/httpd scheduler/cli
+MODULES := base kubeapi queue policy config scheduler scheduler/httpd scheduler/cli scheduler/debug
 LIB_SRC := $(filter-out scheduler/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmuster.a
@@ -102,7 +103,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_ARGS ?=
 FUZZ_LDFLAGS_watch := -Wl,--wrap=kubeapi_http_submit -Wl,--wrap=kubeapi_http_cancel
 
-.PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check \
+.PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check arch-check \
 	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e clean fuzz fuzz-bins
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
@@ -216,6 +217,9 @@ bench-alibaba: all
 FORMAT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h')
 format: c-deps
 	clang-format -i $(FORMAT_SRC)
+
+arch-check:
+	@scripts/arch-check
 
 format-check: c-deps
 	clang-format --dry-run --Werror $(FORMAT_SRC)

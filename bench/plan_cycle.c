@@ -112,7 +112,7 @@
 #include "config/config.h"
 #include "queue/queue.h"
 #include "policy/plan.h"
-#include "scheduler/snap.h"
+#include "scheduler/debug/snap.h"
 
 #define NODE_GPUS      8
 #define RACK_NODES     32
@@ -761,7 +761,7 @@ static int held_cycle(struct world *w, const struct plan_input *in, struct resul
 }
 
 /* What `muster run --debug-addr` adds to each cycle: the snapshot the
- * debug API and /metrics read (scheduler/snap.h). Best of three. */
+ * debug API and /metrics read (scheduler/debug/snap.h). Best of three. */
 static int time_snap(struct world *w, struct result *r)
 {
 	struct snap_input in = {&w->plan, w->qs, w->cfg, w->s.model, 1, NOW_S};

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "base/intern.h"
-#include "scheduler/debug.h"
+#include "scheduler/debug/debug.h"
 #include "scheduler/sched.h"
 
 uint64_t sched_now_ms(struct sched *s)
@@ -148,7 +148,7 @@ static void observe_waits(struct sched *s)
 		const struct plan_gang *g = &p->gangs[k];
 
 		if (g->state == PLAN_ADMITTED && g->bound == 0 && g->submitted_s > 0)
-			sched_hist_observe(&s->m.admission_wait,
+			debug_hist_observe(&s->m.admission_wait,
 			                   s->plan_now_s > g->submitted_s
 			                       ? (double)(s->plan_now_s - g->submitted_s)
 			                       : 0.0);
@@ -168,7 +168,7 @@ static void observe_cycle(struct sched *s)
 	                        s->n.cycles, s->plan_now_s};
 	int rc;
 
-	sched_hist_observe(&s->m.cycle, s->n.last_cycle_ms / 1000.0);
+	debug_hist_observe(&s->m.cycle, s->n.last_cycle_ms / 1000.0);
 	s->m.preemptions += s->plan.stats.preemptions;
 	observe_waits(s);
 	if (!s->httpd || (s->snap.cycle && sched_now_ms(s) < s->snap_at_ms + SNAP_EVERY_MS))
@@ -351,7 +351,7 @@ static int connect_api(struct sched *s)
 	struct kubeapi_http_options hopt = {.write_qps = 5000,
 	                                    .write_burst = 5000,
 	                                    .max_inflight = 128,
-	                                    .observe = sched_metrics_api,
+	                                    .observe = debug_metrics_api,
 	                                    .observe_data = &s->m};
 	int rc;
 
@@ -365,6 +365,23 @@ static int connect_api(struct sched *s)
 		return rc;
 	}
 	return kubeapi_http_new(s->loop, &s->conn, &hopt, &s->http);
+}
+
+/* What the debug servers show of s (struct debug_source). */
+static void debug_view(void *data, struct debug_view *v)
+{
+	const struct sched *s = data;
+
+	v->cache = s->cache;
+	v->leader = s->leader;
+	v->elected = s->lease != NULL;
+	v->holder = s->lease ? sched_lease_holder(s->lease) : NULL;
+	v->cycles = s->n.cycles;
+	v->binds_ok = s->n.binds_ok;
+	v->binds_failed = s->n.binds_failed;
+	v->evictions = s->n.evictions;
+	v->m = &s->m;
+	v->snap = s->snap.cycle ? &s->snap : NULL;
 }
 
 static void httpd_log(void *data, const char *msg)
@@ -395,7 +412,7 @@ static int start_debug(struct sched *s)
 	                          .key_file = s->opt.debug_key,
 	                          .token_file = s->opt.debug_token,
 	                          .handler = debug_handle,
-	                          .data = s,
+	                          .data = &s->debug,
 	                          .log = httpd_log};
 
 	if (!s->opt.debug_addr)
@@ -421,7 +438,7 @@ static int start_probe(struct sched *s)
 	                          .timeout_ms = 5000,
 	                          .head_timeout_ms = 2000,
 	                          .handler = debug_probe_handle,
-	                          .data = s,
+	                          .data = &s->debug,
 	                          .log = probe_log};
 
 	if (!s->opt.probe_addr)
@@ -549,7 +566,8 @@ int sched_run(const struct sched_options *opt)
 	s->loop = &loop;
 	s->opt = *opt;
 	defaults(&s->opt);
-	sched_metrics_init(&s->m);
+	debug_metrics_init(&s->m);
+	s->debug = (struct debug_source){.view = debug_view, .data = s};
 	s->leader = true; /* until leader election says otherwise */
 	snprintf(s->instance, sizeof(s->instance), "muster-%ld", (long)getpid());
 	rc = start(s);

@@ -34,9 +34,10 @@
 #include "queue/queue.h"
 #include "scheduler/httpd/httpd.h"
 #include "scheduler/lease.h"
-#include "scheduler/metrics.h"
+#include "scheduler/debug/debug.h"
+#include "scheduler/debug/metrics.h"
 #include "policy/plan.h"
-#include "scheduler/snap.h"
+#include "scheduler/debug/snap.h"
 
 /* Most scheduler names one Muster takes. */
 #define SCHED_MAX_NAMES CONFIG_MAX_SCHEDULER_NAMES
@@ -117,12 +118,13 @@ struct sched {
 	struct sched_counters n;
 	struct sched_lease *lease; /* NULL without --leader-elect */
 	bool leader;               /* this instance schedules */
-	struct sched_metrics m;
-	struct httpd *httpd; /* NULL without --debug-addr */
-	struct httpd *probe; /* NULL without --probe-addr */
-	struct snap snap;    /* a recent cycle, for httpd */
-	uint64_t snap_at_ms; /* when it was taken */
-	int64_t plan_now_s;  /* the last cycle's clock */
+	struct debug_metrics m;
+	struct httpd *httpd;       /* NULL without --debug-addr */
+	struct httpd *probe;       /* NULL without --probe-addr */
+	struct snap snap;          /* a recent cycle, for httpd */
+	struct debug_source debug; /* how the debug servers see this struct */
+	uint64_t snap_at_ms;       /* when it was taken */
+	int64_t plan_now_s;        /* the last cycle's clock */
 };
 
 enum sched_log_level { SCHED_DEBUG, SCHED_INFO, SCHED_WARN, SCHED_ERROR };

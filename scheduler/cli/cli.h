@@ -1,6 +1,6 @@
 /*
  * `muster status` and `muster explain NS/NAME`: clients of a running
- * Muster's debug API (scheduler/DEBUG.md), for people at a terminal.
+ * Muster's debug API (scheduler/debug/DEBUG.md), for people at a terminal.
  *
  * Two layers, so the output is testable without a server: the commands
  * (cli.c) fetch documents with libcurl (blocking, 10 s timeouts, at most

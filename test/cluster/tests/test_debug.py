@@ -1,5 +1,5 @@
 """Muster's debug API, /metrics, the `status` and `explain` commands and the
-/debug/ page (scheduler/DEBUG.md), against the local control plane (profile
+/debug/ page (scheduler/debug/DEBUG.md), against the local control plane (profile
 `small`) and checked against the cluster.
 
 Every number a test expects is computed from what the Kubernetes API says

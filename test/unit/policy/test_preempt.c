@@ -19,7 +19,7 @@
 #include "config/config.h"
 #include "queue/queue.h"
 #include "policy/plan.h"
-#include "scheduler/snap.h"
+#include "scheduler/debug/snap.h"
 
 /* 2026-01-01T00:00:00Z: synth's creation timestamps count from here. */
 #define BASE_S 1767225600ll
@@ -454,7 +454,7 @@ static void test_no_reclaim_beyond_nominal(void **state)
  * line: reserved on n-0-0 from now + 50. Then, of three 4-GPU gangs:
  * L (runtime 100 s) would still run at H's start: waits; N (no runtime):
  * waits; S (runtime 30 s) ends before: backfills onto n-0-0. */
-/* The debug API's copy of the cycle (scheduler/snap.h) shows gang s/NAME
+/* The debug API's copy of the cycle (scheduler/debug/snap.h) shows gang s/NAME
  * holding node `node`, reserving `gpus` there, listed first. */
 static void snap_has_reservation(struct world *w, const char *name, const char *node, int64_t gpus)
 {

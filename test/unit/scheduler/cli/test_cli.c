@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "scheduler/cli/cli.h"
-#include "scheduler/debug_page.h"
+#include "scheduler/debug/page.h"
 
 /* ---- Canned documents ----------------------------------------------------- */
 
@@ -922,13 +922,13 @@ static void test_cmd_usage(void **state)
 static void test_page(void **state)
 {
 	size_t len = 0;
-	const char *page = sched_debug_page(&len);
+	const char *page = debug_page_html(&len);
 
 	(void)state;
 	assert_non_null(page);
 	assert_true(len > 1000);
 	assert_int_equal(strlen(page), len);
-	assert_ptr_equal(sched_debug_page(NULL), page);
+	assert_ptr_equal(debug_page_html(NULL), page);
 	assert_true(strncmp(page, "<!doctype html>", 15) == 0);
 	assert_non_null(strstr(page, "class=\"queue\""));
 	assert_non_null(strstr(page, "class=\"gang\""));

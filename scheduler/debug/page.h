@@ -9,6 +9,6 @@
 #include <stddef.h>
 
 /** The /debug/ page: static HTML, its length in *len. */
-const char *sched_debug_page(size_t *len);
+const char *debug_page_html(size_t *len);
 
 #endif /* MUSTER_SCHEDULER_DEBUG_PAGE_H */

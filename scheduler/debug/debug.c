@@ -1,5 +1,5 @@
 /*
- * The debug API's routes (scheduler/DEBUG.md): health, readiness,
+ * The debug API's routes (scheduler/debug/DEBUG.md): health, readiness,
  * /metrics, and the JSON documents built from the last cycle's snapshot
  * (snap.h). Nothing here reads the cache or the plan directly, so a
  * request between cycles never sees half-changed state, and nothing
@@ -15,11 +15,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "scheduler/debug.h"
-#include "scheduler/debug_page.h"
-#include "scheduler/metrics.h"
-#include "scheduler/sched.h"
-#include "scheduler/snap.h"
+#include "scheduler/debug/debug.h"
+#include "kubeapi/cache.h"
+#include "scheduler/debug/page.h"
+#include "scheduler/debug/metrics.h"
+#include "scheduler/debug/snap.h"
 
 static const char json_type[] = "application/json";
 static const char text_type[] = "text/plain; charset=utf-8";
@@ -404,40 +404,41 @@ static void get_gang(const struct snap *sn, const struct httpd_request *req,
 
 /* ---- routes ------------------------------------------------------------- */
 
-static void healthz(struct sched *s, const struct httpd_request *req, struct httpd_response *r)
+static void healthz(const struct debug_view *v, const struct httpd_request *req,
+                    struct httpd_response *r)
 {
-	(void)s;
+	(void)v;
 	(void)req;
 	text(r, 200, "ok\n");
 }
 
-static void readyz(struct sched *s, const struct httpd_request *req, struct httpd_response *r)
+static void readyz(const struct debug_view *v, const struct httpd_request *req,
+                   struct httpd_response *r)
 {
 	char buf[512];
 
 	(void)req;
-	if (!s->cache || !kubeapi_cache_synced(s->cache)) {
+	if (!v->cache || !kubeapi_cache_synced(v->cache)) {
 		text(r, 503, "not ready: the caches have not synced yet\n");
 		return;
 	}
-	if (!s->lease)
+	if (!v->elected)
 		snprintf(buf, sizeof(buf), "ok\n");
-	else if (s->leader)
+	else if (v->leader)
 		snprintf(buf, sizeof(buf), "ok: leader\n");
 	else
 		snprintf(buf, sizeof(buf), "ok: standby (leader %s)\n",
-		         sched_lease_holder(s->lease)[0] ? sched_lease_holder(s->lease)
-		                                         : "unknown");
+		         v->holder && v->holder[0] ? v->holder : "unknown");
 	text(r, 200, buf);
 }
 
-static void metrics(struct sched *s, const struct httpd_request *req, struct httpd_response *r)
+static void metrics(const struct debug_view *v, const struct httpd_request *req,
+                    struct httpd_response *r)
 {
 	int rc;
 
 	(void)req;
-	if ((rc = sched_metrics_render(s, s->snap.cycle ? &s->snap : NULL, &r->body, &r->len)) <
-	    0) {
+	if ((rc = debug_metrics_render(v, &r->body, &r->len)) < 0) {
 		text(r, 500, rc == -E2BIG ? "metrics too large\n" : "out of memory\n");
 		return;
 	}
@@ -445,12 +446,13 @@ static void metrics(struct sched *s, const struct httpd_request *req, struct htt
 	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-static void page(struct sched *s, const struct httpd_request *req, struct httpd_response *r)
+static void page(const struct debug_view *v, const struct httpd_request *req,
+                 struct httpd_response *r)
 {
 	size_t len;
-	const char *html = sched_debug_page(&len);
+	const char *html = debug_page_html(&len);
 
-	(void)s;
+	(void)v;
 	(void)req;
 	r->status = 200;
 	r->content_type = "text/html; charset=utf-8";
@@ -462,22 +464,23 @@ static void page(struct sched *s, const struct httpd_request *req, struct httpd_
 typedef void snap_fn(const struct snap *, const struct httpd_request *, struct httpd_response *);
 
 /* The documents need a cycle behind them. */
-static void with_snap(struct sched *s, snap_fn *fn, const struct httpd_request *req,
+static void with_snap(const struct debug_view *v, snap_fn *fn, const struct httpd_request *req,
                       struct httpd_response *r)
 {
-	if (!s->snap.cycle) {
+	if (!v->snap) {
 		error_json(r, 503,
-		           s->leader ? "no cycle has run yet"
+		           v->leader ? "no cycle has run yet"
 		                     : "this instance is a standby: ask the leader");
 		return;
 	}
-	fn(&s->snap, req, r);
+	fn(v->snap, req, r);
 }
 
 static const struct route {
 	const char *path;
 	int prefix;
-	void (*plain)(struct sched *, const struct httpd_request *, struct httpd_response *);
+	void (*plain)(const struct debug_view *, const struct httpd_request *,
+	              struct httpd_response *);
 	snap_fn *doc;
 } routes[] = {
     {"/healthz", 0, healthz, NULL},
@@ -492,10 +495,20 @@ static const struct route {
     {"/debug/gangs/", 1, NULL, get_gang},
 };
 
+/* The daemon's state as of this request. */
+static void view_of(void *data, struct debug_view *v)
+{
+	const struct debug_source *src = data;
+
+	memset(v, 0, sizeof(*v));
+	src->view(src->data, v);
+}
+
 void debug_handle(void *data, const struct httpd_request *req, struct httpd_response *r)
 {
-	struct sched *s = data;
+	struct debug_view view, *v = &view;
 
+	view_of(data, v);
 	for (size_t k = 0; k < sizeof(routes) / sizeof(routes[0]); k++) {
 		const struct route *rt = &routes[k];
 
@@ -503,9 +516,9 @@ void debug_handle(void *data, const struct httpd_request *req, struct httpd_resp
 		               : strcmp(req->path, rt->path) != 0)
 			continue;
 		if (rt->plain)
-			rt->plain(s, req, r);
+			rt->plain(v, req, r);
 		else
-			with_snap(s, rt->doc, req, r);
+			with_snap(v, rt->doc, req, r);
 		return;
 	}
 	text(r, 404, "not found: try /debug/, /metrics, /healthz, /readyz\n");
@@ -513,12 +526,13 @@ void debug_handle(void *data, const struct httpd_request *req, struct httpd_resp
 
 void debug_probe_handle(void *data, const struct httpd_request *req, struct httpd_response *r)
 {
-	struct sched *s = data;
+	struct debug_view view, *v = &view;
 
+	view_of(data, v);
 	if (strcmp(req->path, "/readyz") == 0)
-		readyz(s, req, r);
+		readyz(v, req, r);
 	else if (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/livez") == 0)
-		healthz(s, req, r);
+		healthz(v, req, r);
 	else
 		text(r, 404, "not found: this port serves /healthz, /livez and /readyz\n");
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "scheduler/debug.h"
+#include "scheduler/debug/debug.h"
 
 __attribute__((format(printf, 2, 3))) static void line(cJSON *arr, const char *f, ...)
 {

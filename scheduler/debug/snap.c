@@ -18,7 +18,7 @@
 
 #include "base/intern.h"
 #include "kubeapi/decode.h"
-#include "scheduler/snap.h"
+#include "scheduler/debug/snap.h"
 
 static const char *str(const struct snap_input *s, uint32_t id)
 {

@@ -27,7 +27,7 @@
  */
 #include <stddef.h>
 
-#include "scheduler/debug_page.h"
+#include "scheduler/debug/page.h"
 
 /* clang-format off */
 static const char page[] =
@@ -307,7 +307,7 @@ static const char page[] =
 	"</html>\n";
 /* clang-format on */
 
-const char *sched_debug_page(size_t *len)
+const char *debug_page_html(size_t *len)
 {
 	if (len)
 		*len = sizeof(page) - 1;

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/metrics.h"
-#include "scheduler/sched.h"
-#include "scheduler/snap.h"
+#include "scheduler/debug/metrics.h"
+#include "scheduler/debug/debug.h"
+#include "kubeapi/cache.h"
+#include "scheduler/debug/snap.h"
 
 /* Cycles: 1 ms to 10 s. Admission waits: 1 s to a day. API calls: 1 ms
  * to 30 s (a request's default timeout). */
@@ -22,28 +23,28 @@ static const double wait_le[] = {1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 2
 static const double api_le[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                 0.25,  0.5,    1,     2.5,  5,     10,   30};
 
-static const char *const verb_name[SCHED_NVERBS] = {"GET",   "POST",   "PUT",
+static const char *const verb_name[DEBUG_NVERBS] = {"GET",   "POST",   "PUT",
                                                     "PATCH", "DELETE", "WATCH"};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static void hist_init(struct sched_hist *h, const double *le, unsigned n)
+static void hist_init(struct debug_hist *h, const double *le, unsigned n)
 {
 	memset(h, 0, sizeof(*h));
 	h->le = le;
 	h->n = n;
 }
 
-void sched_metrics_init(struct sched_metrics *m)
+void debug_metrics_init(struct debug_metrics *m)
 {
 	memset(m, 0, sizeof(*m));
 	hist_init(&m->cycle, cycle_le, N(cycle_le));
 	hist_init(&m->admission_wait, wait_le, N(wait_le));
-	for (unsigned v = 0; v < SCHED_NVERBS; v++)
+	for (unsigned v = 0; v < DEBUG_NVERBS; v++)
 		hist_init(&m->api[v], api_le, N(api_le));
 }
 
-void sched_hist_observe(struct sched_hist *h, double v)
+void debug_hist_observe(struct debug_hist *h, double v)
 {
 	unsigned k = 0;
 
@@ -54,34 +55,34 @@ void sched_hist_observe(struct sched_hist *h, double v)
 	h->count++;
 }
 
-static enum sched_verb verb_of(enum kubeapi_method m, int stream)
+static enum debug_verb verb_of(enum kubeapi_method m, int stream)
 {
 	if (stream)
-		return SCHED_VERB_WATCH;
+		return DEBUG_VERB_WATCH;
 	switch (m) {
 	case KUBEAPI_GET:
-		return SCHED_VERB_GET;
+		return DEBUG_VERB_GET;
 	case KUBEAPI_POST:
-		return SCHED_VERB_POST;
+		return DEBUG_VERB_POST;
 	case KUBEAPI_PUT:
-		return SCHED_VERB_PUT;
+		return DEBUG_VERB_PUT;
 	case KUBEAPI_DELETE:
-		return SCHED_VERB_DELETE;
+		return DEBUG_VERB_DELETE;
 	default:
-		return SCHED_VERB_PATCH;
+		return DEBUG_VERB_PATCH;
 	}
 }
 
-void sched_metrics_api(void *data, enum kubeapi_method m, int stream, long status, uint64_t usec)
+void debug_metrics_api(void *data, enum kubeapi_method m, int stream, long status, uint64_t usec)
 {
-	struct sched_metrics *sm = data;
-	enum sched_verb v = verb_of(m, stream);
+	struct debug_metrics *sm = data;
+	enum debug_verb v = verb_of(m, stream);
 
-	sm->api_codes[v][status >= 100 && status < SCHED_CODES ? status : 0]++;
+	sm->api_codes[v][status >= 100 && status < DEBUG_CODES ? status : 0]++;
 	/* A watch's duration is how long the stream stayed open, not a
 	 * latency: counted, not timed. */
 	if (!stream)
-		sched_hist_observe(&sm->api[v], (double)usec / 1e6);
+		debug_hist_observe(&sm->api[v], (double)usec / 1e6);
 }
 
 /* ---- rendering ---------------------------------------------------------- */
@@ -114,7 +115,7 @@ __attribute__((format(printf, 2, 3))) static void put(struct mbuf *b, const char
 
 			while (cap < b->len + (size_t)n + 1)
 				cap *= 2;
-			if (cap > SCHED_METRICS_MAX) {
+			if (cap > DEBUG_METRICS_MAX) {
 				b->err = -E2BIG;
 			} else if (!(p = realloc(b->p, cap))) {
 				b->err = -ENOMEM;
@@ -145,7 +146,7 @@ static void put_escaped(struct mbuf *b, const char *s)
 	}
 }
 
-static void hist(struct mbuf *b, const char *name, const char *labels, const struct sched_hist *h)
+static void hist(struct mbuf *b, const char *name, const char *labels, const struct debug_hist *h)
 {
 	uint64_t cum = 0;
 	const char *sep = labels[0] ? "," : "";
@@ -228,14 +229,14 @@ static void counter(struct mbuf *b, const char *name, const char *help, uint64_t
 	put(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static void api(struct mbuf *b, const struct sched_metrics *m)
+static void api(struct mbuf *b, const struct debug_metrics *m)
 {
 	char labels[64];
 
 	family(b, "muster_api_requests_total", "counter",
 	       "Requests to the API server, by verb and status code (error: no answer).");
-	for (unsigned v = 0; v < SCHED_NVERBS; v++)
-		for (unsigned c = 0; c < SCHED_CODES; c++)
+	for (unsigned v = 0; v < DEBUG_NVERBS; v++)
+		for (unsigned c = 0; c < DEBUG_CODES; c++)
 			if (m->api_codes[v][c]) {
 				if (c)
 					put(b,
@@ -251,37 +252,36 @@ static void api(struct mbuf *b, const struct sched_metrics *m)
 			}
 	family(b, "muster_api_request_duration_seconds", "histogram",
 	       "Latency of requests to the API server (watches are not timed).");
-	for (unsigned v = 0; v < SCHED_NVERBS; v++) {
-		if (v == SCHED_VERB_WATCH)
+	for (unsigned v = 0; v < DEBUG_NVERBS; v++) {
+		if (v == DEBUG_VERB_WATCH)
 			continue;
 		snprintf(labels, sizeof(labels), "verb=\"%s\"", verb_name[v]);
 		hist(b, "muster_api_request_duration_seconds", labels, &m->api[v]);
 	}
 }
 
-static void scheduler(struct mbuf *b, const struct sched *s)
+static void scheduler(struct mbuf *b, const struct debug_view *v)
 {
 	family(b, "muster_cycle_duration_seconds", "histogram", "Duration of a scheduling cycle.");
-	hist(b, "muster_cycle_duration_seconds", "", &s->m.cycle);
+	hist(b, "muster_cycle_duration_seconds", "", &v->m->cycle);
 	family(b, "muster_admission_wait_seconds", "histogram",
 	       "From a gang's creation to the cycle that admitted it.");
-	hist(b, "muster_admission_wait_seconds", "", &s->m.admission_wait);
-	counter(b, "muster_cycles_total", "Scheduling cycles run.", s->n.cycles);
-	counter(b, "muster_binds_total", "Pods bound (the API server said yes).", s->n.binds_ok);
-	counter(b, "muster_bind_failures_total", "Binds the API server refused.",
-	        s->n.binds_failed);
-	counter(b, "muster_evictions_total", "Pods evicted to make room.", s->n.evictions);
-	counter(b, "muster_preemptions_total", "Gangs that preempted others.", s->m.preemptions);
+	hist(b, "muster_admission_wait_seconds", "", &v->m->admission_wait);
+	counter(b, "muster_cycles_total", "Scheduling cycles run.", v->cycles);
+	counter(b, "muster_binds_total", "Pods bound (the API server said yes).", v->binds_ok);
+	counter(b, "muster_bind_failures_total", "Binds the API server refused.", v->binds_failed);
+	counter(b, "muster_evictions_total", "Pods evicted to make room.", v->evictions);
+	counter(b, "muster_preemptions_total", "Gangs that preempted others.", v->m->preemptions);
 	family(b, "muster_leader", "gauge", "1 when this instance schedules (holds the lease).");
-	put(b, "muster_leader %d\n", s->leader ? 1 : 0);
+	put(b, "muster_leader %d\n", v->leader ? 1 : 0);
 	family(b, "muster_ready", "gauge", "1 once the caches have synced.");
-	put(b, "muster_ready %d\n", s->cache && kubeapi_cache_synced(s->cache) ? 1 : 0);
-	if (!s->cache)
+	put(b, "muster_ready %d\n", v->cache && kubeapi_cache_synced(v->cache) ? 1 : 0);
+	if (!v->cache)
 		return;
 	counter(b, "muster_node_resources_untracked_total",
 	        "Node decodes that left resource names out: the resource table was full or the "
 	        "Node brought too many new names (each is logged).",
-	        kubeapi_cache_untracked(s->cache));
+	        kubeapi_cache_untracked(v->cache));
 }
 
 /* Per kind: label value kind="Pod", etc. */
@@ -325,14 +325,15 @@ static void informers(struct mbuf *b, const struct kubeapi_cache *c)
 		kind_series(b, "muster_list_page_limit", k, NULL, st[k].limit);
 }
 
-int sched_metrics_render(const struct sched *s, const struct snap *sn, char **out, size_t *len)
+int debug_metrics_render(const struct debug_view *v, char **out, size_t *len)
 {
+	const struct snap *sn = v->snap;
 	struct mbuf b = {0};
 
-	scheduler(&b, s);
-	api(&b, &s->m);
-	if (s->cache)
-		informers(&b, s->cache);
+	scheduler(&b, v);
+	api(&b, v->m);
+	if (v->cache)
+		informers(&b, v->cache);
 	if (sn && sn->queues)
 		queues(&b, sn);
 	if (b.err || !b.p) {

@@ -1,5 +1,5 @@
 /*
- * scheduler/metrics.c and scheduler/debug_explain.c: histograms and API
+ * scheduler/debug/metrics.c and scheduler/debug/explain.c: histograms and API
  * counters as Prometheus reads them, and the explanation of a waiting
  * gang from the planner's verdict, on a hand-built snapshot.
  */
@@ -13,19 +13,19 @@
 
 #include <cmocka.h>
 
-#include "scheduler/debug.h"
-#include "scheduler/metrics.h"
+#include "scheduler/debug/debug.h"
+#include "scheduler/debug/metrics.h"
 
 static void test_histogram_buckets(void **state)
 {
-	struct sched_metrics m;
+	struct debug_metrics m;
 
 	(void)state;
-	sched_metrics_init(&m);
-	sched_hist_observe(&m.cycle, 0.0005); /* first bucket (le 0.001) */
-	sched_hist_observe(&m.cycle, 0.001);  /* on the bound: still le 0.001 */
-	sched_hist_observe(&m.cycle, 0.07);   /* le 0.1 */
-	sched_hist_observe(&m.cycle, 99);     /* +Inf */
+	debug_metrics_init(&m);
+	debug_hist_observe(&m.cycle, 0.0005); /* first bucket (le 0.001) */
+	debug_hist_observe(&m.cycle, 0.001);  /* on the bound: still le 0.001 */
+	debug_hist_observe(&m.cycle, 0.07);   /* le 0.1 */
+	debug_hist_observe(&m.cycle, 99);     /* +Inf */
 	assert_int_equal(m.cycle.count, 4);
 	assert_int_equal(m.cycle.counts[0], 2);
 	assert_int_equal(m.cycle.counts[6], 1);
@@ -35,21 +35,21 @@ static void test_histogram_buckets(void **state)
 
 static void test_api_counts(void **state)
 {
-	struct sched_metrics m;
+	struct debug_metrics m;
 
 	(void)state;
-	sched_metrics_init(&m);
-	sched_metrics_api(&m, KUBEAPI_POST, 0, 201, 1500);
-	sched_metrics_api(&m, KUBEAPI_POST, 0, 201, 2500);
-	sched_metrics_api(&m, KUBEAPI_PATCH_STRATEGIC, 0, 0, 30000000); /* no answer */
-	sched_metrics_api(&m, KUBEAPI_GET, 1, 200, 600000000);          /* a watch */
-	assert_int_equal(m.api_codes[SCHED_VERB_POST][201], 2);
-	assert_int_equal(m.api_codes[SCHED_VERB_PATCH][0], 1);
-	assert_int_equal(m.api_codes[SCHED_VERB_WATCH][200], 1);
-	assert_int_equal(m.api[SCHED_VERB_POST].count, 2);
+	debug_metrics_init(&m);
+	debug_metrics_api(&m, KUBEAPI_POST, 0, 201, 1500);
+	debug_metrics_api(&m, KUBEAPI_POST, 0, 201, 2500);
+	debug_metrics_api(&m, KUBEAPI_PATCH_STRATEGIC, 0, 0, 30000000); /* no answer */
+	debug_metrics_api(&m, KUBEAPI_GET, 1, 200, 600000000);          /* a watch */
+	assert_int_equal(m.api_codes[DEBUG_VERB_POST][201], 2);
+	assert_int_equal(m.api_codes[DEBUG_VERB_PATCH][0], 1);
+	assert_int_equal(m.api_codes[DEBUG_VERB_WATCH][200], 1);
+	assert_int_equal(m.api[DEBUG_VERB_POST].count, 2);
 	/* A watch is counted, not timed: its duration is not a latency. */
-	assert_int_equal(m.api[SCHED_VERB_WATCH].count, 0);
-	assert_int_equal(m.api[SCHED_VERB_GET].count, 0);
+	assert_int_equal(m.api[DEBUG_VERB_WATCH].count, 0);
+	assert_int_equal(m.api[DEBUG_VERB_GET].count, 0);
 }
 
 /* ---- explanations ------------------------------------------------------- */

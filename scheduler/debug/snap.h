@@ -15,8 +15,8 @@
  *
  * Internal to scheduler/.
  */
-#ifndef MUSTER_SCHEDULER_SNAP_H
-#define MUSTER_SCHEDULER_SNAP_H
+#ifndef MUSTER_SCHEDULER_DEBUG_SNAP_H
+#define MUSTER_SCHEDULER_DEBUG_SNAP_H
 
 #include <stdint.h>
 
@@ -105,4 +105,4 @@ void snap_free(struct snap *sn);
  *  rest as they are. */
 double snap_amount(const char *res, int64_t v);
 
-#endif /* MUSTER_SCHEDULER_SNAP_H */
+#endif /* MUSTER_SCHEDULER_DEBUG_SNAP_H */
