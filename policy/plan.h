@@ -10,7 +10,7 @@
  *   2. gangs: Muster's pods grouped by PodGroup (either dialect), or
  *      alone; their queue (queue_resolve), priority, submission time;
  *      standing in for Volcano, also its PodGroups that have no pod yet;
- *   2b. the enqueue gate (plan_enqueue.c): a PodGroup's minResources must
+ *   2b. the enqueue gate (podgroup.c): a PodGroup's minResources must
  *      fit its queue's quota, beside the other enqueued PodGroups that
  *      have not started, and the cluster's capacity, before its pods are
  *      tried (Volcano shows this as the phase Inqueue);
@@ -37,12 +37,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kubeapi/model.h"
+#include "base/arena.h"
 #include "base/idmap.h"
 #include "kubeapi/model.h"
 #include "policy/policy.h"
 #include "queue/queue.h"
-#include "base/arena.h"
 
 struct plan_input {
 	struct kubeapi_model *model;

@@ -1,13 +1,13 @@
 /*
  * The cycle planner's working state, shared by its parts:
  *
- *   plan.c          gangs, usage, the admission loop
- *   backfill.c     runtimes, reservations and backfill
- *   preempt.c  preemption, reclaim, and the room held for preemptors
- *   podgroup.c    what a PodGroup asks beyond minMember: the
- *                   minResources gate (enqueue) and minTaskMember
+ *   plan.c      gangs, usage, the admission loop
+ *   backfill.c  runtimes, reservations and backfill
+ *   preempt.c   preemption, reclaim, and the room held for preemptors
+ *   podgroup.c  what a PodGroup asks beyond minMember: the minResources
+ *               gate (enqueue) and minTaskMember
  *
- * Internal to policy/plan*.c.
+ * Internal to the planner's files in policy/.
  */
 #ifndef MUSTER_POLICY_PLAN_INTERNAL_H
 #define MUSTER_POLICY_PLAN_INTERNAL_H

@@ -1,5 +1,7 @@
 /*
  * Placement policy: which nodes a pod may use, and where a whole gang goes.
+ * (The cycle planner built on it, with preemption and backfill, is
+ * plan.h.)
  *
  *   policy_nodes   one cycle's table of nodes: free resources, flavor,
  *                  topology domains, and per-domain free GPUs
@@ -18,11 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
+#include "base/idmap.h"
 #include "config/config.h"
 #include "kubeapi/model.h"
-#include "base/idmap.h"
-#include "kubeapi/model.h"
-#include "base/arena.h"
 
 /** Topology levels read from the configuration, coarse to fine. */
 #define POLICY_MAX_LEVELS 8

@@ -12,9 +12,17 @@
  *   evict.c   the planner's victims: DisruptionTarget, eviction, Event
  *   log.c     leveled logs, text or JSON, naming pod and gang
  *   lease.c   leader election (lease.h): only the leader runs cycles
- *   httpd*.c  the debug HTTP server (httpd.h), serving debug.c's routes
- *             over snap.c's copy of a cycle, and metrics.c's /metrics
- *   cli*.c    `muster status` and `muster explain`, clients of that API
+ *
+ * and beside them, each a folder of its own:
+ *
+ *   httpd/    the HTTP server, knowing nothing of Muster
+ *   debug/    what it serves: /debug documents and page, /metrics, the
+ *             probes, over a copy of the last cycle; it reads this
+ *             struct only through the view run.c fills (debug_view)
+ *   cli/      `muster status` and `muster explain`, clients of that API
+ *
+ * The planner itself is policy/plan.h: this daemon feeds it the cache
+ * and carries out its decisions.
  *
  * Internal to scheduler/; main.c sees only sched_run().
  */

@@ -2,7 +2,7 @@
  * The debug API (scheduler/debug/DEBUG.md): the HTTP handler behind httpd, and
  * the explanation of one waiting gang.
  *
- * Internal to scheduler/.
+ * Used by the daemon (scheduler/), which owns the state it reads.
  */
 #ifndef MUSTER_SCHEDULER_DEBUG_DEBUG_H
 #define MUSTER_SCHEDULER_DEBUG_DEBUG_H

@@ -6,7 +6,7 @@
  * O(queues x slots + verbs x codes seen) and allocates one buffer of at
  * most DEBUG_METRICS_MAX bytes.
  *
- * Internal to scheduler/.
+ * Used by the daemon (scheduler/), which owns the state it reads.
  */
 #ifndef MUSTER_SCHEDULER_DEBUG_METRICS_H
 #define MUSTER_SCHEDULER_DEBUG_METRICS_H

@@ -13,7 +13,7 @@
  * (make bench-plan: snap_cpu_ms), about a tenth of that cycle. So it is
  * taken only with a debug address, and at most once a second.
  *
- * Internal to scheduler/.
+ * Used by the daemon (scheduler/), which owns the state it reads.
  */
 #ifndef MUSTER_SCHEDULER_DEBUG_SNAP_H
 #define MUSTER_SCHEDULER_DEBUG_SNAP_H

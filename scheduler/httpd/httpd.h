@@ -41,7 +41,7 @@
  * libuv writes with write(2), and a client gone mid-response would kill
  * it otherwise.
  *
- * Internal to scheduler/.
+ * Knows nothing of Muster: the daemon gives it a handler (scheduler/debug/).
  */
 #ifndef MUSTER_SCHEDULER_HTTPD_H
 #define MUSTER_SCHEDULER_HTTPD_H
