@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,114 +197,121 @@ static int lease_defaults(struct sched_options *o, char *id, size_t n)
 	return -EINVAL;
 }
 
+static const struct option run_longopts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"kubeconfig", required_argument, NULL, 'k'},
+    {"context", required_argument, NULL, 'x'},
+    {"scheduler-name", required_argument, NULL, 'n'},
+    {"debug-addr", required_argument, NULL, 'd'},
+    {"probe-addr", required_argument, NULL, 'b'},
+    {"debug-tls-cert", required_argument, NULL, 'C'},
+    {"debug-tls-key", required_argument, NULL, 'K'},
+    {"debug-token-file", required_argument, NULL, 'T'},
+    {"log-format", required_argument, NULL, 'F'},
+    {"log-level", required_argument, NULL, 'L'},
+    {"period-ms", required_argument, NULL, 'p'},
+    {"max-object-bytes", required_argument, NULL, 'B'},
+    {"leader-elect", no_argument, NULL, 'E'},
+    {"lease-namespace", required_argument, NULL, 'N'},
+    {"lease-name", required_argument, NULL, 'M'},
+    {"identity", required_argument, NULL, 'I'},
+    {"lease-duration", required_argument, NULL, 'D'},
+    {"renew-deadline", required_argument, NULL, 'R'},
+    {"retry-period", required_argument, NULL, 'P'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The flags that only keep their argument. */
+static const struct {
+	int c;
+	size_t off; /* of a const char * in struct sched_options */
+} run_strings[] = {
+    {'c', offsetof(struct sched_options, config)},
+    {'k', offsetof(struct sched_options, kubeconfig)},
+    {'x', offsetof(struct sched_options, context)},
+    {'d', offsetof(struct sched_options, debug_addr)},
+    {'b', offsetof(struct sched_options, probe_addr)},
+    {'C', offsetof(struct sched_options, debug_cert)},
+    {'K', offsetof(struct sched_options, debug_key)},
+    {'T', offsetof(struct sched_options, debug_token)},
+};
+
+/* --period-ms and --max-object-bytes: 0, or -EINVAL (said on stderr). */
+static int number_option(struct sched_options *o, int c, const char *arg)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (c == 'p') {
+		if (*end || v < 10 || v > 600000) {
+			fprintf(stderr, "muster run: --period-ms wants 10..600000\n");
+			return -EINVAL;
+		}
+		o->period_ms = (unsigned)v;
+		return 0;
+	}
+	if (end == arg || *end || v < 1024 || v > (64L << 20)) {
+		fprintf(stderr, "muster run: --max-object-bytes wants 1024..67108864\n");
+		return -EINVAL;
+	}
+	o->max_object = (size_t)v;
+	return 0;
+}
+
+/* One flag of `muster run` (not --help): 0, or -EINVAL (said on stderr). */
+static int run_option(struct sched_options *o, int c, const char *arg)
+{
+	for (size_t k = 0; k < sizeof(run_strings) / sizeof(run_strings[0]); k++)
+		if (run_strings[k].c == c) {
+			*(const char **)((char *)o + run_strings[k].off) = arg;
+			return 0;
+		}
+	switch (c) {
+	case 'n':
+		if (o->nscheduler_names == SCHED_MAX_NAMES) {
+			fprintf(stderr, "muster run: at most %d --scheduler-name\n",
+			        SCHED_MAX_NAMES);
+			return -EINVAL;
+		}
+		o->scheduler_names[o->nscheduler_names++] = arg;
+		return 0;
+	case 'F':
+	case 'L':
+		return log_option(o, c, arg) < 0 ? -EINVAL : 0;
+	case 'p':
+	case 'B':
+		return number_option(o, c, arg);
+	case 'E':
+		o->leader_elect = true;
+		return 0;
+	case 'N':
+	case 'M':
+	case 'I':
+	case 'D':
+	case 'R':
+	case 'P':
+		return lease_option(o, c, arg) < 0 ? -EINVAL : 0;
+	default:
+		fputs(run_usage, stderr);
+		return -EINVAL;
+	}
+}
+
 static int cmd_run(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'},
-	    {"scheduler-name", required_argument, NULL, 'n'},
-	    {"debug-addr", required_argument, NULL, 'd'},
-	    {"probe-addr", required_argument, NULL, 'b'},
-	    {"debug-tls-cert", required_argument, NULL, 'C'},
-	    {"debug-tls-key", required_argument, NULL, 'K'},
-	    {"debug-token-file", required_argument, NULL, 'T'},
-	    {"log-format", required_argument, NULL, 'F'},
-	    {"log-level", required_argument, NULL, 'L'},
-	    {"period-ms", required_argument, NULL, 'p'},
-	    {"max-object-bytes", required_argument, NULL, 'B'},
-	    {"leader-elect", no_argument, NULL, 'E'},
-	    {"lease-namespace", required_argument, NULL, 'N'},
-	    {"lease-name", required_argument, NULL, 'M'},
-	    {"identity", required_argument, NULL, 'I'},
-	    {"lease-duration", required_argument, NULL, 'D'},
-	    {"renew-deadline", required_argument, NULL, 'R'},
-	    {"retry-period", required_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sched_options o = {.log_level = SCHED_INFO};
 	char identity[256]; /* a default --identity: outlives sched_run() */
-	char *end;
-	long v;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			o.config = optarg;
-			break;
-		case 'k':
-			o.kubeconfig = optarg;
-			break;
-		case 'x':
-			o.context = optarg;
-			break;
-		case 'n':
-			if (o.nscheduler_names == SCHED_MAX_NAMES) {
-				fprintf(stderr, "muster run: at most %d --scheduler-name\n",
-				        SCHED_MAX_NAMES);
-				return 2;
-			}
-			o.scheduler_names[o.nscheduler_names++] = optarg;
-			break;
-		case 'd':
-			o.debug_addr = optarg;
-			break;
-		case 'b':
-			o.probe_addr = optarg;
-			break;
-		case 'C':
-			o.debug_cert = optarg;
-			break;
-		case 'K':
-			o.debug_key = optarg;
-			break;
-		case 'T':
-			o.debug_token = optarg;
-			break;
-		case 'F':
-		case 'L':
-			if (log_option(&o, c, optarg) < 0)
-				return 2;
-			break;
-		case 'p':
-			v = strtol(optarg, &end, 10);
-			if (*end || v < 10 || v > 600000) {
-				fprintf(stderr, "muster run: --period-ms wants 10..600000\n");
-				return 2;
-			}
-			o.period_ms = (unsigned)v;
-			break;
-		case 'B':
-			v = strtol(optarg, &end, 10);
-			if (end == optarg || *end || v < 1024 || v > (64L << 20)) {
-				fprintf(stderr,
-				        "muster run: --max-object-bytes wants 1024..67108864\n");
-				return 2;
-			}
-			o.max_object = (size_t)v;
-			break;
-		case 'E':
-			o.leader_elect = true;
-			break;
-		case 'N':
-		case 'M':
-		case 'I':
-		case 'D':
-		case 'R':
-		case 'P':
-			if (lease_option(&o, c, optarg) < 0)
-				return 2;
-			break;
-		case 'h':
+	while ((c = getopt_long(argc, argv, "", run_longopts, NULL)) != -1) {
+		if (c == 'h') {
 			fputs(run_usage, stdout);
 			return 0;
-		default:
-			fputs(run_usage, stderr);
-			return 2;
 		}
+		if (run_option(&o, c, optarg) < 0)
+			return 2;
 	}
 	if (optind != argc || !o.config) {
 		fprintf(stderr, "muster run: %s\n\n%s",

@@ -180,21 +180,80 @@ static void observe_cycle(struct sched *s)
 	s->snap_at_ms = sched_now_ms(s);
 }
 
-static void cycle(struct sched *s)
+/* The ids of the scheduler names in force into ids (in->schedulers). A
+ * name no pod has yet has no id: the cycle still runs, so usage, nodes
+ * and the debug API are current. */
+static void scheduler_ids(const struct sched *s, struct plan_input *in, uint32_t *ids)
 {
-	struct kubeapi_model *m = kubeapi_cache_model(s->cache);
-	struct plan_input in = {
-	    .model = m,
-	    .nodes = kubeapi_cache_store(s->cache, KUBEAPI_STORE_NODES),
-	    .pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS),
-	    .groups = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS),
-	    .vcgroups = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS),
-	    .priorityclasses = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PRIORITYCLASSES),
-	    .assumed = NULL,
+	const struct intern *strs = kubeapi_model_intern(in->model);
+
+	for (unsigned k = 0; k < s->nnames; k++) {
+		uint32_t id = intern_find(strs, s->names[k], strlen(s->names[k]));
+
+		if (id)
+			ids[in->nschedulers++] = id;
+		in->volcano_groups |= strcmp(s->names[k], "volcano") == 0;
+	}
+	in->schedulers = ids;
+}
+
+/* The planner's input: the cache's stores, and two maps built here for
+ * it (the caller frees them). 0 or -ENOMEM. */
+static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, struct idmap *assumed,
+                       struct idmap *backoff)
+{
+	const struct kubeapi_cache *c = s->cache;
+
+	*in = (struct plan_input){
+	    .model = kubeapi_cache_model(s->cache),
+	    .nodes = kubeapi_cache_store(c, KUBEAPI_STORE_NODES),
+	    .pods = kubeapi_cache_store(c, KUBEAPI_STORE_PODS),
+	    .groups = kubeapi_cache_store(c, KUBEAPI_STORE_PODGROUPS),
+	    .vcgroups = kubeapi_cache_store(c, KUBEAPI_STORE_VCJOBS),
+	    .priorityclasses = kubeapi_cache_store(c, KUBEAPI_STORE_PRIORITYCLASSES),
+	    .qs = s->qs,
+	    .assumed = assumed,
+	    .backoff = backoff,
 	    .now_s = (int64_t)time(NULL),
-	    .pdbs = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PDBS),
+	    .pdbs = kubeapi_cache_store(c, KUBEAPI_STORE_PDBS),
 	    .refused = &s->refused,
 	};
+	scheduler_ids(s, in, ids);
+	/* The planner wants pod -> node; the assumed map holds more. */
+	for (size_t i = 0; i < s->assumed.nslots; i++) {
+		const struct sched_assumed *e = s->assumed.slots[i].value;
+
+		if (s->assumed.slots[i].key &&
+		    idmap_put(assumed, s->assumed.slots[i].key, (void *)(uintptr_t)e->node) < 0)
+			return -ENOMEM;
+	}
+	return sched_backoff_map(s, backoff);
+}
+
+/* The cycle's decisions carried out: evictions, binds, timeouts, status;
+ * then metrics and a line when it did something. */
+static void carry_out(struct sched *s, uint64_t t0)
+{
+	log_admitted(s);
+	sched_evict_all(s);
+	sched_bind_all(s);
+	sched_timeouts(s);
+	sched_status_write(s);
+	s->n.cycles++;
+	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
+	observe_cycle(s);
+	if (s->plan.nbinds || s->plan.nevictions)
+		sched_log(s,
+		          "cycle %llu: %zu nodes, %zu pods, %zu pending gangs, %zu admitted, %zu "
+		          "binds, %zu evictions, %zu reservations, %.1f ms",
+		          (unsigned long long)s->n.cycles, s->plan.stats.nodes, s->plan.stats.pods,
+		          s->plan.stats.pending_gangs, s->plan.stats.admitted_gangs, s->plan.nbinds,
+		          s->plan.nevictions, s->plan.stats.reservations, s->n.last_cycle_ms);
+}
+
+static void cycle(struct sched *s)
+{
+	struct plan_input in;
 	struct idmap assumed = {0}, backoff = {0};
 	uint32_t ids[SCHED_MAX_NAMES];
 	uint64_t t0 = uv_hrtime();
@@ -211,50 +270,14 @@ static void cycle(struct sched *s)
 		sched_status_sweep(s);
 		sched_evict_sweep(s);
 	}
-	in.qs = s->qs;
-	/* A name no pod has yet has no id: the cycle still runs, so usage,
-	 * nodes and the debug API are current. */
-	for (unsigned k = 0; k < s->nnames; k++) {
-		uint32_t id =
-		    intern_find(kubeapi_model_intern(m), s->names[k], strlen(s->names[k]));
-
-		if (id)
-			ids[in.nschedulers++] = id;
-		in.volcano_groups |= strcmp(s->names[k], "volcano") == 0;
-	}
-	in.schedulers = ids;
-	/* The planner wants pod -> node; the assumed map holds more. */
-	for (size_t i = 0; i < s->assumed.nslots; i++) {
-		const struct sched_assumed *e = s->assumed.slots[i].value;
-
-		if (s->assumed.slots[i].key &&
-		    idmap_put(&assumed, s->assumed.slots[i].key, (void *)(uintptr_t)e->node) < 0)
-			goto out;
-	}
-	in.assumed = &assumed;
-	if (sched_backoff_map(s, &backoff) < 0)
+	if (cycle_input(s, &in, ids, &assumed, &backoff) < 0)
 		goto out;
-	in.backoff = &backoff;
 	if ((rc = plan_cycle(&s->plan, &in)) < 0) {
 		sched_log(s, "cycle failed: %s", strerror(-rc));
 		goto out;
 	}
 	s->plan_now_s = in.now_s;
-	log_admitted(s);
-	sched_evict_all(s);
-	sched_bind_all(s);
-	sched_timeouts(s);
-	sched_status_write(s);
-	s->n.cycles++;
-	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
-	observe_cycle(s);
-	if (s->plan.nbinds || s->plan.nevictions)
-		sched_log(s,
-		          "cycle %llu: %zu nodes, %zu pods, %zu pending gangs, %zu admitted, %zu "
-		          "binds, %zu evictions, %zu reservations, %.1f ms",
-		          (unsigned long long)s->n.cycles, s->plan.stats.nodes, s->plan.stats.pods,
-		          s->plan.stats.pending_gangs, s->plan.stats.admitted_gangs, s->plan.nbinds,
-		          s->plan.nevictions, s->plan.stats.reservations, s->n.last_cycle_ms);
+	carry_out(s, t0);
 out:
 	idmap_free(&assumed);
 	idmap_free(&backoff);
