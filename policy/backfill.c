@@ -337,20 +337,10 @@ static int install(struct plan_run *r, struct plan_gang *g, struct search *x, in
 
 static void append_start(struct plan_run *r, struct plan_gang *g, const struct plan_resv *v)
 {
-	char when[32];
-	struct tm tm;
-	time_t t = (time_t)v->start_s;
+	char buf[1024];
 
-	if (v->start_s == PLAN_NEVER) {
-		g->message =
-		    plan__printf(r, "%s; expected start unknown (reservation on %u node(s))",
-		                 g->message ? g->message : "", v->n);
-		return;
-	}
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	g->message = plan__printf(r, "%s; expected start %s (reservation on %u node(s))",
-	                          g->message ? g->message : "", when, v->n);
+	g->message =
+	    plan__printf(r, "%s", plan_words_start(g->message, v->start_s, v->n, buf, sizeof(buf)));
 }
 
 int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,

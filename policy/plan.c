@@ -72,6 +72,15 @@ const char *plan__printf(struct plan_run *r, const char *fmt, ...)
 	return out;
 }
 
+void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f)
+{
+	char buf[1024];
+
+	f->ns = plan__str(r, g->ns);
+	f->name = plan__str(r, g->name);
+	g->message = plan__printf(r, "%s", plan_words_message(f, buf, sizeof(buf)));
+}
+
 /* ---- amounts --------------------------------------------------------- */
 
 void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
@@ -178,13 +187,14 @@ static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
 static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
 {
 	struct queue_resolution res;
+	struct plan_facts f = {.why = PLAN_WHY_NO_QUEUE};
 
 	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
 		return;
 	g->state = PLAN_NO_QUEUE;
 	g->block.why = PLAN_WHY_NO_QUEUE;
-	g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns), plan__str(r, g->name),
-	                          res.reason);
+	f.message = res.reason;
+	plan__say(r, g, &f);
 }
 
 static int32_t group_priority(const struct plan_run *r, const struct kubeapi_podgroup *pg)
@@ -251,11 +261,11 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 		if ((pg = find_group(r, pod))) {
 			use_group(r, g, pg);
 		} else {
+			struct plan_facts f = {.why = PLAN_WHY_MEMBERS, .no_group = true};
+
 			g->state = PLAN_INCOMPLETE;
 			g->block.why = PLAN_WHY_MEMBERS;
-			g->message = plan__printf(r, "gang %s/%s: PodGroup %s/%s not found",
-			                          plan__str(r, g->ns), plan__str(r, g->name),
-			                          plan__str(r, g->ns), plan__str(r, g->name));
+			plan__say(r, g, &f);
 		}
 	}
 	resolve_queue(r, g, pod);
@@ -458,18 +468,20 @@ static int collect_pending(struct plan_run *r)
 /* ---- admission ------------------------------------------------------- */
 
 void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
-                      const int64_t *req, enum plan_why why, struct plan_quota_text *t)
+                      const int64_t *req, enum plan_why why, struct plan_facts *f, char slot[160])
 {
 	const struct queue_slot *s = queue_set_slot(r->in->qs, v->slot);
-	const char *rname = r->cfg->resources.v[s->resource];
 	int64_t demand = queue_tree_demand(r->tree, v->node, v->slot);
 
-	plan__slot_name(r, v->slot, t->res, sizeof(t->res));
-	units_format_amount(t->used, sizeof(t->used), rname, demand);
-	units_format_amount(t->limit, sizeof(t->limit), rname, v->limit);
-	units_format_amount(t->need, sizeof(t->need), rname, req[v->slot]);
-	t->level = queue_tree_is_cohort(r->tree, v->node) ? "cohort" : "queue";
-	t->at = queue_tree_name(r->tree, v->node);
+	plan__slot_name(r, v->slot, slot, 160);
+	*f = (struct plan_facts){.why = (uint8_t)why,
+	                         .cohort = queue_tree_is_cohort(r->tree, v->node),
+	                         .at = queue_tree_name(r->tree, v->node),
+	                         .slot = slot,
+	                         .res = r->cfg->resources.v[s->resource],
+	                         .usage = demand,
+	                         .limit = v->limit,
+	                         .need = req[v->slot]};
 	g->state = PLAN_WAITING;
 	g->block = (struct plan_block){.why = (uint8_t)why,
 	                               .node = v->node,
@@ -482,51 +494,38 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
 static void quota_message(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
                           const int64_t *req)
 {
-	struct plan_quota_text t;
+	struct plan_facts f;
+	char slot[160];
 
-	plan__quota_wait(r, g, v, req, PLAN_WHY_QUOTA, &t);
+	plan__quota_wait(r, g, v, req, PLAN_WHY_QUOTA, &f, slot);
 	r->quota_failed = 1;
-	g->message = plan__printf(r, "gang %s/%s: %s %s at %s/%s %s; the gang needs %s more",
-	                          plan__str(r, g->ns), plan__str(r, g->name), t.level, t.at, t.used,
-	                          t.limit, t.res, t.need);
+	plan__say(r, g, &f);
 }
 
 static void place_message(struct plan_run *r, struct plan_gang *g, const struct policy_why *why,
                           size_t n)
 {
 	const struct policy_fit *f = why->fit;
-	char detail[512] = "";
-	size_t len = 0;
-	static const char *const what[POLICY_REJECT_COUNT] = {
-	    [POLICY_NOT_READY] = "node(s) were not ready",
-	    [POLICY_UNSCHEDULABLE] = "node(s) were unschedulable",
-	    [POLICY_TAINT] = "node(s) had untolerated taints",
-	    [POLICY_SELECTOR] = "node(s) didn't match the node selector or affinity",
+	struct plan_facts words = {
+	    .why = PLAN_WHY_FIT,
+	    .placed = (uint32_t)why->placed,
+	    .members = (uint32_t)n,
+	    .short_nodes = why->short_nodes,
+	    .nodes = r->p->nodes.n,
+	    .res = kubeapi_model_resource_name(r->in->model, why->short_res),
 	};
 
-	for (int k = POLICY_NOT_READY; f && k < POLICY_REJECT_COUNT; k++)
-		if (f->rejected[k] && len < sizeof(detail))
-			len += (size_t)snprintf(detail + len, sizeof(detail) - len, "%s%u %s",
-			                        len ? ", " : "", f->rejected[k], what[k]);
-	if (why->short_nodes && len < sizeof(detail))
-		len +=
-		    (size_t)snprintf(detail + len, sizeof(detail) - len, "%s%u Insufficient %s",
-		                     len ? ", " : "", why->short_nodes,
-		                     kubeapi_model_resource_name(r->in->model, why->short_res)
-		                         ? kubeapi_model_resource_name(r->in->model, why->short_res)
-		                         : "resources");
 	g->state = PLAN_WAITING;
 	g->block = (struct plan_block){.why = PLAN_WHY_FIT,
 	                               .placed = (uint32_t)why->placed,
 	                               .members = (uint32_t)n,
 	                               .short_nodes = why->short_nodes,
 	                               .short_res = why->short_res};
-	if (f)
+	if (f) {
 		memcpy(g->block.rejected, f->rejected, sizeof(g->block.rejected));
-	g->message =
-	    plan__printf(r, "gang %s/%s: %zu of %zu members fit; 0/%zu nodes are available%s%s",
-	                 plan__str(r, g->ns), plan__str(r, g->name), why->placed, n, r->p->nodes.n,
-	                 len ? ": " : "", detail);
+		memcpy(words.rejected, f->rejected, sizeof(words.rejected));
+	}
+	plan__say(r, g, &words);
 }
 
 static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node)
@@ -570,7 +569,6 @@ static void memo_add(struct plan_run *r, const struct policy_fit *fit,
                      const char *message, const struct plan_block *block)
 {
 	struct memo *m = idmap_get(&r->memo, (uintptr_t)fit);
-	const char *tail = strstr(message, ": ");
 
 	if (!m) {
 		if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) ||
@@ -579,7 +577,7 @@ static void memo_add(struct plan_run *r, const struct policy_fit *fit,
 	}
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
 	m->v[m->next] =
-	    (struct memo_shape){spec, (uint32_t)n, runtime_s, tail ? tail + 2 : message, *block};
+	    (struct memo_shape){spec, (uint32_t)n, runtime_s, plan_words_tail(message), *block};
 	m->next = (m->next + 1) % MEMO_SHAPES;
 	if (m->count < MEMO_SHAPES)
 		m->count++;
@@ -670,11 +668,15 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	hit = fit ? memo_find(idmap_get(&r->memo, (uintptr_t)fit), same, n, plan__runtime(r, g))
 	          : NULL;
 	if (hit) {
+		char buf[1024];
+
 		r->p->stats.memo_hits++;
 		g->state = PLAN_WAITING;
 		g->block = hit->block;
-		g->message = plan__printf(r, "gang %s/%s: %s", plan__str(r, g->ns),
-		                          plan__str(r, g->name), hit->message);
+		g->message =
+		    plan__printf(r, "%s",
+		                 plan_words_again(plan__str(r, g->ns), plan__str(r, g->name),
+		                                  hit->message, buf, sizeof(buf)));
 		return 0;
 	}
 	if (!(specs = plan__specs(r, pods, n)))
@@ -831,23 +833,23 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		plan__request(r, req, g->pending, g->npending);
 		g->req = req;
 		if (g->bound + g->succeeded + g->npending < g->min_member) {
+			struct plan_facts f = {.why = PLAN_WHY_MEMBERS,
+			                       .have = g->bound + g->succeeded + g->npending,
+			                       .min_member = g->min_member};
+
 			g->state = PLAN_INCOMPLETE;
 			g->block.why = PLAN_WHY_MEMBERS;
-			g->message = plan__printf(
-			    r, "gang %s/%s: %u of %u members exist (minMember %u)",
-			    plan__str(r, g->ns), plan__str(r, g->name),
-			    g->bound + g->succeeded + g->npending, g->min_member, g->min_member);
+			plan__say(r, g, &f);
 			continue;
 		}
 		if (g->group && g->group->ntasks && plan__tasks_short(r, g))
 			continue;
 		if (r->in->backoff && idmap_get(r->in->backoff, g->key)) {
+			struct plan_facts f = {.why = PLAN_WHY_TIMEOUT};
+
 			g->state = PLAN_BACKOFF;
 			g->block.why = PLAN_WHY_TIMEOUT;
-			g->message = plan__printf(r,
-			                          "gang %s/%s: timed out waiting to be scheduled; "
-			                          "backing off before the next try",
-			                          plan__str(r, g->ns), plan__str(r, g->name));
+			plan__say(r, g, &f);
 			continue;
 		}
 		g->state = PLAN_WAITING; /* until admitted */
@@ -868,16 +870,17 @@ static void behind_heads(struct plan_run *r, const struct queue_cycle *c,
 	for (size_t k = 0; k < n; k++) {
 		struct plan_gang *g = &r->p->gangs[gang_of_item[k]];
 		const struct plan_gang *h;
+		struct plan_facts f = {.why = PLAN_WHY_STRICT_FIFO};
 
 		if (g->tried || !queue_cycle_blocked(c, items[k].node))
 			continue;
 		h = &r->p->gangs[head[items[k].node]];
 		g->block =
 		    (struct plan_block){.why = PLAN_WHY_STRICT_FIFO, .head = head[items[k].node]};
-		g->message = plan__printf(
-		    r, "gang %s/%s: queue %s is StrictFIFO and its head %s/%s waits",
-		    plan__str(r, g->ns), plan__str(r, g->name), queue_tree_name(r->tree, g->queue),
-		    plan__str(r, h->ns), plan__str(r, h->name));
+		f.queue = queue_tree_name(r->tree, g->queue);
+		f.head_ns = plan__str(r, h->ns);
+		f.head_name = plan__str(r, h->name);
+		plan__say(r, g, &f);
 	}
 }
 

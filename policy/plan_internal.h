@@ -13,6 +13,7 @@
 #define MUSTER_POLICY_PLAN_INTERNAL_H
 
 #include "policy/plan.h"
+#include "policy/words.h"
 
 /* A bound (or assumed) pod on a node of the table. */
 struct plan_bound {
@@ -132,15 +133,13 @@ void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t 
 void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
                        size_t n, uint16_t f);
 
-/* A quota verdict v against request req, as text for a message. */
-struct plan_quota_text {
-	char res[160], used[48], limit[48], need[48];
-	const char *level, *at; /* "queue" or "cohort", and its name */
-};
 /* Gang g waits on quota (why: PLAN_WHY_QUOTA or PLAN_WHY_ENQUEUE): its
- * state and block say where; t gets the amounts for its message. */
+ * state and block say where; f gets the facts for its message. The
+ * slot's name is written into slot[0..160). */
 void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queue_verdict *v,
-                      const int64_t *req, enum plan_why why, struct plan_quota_text *t);
+                      const int64_t *req, enum plan_why why, struct plan_facts *f, char slot[160]);
+/* g->message from facts f (words.c); f's gang names are filled here. */
+void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f);
 const char *plan__printf(struct plan_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,

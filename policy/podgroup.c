@@ -88,7 +88,6 @@ static const char *res_name(const struct plan_run *r, unsigned res)
 static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct kubeapi_reslist *l)
 {
 	const int64_t *cap = capacity(r);
-	char ask[48], has[48];
 
 	if (!cap)
 		return -ENOMEM;
@@ -97,19 +96,19 @@ static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct ku
 
 		if (x->amount <= cap[x->res])
 			continue;
-		units_format_amount(ask, sizeof(ask), res_name(r, x->res), x->amount);
-		units_format_amount(has, sizeof(has), res_name(r, x->res), cap[x->res]);
+		struct plan_facts f = {.why = PLAN_WHY_ENQUEUE,
+		                       .cluster = true,
+		                       .res = res_name(r, x->res),
+		                       .usage = cap[x->res],
+		                       .need = x->amount};
+
 		g->state = PLAN_WAITING;
 		g->block = (struct plan_block){.why = PLAN_WHY_ENQUEUE,
 		                               .node = -1,
 		                               .short_res = x->res,
 		                               .usage = cap[x->res],
 		                               .need = x->amount};
-		g->message = plan__printf(
-		    r,
-		    "gang %s/%s: PodGroup minResources ask %s %s; the cluster's "
-		    "ready nodes have %s",
-		    plan__str(r, g->ns), plan__str(r, g->name), ask, res_name(r, x->res), has);
+		plan__say(r, g, &f);
 		return 0;
 	}
 	return 1;
@@ -120,16 +119,13 @@ static int fits_cluster(struct plan_run *r, struct plan_gang *g, const struct ku
 static int fits_quota(struct plan_run *r, struct plan_gang *g, const int64_t *req)
 {
 	struct queue_verdict v = queue_tree_fits(r->tree, g->queue, req);
-	struct plan_quota_text t;
+	struct plan_facts f;
+	char slot[160];
 
 	if (v.fits)
 		return 1;
-	plan__quota_wait(r, g, &v, req, PLAN_WHY_ENQUEUE, &t);
-	g->message = plan__printf(r,
-	                          "gang %s/%s: PodGroup minResources need %s %s; %s %s is at %s/%s "
-	                          "(running and enqueued PodGroups)",
-	                          plan__str(r, g->ns), plan__str(r, g->name), t.need, t.res,
-	                          t.level, t.at, t.used, t.limit);
+	plan__quota_wait(r, g, &v, req, PLAN_WHY_ENQUEUE, &f, slot);
+	plan__say(r, g, &f);
 	return 0;
 }
 
@@ -272,12 +268,14 @@ bool plan__tasks_short(struct plan_run *r, struct plan_gang *g)
 
 		if ((int64_t)have >= t->min)
 			continue;
+		struct plan_facts f = {.why = PLAN_WHY_MEMBERS,
+		                       .task = plan__str(r, t->task),
+		                       .have = have,
+		                       .task_min = t->min};
+
 		g->state = PLAN_INCOMPLETE;
 		g->block = (struct plan_block){.why = PLAN_WHY_MEMBERS, .task = t->task};
-		g->message =
-		    plan__printf(r, "gang %s/%s: task %s has %u of %d members (minTaskMember)",
-		                 plan__str(r, g->ns), plan__str(r, g->name), plan__str(r, t->task),
-		                 have, t->min);
+		plan__say(r, g, &f);
 		return true;
 	}
 	return false;

@@ -671,6 +671,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 {
 	int64_t req[QUEUE_MAX_SLOTS];
 	struct attempt a = {g, NULL, n, NULL, req, 0};
+	struct plan_facts f = {.why = PLAN_WHY_PREEMPTING};
 	struct best b = {0};
 	struct cand *c;
 	size_t nc;
@@ -715,9 +716,9 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	r->p->stats.victims += b.count;
 	g->state = PLAN_PREEMPTING;
 	g->block.why = PLAN_WHY_PREEMPTING;
-	g->message =
-	    plan__printf(r, "gang %s/%s: preempting %zu gang(s) to make room: %s",
-	                 plan__str(r, g->ns), plan__str(r, g->name), b.count, victim_names(r, &b));
+	f.victims = victim_names(r, &b);
+	f.nvictims = b.count;
+	plan__say(r, g, &f);
 	return 1;
 }
 
@@ -728,6 +729,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
  * the preemptor is placed in the room, and bound once nobody is left. */
 static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_hold *h)
 {
+	struct plan_facts f = {.why = PLAN_WHY_PREEMPTING};
 	uint32_t have = g->bound + g->succeeded;
 	uint32_t need = have < g->min_member ? g->min_member - have : g->npending ? 1 : 0;
 	struct plan_gang **gone = arena_alloc(&r->p->arena, (h->nvictims + 1) * sizeof(*gone));
@@ -775,10 +777,9 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 	}
 	g->state = PLAN_PREEMPTING;
 	g->block.why = PLAN_WHY_PREEMPTING;
-	g->message = plan__printf(r,
-	                          "gang %s/%s: preempting %u gang(s) to make room: waiting for "
-	                          "%u pod(s) to end",
-	                          plan__str(r, g->ns), plan__str(r, g->name), h->nvictims, left);
+	f.nvictims = h->nvictims;
+	f.pods_left = left;
+	plan__say(r, g, &f);
 	return 1;
 }
 

@@ -1,62 +1,33 @@
 /*
  * One waiting gang explained (debug.h): which constraint holds it, as
- * data ("blockedBy") and as sentences ("explain"), and what would let it
- * in ("wouldAdmit"). Everything comes from the planner's verdict for the
- * gang in the last cycle (struct plan_block) and the snapshot's totals;
- * nothing is searched again here.
+ * data ("blockedBy"), and in sentences ("explain", "wouldAdmit") that
+ * policy/words.c writes from the same facts. Everything comes from the
+ * planner's verdict for the gang in the last cycle (struct plan_block)
+ * and the snapshot's totals; nothing is searched again here.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "policy/words.h"
 #include "scheduler/debug/debug.h"
 
-__attribute__((format(printf, 2, 3))) static void line(cJSON *arr, const char *f, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(buf, sizeof(buf), f, ap);
-	va_end(ap);
-	cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
-}
-
-static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex, cJSON *to)
+static void quota(const struct snap *sn, const struct snap_gang *g, cJSON *by, struct plan_facts *f)
 {
 	const struct plan_block *b = &g->block;
 	const struct snap_queue *q = &sn->queues[b->node];
-	const char *res = sn->slot_res[b->slot], *slot = sn->slot_name[b->slot];
-	const char *level = q->cohort ? "cohort" : "queue";
-	const char *name = q->name[0] ? q->name : "root"; /* the unnamed top cohort */
-	char used[48], limit[48], need[48], over[48];
 
-	cJSON_AddStringToObject(by, "level", level);
-	cJSON_AddStringToObject(by, "at", name);
-	cJSON_AddStringToObject(by, "resource", slot);
-	cJSON_AddNumberToObject(by, "usage", snap_amount(res, b->usage));
-	cJSON_AddNumberToObject(by, "limit", snap_amount(res, b->limit));
-	cJSON_AddNumberToObject(by, "need", snap_amount(res, b->need));
-	units_format_amount(used, sizeof(used), res, b->usage);
-	units_format_amount(limit, sizeof(limit), res, b->limit);
-	units_format_amount(need, sizeof(need), res, b->need);
-	units_format_amount(over, sizeof(over), res, b->usage + b->need - b->limit);
-	line(ex,
-	     "quota: %s %s uses %s of the %s %s it may use (nominal plus what it may borrow); "
-	     "the gang needs %s more",
-	     level, name, used, limit, slot, need);
-	line(to,
-	     "%s %s freed in %s %s: its running gangs ending, or preempted by a queue that "
-	     "may preempt",
-	     over, slot, level, name);
-	if (q->cohort)
-		line(to,
-		     "or more %s lent into cohort %s (its members' lendingLimit) or a larger "
-		     "nominal quota there",
-		     slot, name);
-	else
-		line(to, "or a larger nominal quota or borrowingLimit for queue %s", name);
+	f->cohort = q->cohort;
+	f->at = q->name[0] ? q->name : "root"; /* the unnamed top cohort */
+	f->slot = sn->slot_name[b->slot];
+	f->res = sn->slot_res[b->slot];
+	f->usage = b->usage;
+	f->limit = b->limit;
+	f->need = b->need;
+	cJSON_AddStringToObject(by, "level", f->cohort ? "cohort" : "queue");
+	cJSON_AddStringToObject(by, "at", f->at);
+	cJSON_AddStringToObject(by, "resource", f->slot);
+	cJSON_AddNumberToObject(by, "usage", snap_amount(f->res, b->usage));
+	cJSON_AddNumberToObject(by, "limit", snap_amount(f->res, b->limit));
+	cJSON_AddNumberToObject(by, "need", snap_amount(f->res, b->need));
 }
 
 static int slot_of(const struct snap *sn, const char *res)
@@ -67,7 +38,7 @@ static int slot_of(const struct snap *sn, const char *res)
 	return -1;
 }
 
-static void rejected(const struct plan_block *b, cJSON *by, cJSON *to)
+static void rejected(const struct plan_block *b, cJSON *by)
 {
 	static const char *const why[POLICY_REJECT_COUNT] = {
 	    [POLICY_NOT_READY] = "notReady",
@@ -80,105 +51,42 @@ static void rejected(const struct plan_block *b, cJSON *by, cJSON *to)
 	for (int k = POLICY_NOT_READY; k < POLICY_REJECT_COUNT; k++)
 		if (b->rejected[k])
 			cJSON_AddNumberToObject(o, why[k], b->rejected[k]);
-	if (b->rejected[POLICY_TAINT])
-		line(to, "tolerations for the taints of %u node(s) it cannot use now",
-		     b->rejected[POLICY_TAINT]);
-	if (b->rejected[POLICY_SELECTOR])
-		line(to, "a node selector or affinity that %u more node(s) match",
-		     b->rejected[POLICY_SELECTOR]);
 }
 
-static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex, cJSON *to)
+static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, struct plan_facts *f)
 {
 	const struct plan_block *b = &g->block;
-	const char *res = b->short_res < sn->nres ? sn->res_name[b->short_res] : "resources";
-	int64_t free_total = 0, need = 0;
-	int slot = slot_of(sn, res);
-	char a[48], n[48];
+	int slot;
 
+	f->res = b->short_res < sn->nres ? sn->res_name[b->short_res] : "resources";
+	slot = slot_of(sn, f->res);
 	for (size_t i = 0; b->short_res < sn->nres && i < sn->nnodes; i++)
 		if (sn->nodes[i].ready && sn->nodes[i].schedulable)
-			free_total +=
+			f->free_total +=
 			    sn->nodes[i].alloc[b->short_res] - sn->nodes[i].used[b->short_res];
 	if (slot >= 0)
-		need = g->req[slot];
+		f->ask = g->req[slot];
+	f->placed = b->placed;
+	f->members = b->members;
+	f->short_nodes = b->short_nodes;
+	memcpy(f->rejected, b->rejected, sizeof(f->rejected));
 	cJSON_AddNumberToObject(by, "placed", b->placed);
 	cJSON_AddNumberToObject(by, "members", b->members);
 	cJSON_AddNumberToObject(by, "nodes", (double)sn->nnodes);
 	cJSON_AddNumberToObject(by, "shortNodes", b->short_nodes);
-	cJSON_AddStringToObject(by, "resource", res);
-	cJSON_AddNumberToObject(by, "freeInCluster", snap_amount(res, free_total));
-	rejected(b, by, to);
-	line(ex,
-	     "fit: only %u of the %u member(s) it needs together fit; %u node(s) it may use "
-	     "lack %s",
-	     b->placed, b->members, b->short_nodes, res);
-	units_format_amount(a, sizeof(a), res, free_total);
-	units_format_amount(n, sizeof(n), res, need);
-	if (need > 0 && free_total >= need) {
+	cJSON_AddStringToObject(by, "resource", f->res);
+	cJSON_AddNumberToObject(by, "freeInCluster", snap_amount(f->res, f->free_total));
+	rejected(b, by);
+	if (plan_facts_fragmented(f))
 		cJSON_AddBoolToObject(by, "fragmented", 1);
-		line(ex,
-		     "the cluster has %s %s free in all, enough for the gang's %s, but not in "
-		     "the pieces its members need (each member must fit on one node)",
-		     a, res, n);
-		line(to, "whole nodes freed as running pods end (the placement packs pods to keep "
-		         "nodes whole)");
-	} else {
-		line(to,
-		     "%u more member(s) worth of %s free on nodes it may use: running pods "
-		     "ending, or more nodes",
-		     b->members - b->placed, res);
-	}
 }
 
-static void strict(const struct snap *sn, const struct snap_gang *g, cJSON *by, cJSON *ex,
-                   cJSON *to)
+static void members(const struct snap_gang *g, cJSON *by, struct plan_facts *f)
 {
-	const char *q = g->queue >= 0 ? sn->queues[g->queue].name : "?";
-
-	cJSON_AddStringToObject(by, "queue", q);
-	line(ex, "order: queue %s is StrictFIFO, and the gang at its head waits", q);
-	line(to,
-	     "the head of queue %s being admitted or removed, or the queue set to "
-	     "BestEffortFIFO",
-	     q);
-}
-
-static void members(const struct snap_gang *g, cJSON *by, cJSON *ex, cJSON *to)
-{
-	uint32_t have = g->bound + g->succeeded + g->npending;
-
-	cJSON_AddNumberToObject(by, "have", have);
+	f->have = g->bound + g->succeeded + g->npending;
+	f->min_member = g->min_member;
+	cJSON_AddNumberToObject(by, "have", f->have);
 	cJSON_AddNumberToObject(by, "minMember", g->min_member);
-	line(ex, "members: %u of %u pod(s) exist", have, g->min_member);
-	if (have < g->min_member)
-		line(to, "%u more pod(s) of the gang created (minMember %u)", g->min_member - have,
-		     g->min_member);
-	else
-		line(to, "its PodGroup created (the pods name one that does not exist)");
-}
-
-static void reservation(const struct snap_gang *g, cJSON *ex)
-{
-	char when[32];
-	time_t t = (time_t)g->expected_start_s;
-	struct tm tm;
-
-	if (!g->reserved)
-		return;
-	if (g->expected_start_s == PLAN_NEVER) {
-		line(ex,
-		     "reservation: it holds %u node(s); the start is unknown because running "
-		     "work there declares no runtime",
-		     g->nresv_nodes);
-		return;
-	}
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	line(ex,
-	     "reservation: it holds %u node(s) and starts there by %s, when running work "
-	     "ends; shorter jobs may backfill until then",
-	     g->nresv_nodes, when);
 }
 
 static const char *const constraint_name[] = {
@@ -193,36 +101,45 @@ static const char *const constraint_name[] = {
     [PLAN_WHY_ENQUEUE] = "minResources",
 };
 
-static void other(const struct snap_gang *g, cJSON *ex, cJSON *to)
+/* The facts of g's verdict, and its "blockedBy" data on the way. */
+static void facts(const struct snap *sn, const struct snap_gang *g, cJSON *by, struct plan_facts *f)
 {
+	f->why = g->block.why;
+	f->message = g->message;
+	f->reserved = g->reserved;
+	f->resv_nodes = g->nresv_nodes;
+	f->start_s = g->expected_start_s;
+	cJSON_AddStringToObject(by, "constraint", constraint_name[g->block.why]);
 	switch (g->block.why) {
-	case PLAN_WHY_TIMEOUT:
-		line(ex,
-		     "timeout: it waited past its timeout (scheduleTimeoutSeconds or the queue's "
-		     "gangTimeout) and backs off");
-		line(to, "the backoff ending (10 s, doubling up to 5 min), then room at its turn");
+	case PLAN_WHY_QUOTA:
+		quota(sn, g, by, f);
 		break;
-	case PLAN_WHY_NO_QUEUE:
-		line(ex, "queue: %s", g->message ? g->message : "no queue takes it");
-		line(to,
-		     "the label muster.dev/queue naming a queue, a queue listing its namespace, "
-		     "or a defaultQueue");
+	case PLAN_WHY_FIT:
+		fit(sn, g, by, f);
 		break;
-	case PLAN_WHY_PREEMPTING:
-		line(ex, "preempting: room is held for it while the gangs it preempted end");
-		line(to, "its victims' pods ending (their termination grace period)");
+	case PLAN_WHY_STRICT_FIFO:
+		f->queue = g->queue >= 0 ? sn->queues[g->queue].name : "?";
+		cJSON_AddStringToObject(by, "queue", f->queue);
 		break;
-	case PLAN_WHY_ENQUEUE:
-		line(ex, "minResources: %s",
-		     g->message ? g->message : "its PodGroup is not enqueued");
-		line(to, "its queue's quota (beside the PodGroups already enqueued) or the cluster "
-		         "covering the PodGroup's minResources; or smaller minResources");
+	case PLAN_WHY_MEMBERS:
+		members(g, by, f);
 		break;
 	default:
-		line(ex, "not tried in the last cycle");
-		line(to, "its turn in the next cycle");
 		break;
 	}
+}
+
+/* The two arrays the sentences go to. */
+struct lists {
+	cJSON *explain, *would_admit;
+};
+
+static void add_line(void *data, enum plan_words_list list, const char *sentence)
+{
+	const struct lists *l = data;
+
+	cJSON_AddItemToArray(list == PLAN_WORDS_EXPLAIN ? l->explain : l->would_admit,
+	                     cJSON_CreateString(sentence));
 }
 
 static void pods(const struct snap_gang *g, cJSON *doc)
@@ -242,27 +159,11 @@ static void pods(const struct snap_gang *g, cJSON *doc)
 void debug_explain(const struct snap *sn, const struct snap_gang *g, cJSON *doc)
 {
 	cJSON *by = cJSON_AddObjectToObject(doc, "blockedBy");
-	cJSON *ex = cJSON_AddArrayToObject(doc, "explain");
-	cJSON *to = cJSON_AddArrayToObject(doc, "wouldAdmit");
+	struct lists l = {cJSON_AddArrayToObject(doc, "explain"),
+	                  cJSON_AddArrayToObject(doc, "wouldAdmit")};
+	struct plan_facts f = {0};
 
-	cJSON_AddStringToObject(by, "constraint", constraint_name[g->block.why]);
-	switch (g->block.why) {
-	case PLAN_WHY_QUOTA:
-		quota(sn, g, by, ex, to);
-		break;
-	case PLAN_WHY_FIT:
-		fit(sn, g, by, ex, to);
-		break;
-	case PLAN_WHY_STRICT_FIFO:
-		strict(sn, g, by, ex, to);
-		break;
-	case PLAN_WHY_MEMBERS:
-		members(g, by, ex, to);
-		break;
-	default:
-		other(g, ex, to);
-		break;
-	}
-	reservation(g, ex);
+	facts(sn, g, by, &f);
+	plan_words_explain(&f, add_line, &l);
 	pods(g, doc);
 }
