@@ -196,6 +196,7 @@ static void cycle(struct sched *s)
 	    .refused = &s->refused,
 	};
 	struct idmap assumed = {0}, backoff = {0};
+	const struct idmap_slot *sl;
 	uint32_t ids[SCHED_MAX_NAMES];
 	uint64_t t0 = uv_hrtime();
 	int rc;
@@ -224,11 +225,10 @@ static void cycle(struct sched *s)
 	}
 	in.schedulers = ids;
 	/* The planner wants pod -> node; the assumed map holds more. */
-	for (size_t i = 0; i < s->assumed.nslots; i++) {
-		const struct sched_assumed *e = s->assumed.slots[i].value;
+	IDMAP_FOREACH(&s->assumed, i, sl) {
+		const struct sched_assumed *e = sl->value;
 
-		if (s->assumed.slots[i].key &&
-		    idmap_put(&assumed, s->assumed.slots[i].key, (void *)(uintptr_t)e->node) < 0)
+		if (idmap_put(&assumed, sl->key, (void *)(uintptr_t)e->node) < 0)
 			goto out;
 	}
 	in.assumed = &assumed;
