@@ -31,8 +31,26 @@ void *idmap_del(struct idmap *m, uint64_t key);
 /** Free the slots (not the values) and zero the map. */
 void idmap_free(struct idmap *m);
 
-/* Iterate: for (i = 0; i < m->nslots; i++) if (m->slots[i].key) ...
- * Deleting during iteration may move a later entry before i, or rebuild
- * the table: collect keys first. */
+/**
+ * The first entry in slot *i or after it, with *i moved past it; NULL
+ * when there is none (and for a NULL map). Start with *i = 0: each entry
+ * comes once, in slot order. A whole walk costs O(nslots): under 6 slots
+ * per entry, as the map halves under a 0.175 load (64 slots at least).
+ *
+ * No idmap_put() or idmap_del() during a walk: deleting may move a later
+ * entry before *i (it would be missed) and either may rebuild the table.
+ * Collect the keys first, then change the map.
+ */
+static inline struct idmap_slot *idmap_next(const struct idmap *m, size_t *i)
+{
+	for (; m && *i < m->nslots; (*i)++)
+		if (m->slots[*i].key)
+			return &m->slots[(*i)++];
+	return NULL;
+}
+
+/* for each entry e (a struct idmap_slot *, declared by the caller) of the
+ * map m, a NULL map being empty; i is the walk's cursor, declared here. */
+#define IDMAP_FOREACH(m, i, e) for (size_t i = 0; ((e) = idmap_next((m), &(i))) != NULL;)
 
 #endif /* MUSTER_BASE_IDMAP_H */

@@ -733,13 +733,18 @@ static void count_states(const struct plan *p, struct result *r)
 }
 
 /* Drop the holds (plan.holds) the last cycle left: the next one plans
- * afresh, as the first did. (Deleting moves entries: restart the scan.) */
+ * afresh, as the first did. (Deleting moves entries: each drop starts a
+ * new walk and takes the first entry left; holds are few.) */
 static void drop_holds(struct plan *p)
 {
-	while (p->holds.n)
-		for (size_t i = 0; i < p->holds.nslots; i++)
-			if (p->holds.slots[i].key)
-				plan_hold_drop(p, p->holds.slots[i].key);
+	for (;;) {
+		size_t i = 0;
+		const struct idmap_slot *e = idmap_next(&p->holds, &i);
+
+		if (!e)
+			return;
+		plan_hold_drop(p, e->key);
+	}
 }
 
 /* One more cycle on the last rep's holds: the cycle after a preemption. */

@@ -193,13 +193,12 @@ static inline const struct kubeapi_podgroup *synth_group(struct synth *s, const 
 static inline void synth_free(struct synth *s)
 {
 	struct idmap *maps[] = {&s->nodes, &s->pods, &s->groups, &s->vcgroups};
+	const struct idmap_slot *e;
 
 	for (size_t m = 0; m < 4; m++) {
-		for (size_t i = 0; i < maps[m]->nslots; i++) {
-			void *v = maps[m]->slots[i].value;
+		IDMAP_FOREACH(maps[m], i, e) {
+			void *v = e->value;
 
-			if (!maps[m]->slots[i].key)
-				continue;
 			if (m == 0)
 				kubeapi_node_release(s->model, v);
 			else if (m == 1)

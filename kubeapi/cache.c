@@ -278,6 +278,7 @@ static void on_remove(void *data, const cJSON *obj)
 static void on_sync_end(void *data)
 {
 	struct store *s = data;
+	struct idmap_slot *e;
 	uint64_t *stale;
 	size_t i, n = 0;
 
@@ -286,9 +287,9 @@ static void on_sync_end(void *data)
 		log_line(s->cache, "out of memory sweeping a store; stale objects kept");
 		return;
 	}
-	for (i = 0; i < s->map.nslots; i++)
-		if (s->map.slots[i].key && *gen_of(s, s->map.slots[i].value) != s->gen)
-			stale[n++] = s->map.slots[i].key;
+	IDMAP_FOREACH(&s->map, at, e)
+		if (*gen_of(s, e->value) != s->gen)
+			stale[n++] = e->key;
 	for (i = 0; i < n; i++)
 		drop(s, stale[i]);
 	free(stale);
@@ -307,17 +308,16 @@ static const struct kubeapi_informer_ops informer_ops = {
 
 static void free_stores(struct kubeapi_cache *c)
 {
+	struct idmap_slot *e;
 	unsigned k;
-	size_t i;
 
 	for (k = 0; k < KUBEAPI_STORE_COUNT; k++) {
 		struct store *s = &c->stores[k];
 
-		for (i = 0; i < s->map.nslots; i++)
-			if (s->map.slots[i].key) {
-				s->desc->dec->release(c->model, s->map.slots[i].value);
-				free(s->map.slots[i].value);
-			}
+		IDMAP_FOREACH(&s->map, i, e) {
+			s->desc->dec->release(c->model, e->value);
+			free(e->value);
+		}
 		idmap_free(&s->map);
 	}
 }

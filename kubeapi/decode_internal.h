@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "kubeapi/decode.h"
 
 /* Scratch for building one object's blobs, owned by the model and reused
@@ -206,15 +207,16 @@ void kubeapi__res_unref(struct kubeapi_model *m, const struct kubeapi_res *e, ui
 int kubeapi__labels(struct kubeapi__dec *d, const cJSON *labels, const cJSON *annotations,
                     const char *prefix, const struct kubeapi_labels **out);
 
-/* A growable, zero-filled scratch buffer for building blobs. */
-struct kubeapi__buf {
-	char *p;
-	size_t len, cap;
-};
-/* Reserve n zeroed bytes aligned to 8 at the end; returns their offset, or
- * (size_t)-1 when out of memory. */
-size_t kubeapi__buf_add(struct kubeapi__buf *b, size_t n);
-void kubeapi__buf_free(struct kubeapi__buf *b);
+/* Blobs are built in a struct buf (base/buf.h) set up by
+ * kubeapi__blob_buf_init(): uncapped, as it always was, since its size
+ * follows from the decoded object, bounded where its JSON was read. */
+static inline void kubeapi__blob_buf_init(struct buf *b)
+{
+	buf_init(b, SIZE_MAX);
+}
+/* Reserve n zeroed bytes aligned to 8 at the end of b; returns their
+ * offset, or (size_t)-1 when out of memory. */
+size_t kubeapi__buf_add(struct buf *b, size_t n);
 
 /* Release the string ids held inside blobs before their last unref. */
 void kubeapi__labels_unref(struct intern *in, const struct kubeapi_labels *l);

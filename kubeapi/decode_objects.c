@@ -534,14 +534,16 @@ static int selector_exprs(struct kubeapi__dec *d, const cJSON *sel, struct sel_b
 static int selector_blob(struct kubeapi__dec *d, struct sel_builder *b,
                          const struct kubeapi_selector **out)
 {
-	struct kubeapi__buf buf = {0};
+	struct buf buf;
 	struct kubeapi_selector h = {0};
-	size_t oh = kubeapi__buf_add(&buf, sizeof(h));
-	size_t orq = kubeapi__buf_add(&buf, b->nreqs * sizeof(b->reqs[0]));
-	size_t ov = kubeapi__buf_add(&buf, b->nvalues * sizeof(b->values[0]));
+	size_t oh, orq, ov;
 
+	kubeapi__blob_buf_init(&buf);
+	oh = kubeapi__buf_add(&buf, sizeof(h));
+	orq = kubeapi__buf_add(&buf, b->nreqs * sizeof(b->reqs[0]));
+	ov = kubeapi__buf_add(&buf, b->nvalues * sizeof(b->values[0]));
 	if (oh == (size_t)-1 || orq == (size_t)-1 || ov == (size_t)-1) {
-		kubeapi__buf_free(&buf);
+		buf_free(&buf);
 		return -ENOMEM;
 	}
 	h.nreq = (uint32_t)b->nreqs;
@@ -552,7 +554,7 @@ static int selector_blob(struct kubeapi__dec *d, struct sel_builder *b,
 	memcpy(buf.p + orq, b->reqs, b->nreqs * sizeof(b->reqs[0]));
 	memcpy(buf.p + ov, b->values, b->nvalues * sizeof(b->values[0]));
 	*out = kubeapi__blob(d, buf.p, buf.len, &b->ids);
-	kubeapi__buf_free(&buf);
+	buf_free(&buf);
 	return *out ? 0 : -ENOMEM;
 }
 

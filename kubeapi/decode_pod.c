@@ -479,11 +479,12 @@ static int spec_scalars(struct kubeapi__dec *d, struct spec_builder *b, const cJ
 static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
                      const struct kubeapi_podspec **out)
 {
-	struct kubeapi__buf buf = {0};
+	struct buf buf;
 	struct kubeapi_res res[KUBEAPI_MAX_RESOURCES];
 	size_t o_h, o_req, o_tol, o_sel, o_terms, o_reqs, o_vals;
 	unsigned nres = kubeapi__amounts_list(&b->req, res);
 
+	kubeapi__blob_buf_init(&buf);
 	o_h = kubeapi__buf_add(&buf, sizeof(b->h));
 	o_req = kubeapi__buf_add(&buf, nres * sizeof(res[0]));
 	o_tol = kubeapi__buf_add(&buf, b->ntol * sizeof(b->tol[0]));
@@ -494,7 +495,7 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 	if (o_h == (size_t)-1 || o_req == (size_t)-1 || o_tol == (size_t)-1 ||
 	    o_sel == (size_t)-1 || o_terms == (size_t)-1 || o_reqs == (size_t)-1 ||
 	    o_vals == (size_t)-1) {
-		kubeapi__buf_free(&buf);
+		buf_free(&buf);
 		return -ENOMEM;
 	}
 	b->h.nrequests = (uint16_t)nres;
@@ -517,7 +518,7 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 	memcpy(buf.p + o_vals, b->values, b->nvalues * sizeof(b->values[0]));
 	b->ids.res = kubeapi__res_mask(res, nres);
 	*out = kubeapi__blob(d, buf.p, buf.len, &b->ids);
-	kubeapi__buf_free(&buf);
+	buf_free(&buf);
 	return *out ? 0 : -ENOMEM;
 }
 

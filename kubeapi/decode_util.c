@@ -747,31 +747,15 @@ out:
 
 /* ---- blobs ---------------------------------------------------------------- */
 
-size_t kubeapi__buf_add(struct kubeapi__buf *b, size_t n)
+size_t kubeapi__buf_add(struct buf *b, size_t n)
 {
-	size_t off = (b->len + 7) & ~(size_t)7, need = off + n;
+	size_t off = (b->len + 7) & ~(size_t)7, pad = off - b->len;
 
-	if (need > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < need)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p)
-			return (size_t)-1;
-		memset(p + b->cap, 0, cap - b->cap);
-		b->p = p;
-		b->cap = cap;
-	}
-	b->len = need;
+	if (n > SIZE_MAX - off || buf_reserve(b, pad + n) < 0)
+		return (size_t)-1;
+	memset(b->p + b->len, 0, pad + n);
+	b->len = off + n;
 	return off;
-}
-
-void kubeapi__buf_free(struct kubeapi__buf *b)
-{
-	free(b->p);
-	*b = (struct kubeapi__buf){0};
 }
 
 /* Each release below runs only for the last reference: the blob's own

@@ -253,6 +253,7 @@ static struct kubeapi_http_call *call_new(struct kubeapi_http *h, const struct k
 	if (!c)
 		return NULL;
 	c->h = h;
+	buf_init(&c->resp, h->opt.max_body);
 	c->method = req->method;
 	c->flags = req->flags;
 	c->seq = h->next_seq++;

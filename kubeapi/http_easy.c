@@ -9,8 +9,8 @@
  * most max_inflight idle handles are kept). It allocates a header list of
  * up to four lines and gets the token from kubeapi_conn_token(), which
  * stat()s a token file at most once per KUBEAPI_TOKEN_RECHECK_MS. A
- * buffered body grows by doubling from 4 KiB (or is sized at once from
- * Content-Length) up to max_body + 1 bytes; a streamed body goes to
+ * buffered body (base/buf) grows by doubling from 256 bytes (or is sized
+ * at once from Content-Length) up to max_body + 1 bytes; a streamed body goes to
  * chunk_cb as it arrives and is never copied.
  */
 #include <errno.h>
@@ -224,28 +224,6 @@ int kubeapi__http_setup_easy(struct kubeapi_http_call *c, CURL *e)
 
 /* ---- Bodies and headers, called by curl during a transfer -------------- */
 
-/* Grow c->buf to hold len more bytes and a NUL, within max_body. */
-static int buffer_reserve(struct kubeapi_http_call *c, size_t len)
-{
-	size_t max = c->h->opt.max_body, cap = c->cap ? c->cap : 4096;
-	char *p;
-
-	if (len > max - c->len)
-		return -EMSGSIZE;
-	if (c->len + len + 1 <= c->cap)
-		return 0;
-	while (cap < c->len + len + 1)
-		cap *= 2;
-	if (cap > max + 1)
-		cap = max + 1;
-	p = realloc(c->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	c->buf = p;
-	c->cap = cap;
-	return 0;
-}
-
 /* At the first byte of a body: stream a 2xx answer to a stream request,
  * buffer anything else (sized from Content-Length when it is known). */
 static int decide_mode(struct kubeapi_http_call *c)
@@ -264,7 +242,7 @@ static int decide_mode(struct kubeapi_http_call *c)
 	curl_easy_getinfo(c->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
 	if (clen > 0 && (uint64_t)clen > c->h->opt.max_body)
 		return -EMSGSIZE;
-	return clen > 0 ? buffer_reserve(c, (size_t)clen) : 0;
+	return clen > 0 ? buf_reserve(&c->resp, (size_t)clen) : 0;
 }
 
 /* Stream or buffer one piece of the body; < 0 stops the transfer. */
@@ -278,13 +256,7 @@ static int body_write(struct kubeapi_http_call *c, const char *p, size_t len)
 		rc = c->chunk_cb(c->data, p, len);
 		return rc < 0 ? rc : 0;
 	}
-	rc = buffer_reserve(c, len);
-	if (rc < 0)
-		return rc;
-	memcpy(c->buf + c->len, p, len);
-	c->len += len;
-	c->buf[c->len] = '\0';
-	return 0;
+	return buf_append(&c->resp, p, len);
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)

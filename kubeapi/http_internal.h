@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "base/buf.h"
 #include "kubeapi/http.h"
 
 #define KUBEAPI__CONTAINER_OF(ptr, type, member)                                                   \
@@ -79,8 +80,7 @@ struct kubeapi_http_call {
 	CURL *easy; /* RUNNING only */
 	struct curl_slist *headers;
 	enum kubeapi__body_mode mode;
-	char *buf; /* response body, cap bytes, kept across attempts */
-	size_t len, cap;
+	struct buf resp; /* response body, max_body; the memory is kept across attempts */
 	long status;
 	unsigned http_version;
 	uint64_t attempt_us; /* the last attempt's duration */

@@ -94,7 +94,7 @@ void kubeapi__http_complete(struct kubeapi_http_call *c, int err)
 static void attempt_reset(struct kubeapi_http_call *c)
 {
 	c->mode = KUBEAPI__BODY_UNDECIDED;
-	c->len = 0;
+	buf_reset(&c->resp);
 	c->status = 0;
 	c->http_version = 0;
 	c->abort_err = 0;
@@ -275,9 +275,9 @@ static struct kubeapi_response response_of(const struct kubeapi_http_call *c)
 	    .status = c->status,
 	    .err = c->err,
 	    .body = c->mode == KUBEAPI__BODY_STREAM ? NULL
-	            : c->buf && c->len              ? c->buf
+	            : c->resp.p && c->resp.len      ? c->resp.p
 	                                            : "",
-	    .len = c->mode == KUBEAPI__BODY_STREAM ? 0 : c->len,
+	    .len = c->mode == KUBEAPI__BODY_STREAM ? 0 : c->resp.len,
 	    .attempts = c->attempts,
 	    .http_version = c->http_version,
 	};
@@ -286,7 +286,7 @@ static struct kubeapi_response response_of(const struct kubeapi_http_call *c)
 
 static void call_free(struct kubeapi_http *h, struct kubeapi_http_call *c)
 {
-	free(c->buf);
+	buf_free(&c->resp);
 	free(c);
 	h->ncalls--;
 }

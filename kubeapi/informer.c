@@ -40,7 +40,7 @@ void kubeapi__inf_maybe_free(struct kubeapi_informer *inf)
 		return;
 	if (inf->closed_cb)
 		inf->closed_cb(inf->closed_data);
-	free(inf->line);
+	buf_free(&inf->line);
 	free(inf);
 }
 
@@ -69,6 +69,9 @@ static void apply_defaults(struct kubeapi_informer *inf)
 		inf->page_bytes = 1;
 	inf->limit = o->page_size;
 	inf->stats.limit = inf->limit;
+	buf_init(&inf->line, o->max_object > SIZE_MAX - KUBEAPI__EVENT_ENVELOPE
+	                         ? SIZE_MAX
+	                         : o->max_object + KUBEAPI__EVENT_ENVELOPE);
 }
 
 int kubeapi_informer_new(uv_loop_t *loop, struct kubeapi_http *http,

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "kubeapi/informer.h"
 #include "kubeapi/jscan.h"
 
@@ -60,8 +61,7 @@ struct kubeapi_informer {
 	bool relist;       /* the watch saw 410, or a relist was asked: list again */
 	bool relist_asked; /* kubeapi_informer_relist(): no "gone" line */
 
-	char *line; /* partial watch event, at most max_object + envelope */
-	size_t line_len, line_cap;
+	struct buf line;                   /* partial watch event, at most max_object + envelope */
 	bool skipping;                     /* dropping an event over that up to its newline */
 	size_t skip_len;                   /* its length so far */
 	char skip_type[16];                /* its type, from its head */

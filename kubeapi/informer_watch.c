@@ -135,53 +135,20 @@ static int watch_line(struct kubeapi_informer *inf, const char *line, size_t len
 
 /* ---- the stream, split into lines ------------------------------------------------ */
 
-static size_t line_max(const struct kubeapi_informer *inf)
-{
-	size_t m = inf->opt.max_object;
-
-	return m > SIZE_MAX - KUBEAPI__EVENT_ENVELOPE ? SIZE_MAX : m + KUBEAPI__EVENT_ENVELOPE;
-}
-
-static int line_reserve(struct kubeapi_informer *inf, size_t need)
-{
-	size_t cap = inf->line_cap ? inf->line_cap : 4096;
-	char *b;
-
-	if (need <= inf->line_cap)
-		return 0;
-	while (cap < need)
-		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	if (cap > line_max(inf))
-		cap = line_max(inf);
-	b = realloc(inf->line, cap);
-	if (!b)
-		return -ENOMEM;
-	inf->line = b;
-	inf->line_cap = cap;
-	return 0;
-}
-
 /* Up to the line cap; past it, the line's head says what is skipped. */
 static int line_append(struct kubeapi_informer *inf, const char *p, size_t n)
 {
-	size_t room = line_max(inf) - inf->line_len, take = n < room ? n : room;
+	struct buf *l = &inf->line;
+	size_t room = l->max - l->len, take = n < room ? n : room;
 
-	/* An empty line (the first one too, before any buffer exists) adds
-	 * nothing: no pointer arithmetic on a NULL line. */
-	if (n == 0)
-		return 0;
-	if (take > 0) {
-		if (line_reserve(inf, inf->line_len + take) < 0)
-			return -ENOMEM;
-		memcpy(inf->line + inf->line_len, p, take);
-		inf->line_len += take;
-	}
+	if (take > 0 && buf_append(l, p, take) < 0)
+		return -ENOMEM; /* take fits the cap: only the allocation can fail */
 	if (take == n)
 		return 0;
-	event_head(inf->line, inf->line_len, inf->skip_type, sizeof(inf->skip_type), &inf->skip_id);
+	event_head(l->p, l->len, inf->skip_type, sizeof(inf->skip_type), &inf->skip_id);
 	inf->skipping = true;
-	inf->skip_len = inf->line_len + (n - take);
-	inf->line_len = 0;
+	inf->skip_len = l->len + (n - take);
+	buf_reset(l);
 	return 0;
 }
 
@@ -192,10 +159,10 @@ static int line_end(struct kubeapi_informer *inf)
 
 	if (inf->skipping)
 		skip_event(inf, inf->skip_type, &inf->skip_id, inf->skip_len);
-	else if (inf->line_len)
-		rc = watch_line(inf, inf->line, inf->line_len);
+	else if (inf->line.len)
+		rc = watch_line(inf, inf->line.p, inf->line.len);
 	inf->skipping = false;
-	inf->line_len = 0;
+	buf_reset(&inf->line);
 	return rc;
 }
 
@@ -234,7 +201,7 @@ static void watch_done(void *data, const struct kubeapi_response *r)
 	struct kubeapi_informer *inf = data;
 
 	inf->call = NULL;
-	inf->line_len = 0;
+	buf_reset(&inf->line);
 	inf->skipping = false; /* an event cut short comes again after the resume */
 	if (inf->state == KUBEAPI__ST_CLOSING) {
 		kubeapi__inf_maybe_free(inf);

@@ -129,13 +129,13 @@ static int build_nodes(struct plan_run *r)
 {
 	const struct idmap *m = r->in->nodes;
 	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
+	const struct idmap_slot *e;
 	size_t n = 0;
 
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < m->nslots; i++)
-		if (m->slots[i].key)
-			v[n++] = m->slots[i].value;
+	IDMAP_FOREACH(m, i, e)
+		v[n++] = e->value;
 	qsort_r(v, n, sizeof(*v), by_name, r->strs);
 	r->p->stats.nodes = n;
 	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, v, n);
@@ -279,15 +279,16 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *p
 static int group_gangs(struct plan_run *r)
 {
 	const struct idmap *m = r->in->vcgroups;
+	const struct idmap_slot *e;
 	struct plan_gang *g;
 
 	if (!r->in->volcano_groups || !m)
 		return 0;
-	for (size_t i = 0; i < m->nslots; i++) {
-		const struct kubeapi_podgroup *pg = m->slots[i].value;
+	IDMAP_FOREACH(m, i, e) {
+		const struct kubeapi_podgroup *pg = e->value;
 		uint64_t key;
 
-		if (!m->slots[i].key || plan__group_ran(r, pg))
+		if (plan__group_ran(r, pg))
 			continue;
 		key = plan_gang_key(pg->ns, pg->name, 0);
 		if (idmap_get(&r->by_group, key))
@@ -377,15 +378,15 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 
 static int count_pods(struct plan_run *r)
 {
-	const struct idmap *m = r->in->pods;
+	const struct idmap_slot *e;
 	int rc;
 
-	for (size_t s = 0; s < m->nslots; s++) {
-		const struct kubeapi_pod *pod = m->slots[s].value;
+	IDMAP_FOREACH(r->in->pods, s, e) {
+		const struct kubeapi_pod *pod = e->value;
 		uint32_t node;
 		struct plan_gang *g;
 
-		if (!m->slots[s].key || !pod->spec)
+		if (!pod->spec)
 			continue;
 		if (pod->phase == KUBEAPI_POD_SUCCEEDED || pod->phase == KUBEAPI_POD_FAILED) {
 			/* Finished members hold nothing, but count for the
@@ -435,6 +436,7 @@ static int by_age(const void *a, const void *b, void *strs)
 static int collect_pending(struct plan_run *r)
 {
 	const struct idmap *m = r->in->pods;
+	const struct idmap_slot *e;
 	struct plan *p = r->p;
 
 	for (size_t k = 0; k < p->ngangs; k++) {
@@ -446,11 +448,11 @@ static int collect_pending(struct plan_run *r)
 			return -ENOMEM;
 		g->npending = 0;
 	}
-	for (size_t s = 0; s < m->nslots; s++) {
-		const struct kubeapi_pod *pod = m->slots[s].value;
+	IDMAP_FOREACH(m, s, e) {
+		const struct kubeapi_pod *pod = e->value;
 		struct plan_gang *g;
 
-		if (!m->slots[s].key || !pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
+		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
 		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !is_ours(r, pod) ||
 		    pod->deleting)
 			continue;
@@ -797,13 +799,14 @@ static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
 void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *))
 {
 	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
+	const struct idmap_slot *e;
 	size_t n = 0;
 
-	for (size_t i = 0; gone && i < m->nslots; i++) {
-		long k = m->slots[i].key ? plan__gang_index(r, m->slots[i].key) : 0;
+	for (size_t i = 0; gone && (e = idmap_next(m, &i));) {
+		long k = plan__gang_index(r, e->key);
 
-		if (m->slots[i].key && (k < 0 || done(&r->p->gangs[k])))
-			gone[n++] = m->slots[i].key;
+		if (k < 0 || done(&r->p->gangs[k]))
+			gone[n++] = e->key;
 	}
 	for (size_t k = 0; k < n; k++)
 		idmap_del(m, gone[k]);
@@ -1021,9 +1024,10 @@ void plan_hold_drop(struct plan *p, uint64_t key)
 
 void plan_free(struct plan *p)
 {
-	for (size_t i = 0; i < p->holds.nslots; i++)
-		if (p->holds.slots[i].key)
-			free(p->holds.slots[i].value);
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&p->holds, i, e)
+		free(e->value);
 	idmap_free(&p->holds);
 	idmap_free(&p->seen);
 	idmap_free(&p->enqueued);

@@ -60,16 +60,16 @@ static void group_request(const struct plan_run *r, const struct kubeapi_reslist
 /* Allocatable of the nodes that can take pods, per model resource. */
 static const int64_t *capacity(struct plan_run *r)
 {
-	const struct idmap *m = r->in->nodes;
+	const struct idmap_slot *s;
 
 	if (r->capacity)
 		return r->capacity;
 	if (!(r->capacity = arena_calloc(&r->p->arena, KUBEAPI_MAX_RESOURCES, sizeof(int64_t))))
 		return NULL;
-	for (size_t i = 0; i < m->nslots; i++) {
-		const struct kubeapi_node *n = m->slots[i].value;
+	IDMAP_FOREACH(r->in->nodes, i, s) {
+		const struct kubeapi_node *n = s->value;
 
-		if (!m->slots[i].key || !n->ready || n->unschedulable || !n->allocatable)
+		if (!n->ready || n->unschedulable || !n->allocatable)
 			continue;
 		for (uint32_t e = 0; e < n->allocatable->n; e++)
 			r->capacity[n->allocatable->e[e].res] += n->allocatable->e[e].amount;

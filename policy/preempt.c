@@ -125,13 +125,13 @@ static bool selects(const struct kubeapi_pdb *b, const struct kubeapi_pod *pod)
  * of g); budgets are few. */
 static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
 {
-	const struct idmap *m = r->in->pdbs;
+	const struct idmap_slot *e;
 
-	for (size_t s = 0; m && s < m->nslots; s++) {
-		const struct kubeapi_pdb *b = m->slots[s].value;
+	IDMAP_FOREACH(r->in->pdbs, s, e) {
+		const struct kubeapi_pdb *b = e->value;
 		int32_t hit = 0;
 
-		if (!m->slots[s].key || b->ns != g->ns)
+		if (b->ns != g->ns)
 			continue;
 		for (uint32_t i = g->bound_first; i; i = r->bound[i - 1].next)
 			hit += selects(b, r->bound[i - 1].pod);
@@ -786,6 +786,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 int plan__holds(struct plan_run *r)
 {
 	struct idmap *m = &r->p->holds;
+	const struct idmap_slot *e;
 	uint64_t *keys;
 	size_t n = 0;
 	int rc;
@@ -794,9 +795,8 @@ int plan__holds(struct plan_run *r)
 		return 0;
 	if (!(keys = arena_alloc(&r->p->arena, m->n * sizeof(*keys))))
 		return -ENOMEM;
-	for (size_t s = 0; s < m->nslots; s++)
-		if (m->slots[s].key)
-			keys[n++] = m->slots[s].key;
+	IDMAP_FOREACH(m, s, e)
+		keys[n++] = e->key;
 	for (size_t k = 0; k < n; k++) {
 		long gi = plan__gang_index(r, keys[k]);
 

@@ -51,18 +51,19 @@ static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_po
 {
 	const struct idmap *m = &s->assumed;
 	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
+	const struct idmap_slot *sl;
 	size_t n = 0, bound = 0;
 
 	s->n.gangs_released++;
-	for (size_t i = 0; keys && i < m->nslots; i++) {
-		struct sched_assumed *e = m->slots[i].value;
+	for (size_t i = 0; keys && (sl = idmap_next(m, &i));) {
+		struct sched_assumed *e = sl->value;
 
-		if (!m->slots[i].key || e->gang != gang)
+		if (e->gang != gang)
 			continue;
 		if (e->state == SCHED_BIND_DONE)
 			bound++;
 		else
-			keys[n++] = m->slots[i].key;
+			keys[n++] = sl->key;
 	}
 	for (size_t k = 0; k < n; k++) {
 		struct sched_assumed *e = idmap_get(m, keys[k]);
@@ -149,14 +150,15 @@ static int send_bind(struct sched *s, struct sched_assumed *e, const struct kube
 void sched_bind_all(struct sched *s)
 {
 	const struct idmap *m = &s->assumed;
+	const struct idmap_slot *sl;
 
-	for (size_t i = 0; i < m->nslots; i++) {
-		struct sched_assumed *e = m->slots[i].value;
+	IDMAP_FOREACH(m, i, sl) {
+		struct sched_assumed *e = sl->value;
 		const struct kubeapi_pod *pod;
 
-		if (!m->slots[i].key || e->state != SCHED_BIND_RETRY)
+		if (e->state != SCHED_BIND_RETRY)
 			continue;
-		pod = cached_pod(s, m->slots[i].key);
+		pod = cached_pod(s, sl->key);
 		if (pod && !pod->node && !pod->deleting)
 			send_bind(s, e, pod);
 	}
@@ -186,20 +188,21 @@ void sched_assumed_sweep(struct sched *s)
 {
 	const struct idmap *m = &s->assumed;
 	uint64_t now = sched_now_ms(s), *keys = calloc(m->n + 1, sizeof(*keys));
+	const struct idmap_slot *sl;
 	size_t n = 0;
 
 	if (!keys)
 		return;
-	for (size_t i = 0; i < m->nslots; i++) {
-		struct sched_assumed *e = m->slots[i].value;
+	IDMAP_FOREACH(m, i, sl) {
+		struct sched_assumed *e = sl->value;
 		const struct kubeapi_pod *pod;
 
-		if (!m->slots[i].key || e->state == SCHED_BIND_INFLIGHT)
+		if (e->state == SCHED_BIND_INFLIGHT)
 			continue;
-		pod = cached_pod(s, m->slots[i].key);
+		pod = cached_pod(s, sl->key);
 		if (!pod || pod->node || pod->deleting ||
 		    (e->state == SCHED_BIND_DONE && now - e->since_ms > SCHED_UNCONFIRMED_MS))
-			keys[n++] = m->slots[i].key;
+			keys[n++] = sl->key;
 	}
 	for (size_t k = 0; k < n; k++)
 		drop(s, keys[k]);
@@ -208,8 +211,9 @@ void sched_assumed_sweep(struct sched *s)
 
 void sched_assumed_free(struct sched *s)
 {
-	for (size_t i = 0; i < s->assumed.nslots; i++)
-		if (s->assumed.slots[i].key)
-			free(s->assumed.slots[i].value);
+	const struct idmap_slot *sl;
+
+	IDMAP_FOREACH(&s->assumed, i, sl)
+		free(sl->value);
 	idmap_free(&s->assumed);
 }

@@ -147,11 +147,12 @@ static void sweep(struct sched *s, struct idmap *m, bool (*stale)(struct sched *
                   void (*drop)(struct sched *, uint64_t))
 {
 	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
+	const struct idmap_slot *e;
 	size_t n = 0;
 
-	for (size_t i = 0; keys && i < m->nslots; i++)
-		if (m->slots[i].key && stale(s, m->slots[i].key, m->slots[i].value))
-			keys[n++] = m->slots[i].key;
+	for (size_t i = 0; keys && (e = idmap_next(m, &i));)
+		if (stale(s, e->key, e->value))
+			keys[n++] = e->key;
 	for (size_t k = 0; k < n; k++)
 		drop(s, keys[k]);
 	free(keys);
@@ -182,9 +183,10 @@ void sched_evict_sweep(struct sched *s)
 
 void sched_evicted_free(struct sched *s)
 {
-	for (size_t i = 0; i < s->evicted.nslots; i++)
-		if (s->evicted.slots[i].key)
-			free(s->evicted.slots[i].value);
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&s->evicted, i, e)
+		free(e->value);
 	idmap_free(&s->evicted);
 	idmap_free(&s->refused);
 }

@@ -203,6 +203,7 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
                        struct idmap *backoff)
 {
 	const struct kubeapi_cache *c = s->cache;
+	const struct idmap_slot *slot;
 
 	*in = (struct plan_input){
 	    .model = kubeapi_cache_model(s->cache),
@@ -220,11 +221,10 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
 	};
 	scheduler_ids(s, in, ids);
 	/* The planner wants pod -> node; the assumed map holds more. */
-	for (size_t i = 0; i < s->assumed.nslots; i++) {
-		const struct sched_assumed *e = s->assumed.slots[i].value;
+	IDMAP_FOREACH(&s->assumed, i, slot) {
+		const struct sched_assumed *e = slot->value;
 
-		if (s->assumed.slots[i].key &&
-		    idmap_put(assumed, s->assumed.slots[i].key, (void *)(uintptr_t)e->node) < 0)
+		if (idmap_put(assumed, slot->key, (void *)(uintptr_t)e->node) < 0)
 			return -ENOMEM;
 	}
 	return sched_backoff_map(s, backoff);

@@ -432,20 +432,19 @@ void sched_status_sweep(struct sched *s)
 	for (int k = 0; k < 3; k++) {
 		struct idmap *m = maps[k];
 		uint64_t *stale = calloc(m->n + 1, sizeof(*stale));
+		const struct idmap_slot *e;
 		size_t n = 0;
 
-		for (size_t i = 0; stale && i < m->nslots; i++) {
-			uint64_t key = m->slots[i].key & ~(1ull << 63);
+		for (size_t i = 0; stale && (e = idmap_next(m, &i));) {
+			uint64_t key = e->key & ~(1ull << 63);
 			const struct kubeapi_pod *pod;
 
-			if (!m->slots[i].key)
-				continue;
 			if (k < 2) {
 				pod = idmap_get(pods, key);
 				if (!pod || pod->node)
-					stale[n++] = m->slots[i].key;
+					stale[n++] = e->key;
 			} else if (!idmap_get(pg, key) && !idmap_get(vc, key)) {
-				stale[n++] = m->slots[i].key;
+				stale[n++] = e->key;
 			}
 		}
 		for (size_t j = 0; j < n; j++)

@@ -58,6 +58,7 @@ void sched_timeouts(struct sched *s)
 {
 	uint64_t now = sched_now_ms(s), gen = s->n.cycles + 1;
 	struct idmap *m = &s->waits;
+	const struct idmap_slot *e;
 	uint64_t *stale;
 	size_t n = 0;
 
@@ -87,9 +88,9 @@ void sched_timeouts(struct sched *s)
 	}
 	/* Gangs admitted, gone, or running: forget them. */
 	stale = calloc(m->n + 1, sizeof(*stale));
-	for (size_t i = 0; stale && i < m->nslots; i++)
-		if (m->slots[i].key && ((struct wait *)m->slots[i].value)->seen != gen)
-			stale[n++] = m->slots[i].key;
+	for (size_t i = 0; stale && (e = idmap_next(m, &i));)
+		if (((struct wait *)e->value)->seen != gen)
+			stale[n++] = e->key;
 	for (size_t k = 0; k < n; k++)
 		free(idmap_del(m, stale[k]));
 	free(stale);
@@ -98,12 +99,12 @@ void sched_timeouts(struct sched *s)
 int sched_backoff_map(struct sched *s, struct idmap *out)
 {
 	uint64_t now = sched_now_ms(s);
+	const struct idmap_slot *e;
 
-	for (size_t i = 0; i < s->waits.nslots; i++) {
-		const struct wait *w = s->waits.slots[i].value;
+	IDMAP_FOREACH(&s->waits, i, e) {
+		const struct wait *w = e->value;
 
-		if (s->waits.slots[i].key && w->until_ms > now &&
-		    idmap_put(out, s->waits.slots[i].key, (void *)1) < 0)
+		if (w->until_ms > now && idmap_put(out, e->key, (void *)1) < 0)
 			return -1;
 	}
 	return 0;
@@ -111,8 +112,9 @@ int sched_backoff_map(struct sched *s, struct idmap *out)
 
 void sched_waits_free(struct sched *s)
 {
-	for (size_t i = 0; i < s->waits.nslots; i++)
-		if (s->waits.slots[i].key)
-			free(s->waits.slots[i].value);
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&s->waits, i, e)
+		free(e->value);
 	idmap_free(&s->waits);
 }

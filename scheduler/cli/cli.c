@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "base/buf.h"
 #include "scheduler/cli/cli.h"
 #include "scheduler/cli/internal.h"
 
@@ -43,37 +44,26 @@ struct cli_conn {
 	char err[CURL_ERROR_SIZE];
 };
 
-/* A response body, capped at CLI_MAX_BODY. */
+/* A response body, capped at CLI_MAX_BODY (body_init). */
 struct body {
-	char *p;
-	size_t len, cap;
+	struct buf b;
 	int too_big;
 };
+
+static void body_init(struct body *b)
+{
+	buf_init(&b->b, CLI_MAX_BODY);
+	b->too_big = 0;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct body *b = ud;
-	size_t cap = b->cap ? b->cap : 16384;
-	char *grown;
+	int rc = buf_append(&b->b, p, n * size);
 
-	n *= size;
-	if (n > CLI_MAX_BODY - b->len) {
+	if (rc == -EMSGSIZE)
 		b->too_big = 1;
-		return 0; /* curl ends the transfer with CURLE_WRITE_ERROR */
-	}
-	while (cap < b->len + n + 1)
-		cap *= 2;
-	if (cap != b->cap) {
-		grown = realloc(b->p, cap);
-		if (!grown)
-			return 0;
-		b->p = grown;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return n;
+	return rc < 0 ? 0 : n * size; /* 0: curl ends with CURLE_WRITE_ERROR */
 }
 
 /* The first line of the token file, without surrounding white space, in
@@ -238,7 +228,7 @@ static int conn_get(struct cli_conn *c, const char *path, struct body *b, long *
 static void http_error(const struct cli_conn *c, const char *path, long status,
                        const struct body *b)
 {
-	cJSON *doc = b->p ? cJSON_ParseWithLength(b->p, b->len) : NULL;
+	cJSON *doc = b->b.p ? cJSON_ParseWithLength(b->b.p, b->b.len) : NULL;
 	const char *why = sched_cli__str_field(doc, "error");
 	char line[256];
 
@@ -250,9 +240,9 @@ static void http_error(const struct cli_conn *c, const char *path, long status,
 		        c->o->prog, c->base);
 	else {
 		fprintf(stderr, "%s: GET %s%s: HTTP %ld: ", c->o->prog, c->base, path, status);
-		if (!why && b->p) /* not ours: its first line says the most */
-			snprintf(line, sizeof(line), "%.*s", (int)strcspn(b->p, "\r\n"), b->p);
-		sched_cli__put_clean(stderr, why ? why : b->p ? line : "");
+		if (!why && b->b.p) /* not ours: its first line says the most */
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(b->b.p, "\r\n"), b->b.p);
+		sched_cli__put_clean(stderr, why ? why : b->b.p ? line : "");
 		fputc('\n', stderr);
 	}
 	cJSON_Delete(doc);
@@ -273,7 +263,7 @@ static int fetch_json(struct cli_conn *c, const char *path, struct body *b, cJSO
 		http_error(c, path, status, b);
 		return -EIO;
 	}
-	*doc = b->p ? cJSON_ParseWithLength(b->p, b->len) : NULL;
+	*doc = b->b.p ? cJSON_ParseWithLength(b->b.p, b->b.len) : NULL;
 	if (!*doc) {
 		fprintf(stderr, "%s: GET %s%s: the answer is not JSON\n", c->o->prog, c->base,
 		        path);
@@ -425,10 +415,11 @@ static int parse_args(const struct cli_command *cmd, int argc, char **argv, stru
 static int print_raw(const struct body *a, const struct body *b)
 {
 	if (b)
-		printf("{\"queues\": %.*s, \"gangs\": %.*s}\n", (int)a->len, a->p, (int)b->len,
-		       b->p);
+		printf("{\"queues\": %.*s, \"gangs\": %.*s}\n", (int)a->b.len, a->b.p,
+		       (int)b->b.len, b->b.p);
 	else
-		printf("%.*s%s", (int)a->len, a->p, a->len && a->p[a->len - 1] == '\n' ? "" : "\n");
+		printf("%.*s%s", (int)a->b.len, a->b.p,
+		       a->b.len && a->b.p[a->b.len - 1] == '\n' ? "" : "\n");
 	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
 }
 
@@ -483,18 +474,21 @@ static int fetch_status(struct cli_conn *c, struct body *qb, cJSON **q, struct b
 static int run_status(struct cli_conn *c)
 {
 	struct sched_cli_fmt fmt = {c->o->wide ? 0 : term_width(), c->o->queue, c->o->limit};
-	struct body qb = {0}, gb = {0};
+	struct body qb, gb;
 	cJSON *q = NULL, *g = NULL;
-	int rc = fetch_status(c, &qb, &q, &gb, &g);
+	int rc;
 
+	body_init(&qb);
+	body_init(&gb);
+	rc = fetch_status(c, &qb, &q, &gb, &g);
 	if (rc == 0 && c->o->json)
 		rc = print_raw(&qb, &gb);
 	else if (rc == 0)
 		rc = sched_cli_format_status(stdout, q, g, &fmt);
 	cJSON_Delete(q);
 	cJSON_Delete(g);
-	free(qb.p);
-	free(gb.p);
+	buf_free(&qb.b);
+	buf_free(&gb.b);
 	return rc == 0 ? 0 : 1;
 }
 
@@ -516,10 +510,12 @@ static char *gang_path(struct cli_conn *c)
 static int run_explain(struct cli_conn *c)
 {
 	char *path = gang_path(c);
-	struct body b = {0};
+	struct body b;
 	cJSON *doc = NULL;
-	int rc = path ? fetch_json(c, path, &b, &doc) : -ENOMEM;
+	int rc;
 
+	body_init(&b);
+	rc = path ? fetch_json(c, path, &b, &doc) : -ENOMEM;
 	if (rc == -ENOENT)
 		fprintf(stderr,
 		        "%s: Muster has no waiting gang %s (bound, gone, or not Muster's: is its "
@@ -530,7 +526,7 @@ static int run_explain(struct cli_conn *c)
 	else if (rc == 0)
 		rc = sched_cli_format_explain(stdout, doc);
 	cJSON_Delete(doc);
-	free(b.p);
+	buf_free(&b.b);
 	free(path);
 	return rc == 0 ? 0 : 1;
 }

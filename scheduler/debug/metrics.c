@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "scheduler/debug/metrics.h"
 #include "scheduler/debug/debug.h"
 #include "kubeapi/cache.h"
@@ -87,44 +88,24 @@ void debug_metrics_api(void *data, enum kubeapi_method m, int stream, long statu
 
 /* ---- rendering ---------------------------------------------------------- */
 
+/* The document under construction. The first error sticks and every
+ * later put() is a no-op, so the renderers need no error paths. */
 struct mbuf {
-	char *p;
-	size_t len, cap;
+	struct buf b; /* capped at DEBUG_METRICS_MAX bytes with the NUL */
 	int err;
 };
 
 __attribute__((format(printf, 2, 3))) static void put(struct mbuf *b, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
+	int rc;
 
-	for (;;) {
-		if (b->err)
-			return;
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->err = -EINVAL;
-		} else if (b->p && (size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		} else {
-			size_t cap = b->cap ? b->cap * 2 : 65536;
-			char *p;
-
-			while (cap < b->len + (size_t)n + 1)
-				cap *= 2;
-			if (cap > DEBUG_METRICS_MAX) {
-				b->err = -E2BIG;
-			} else if (!(p = realloc(b->p, cap))) {
-				b->err = -ENOMEM;
-			} else {
-				b->p = p;
-				b->cap = cap;
-			}
-		}
-	}
+	if (b->err)
+		return;
+	va_start(ap, fmt);
+	rc = buf_vprintf(&b->b, fmt, ap);
+	va_end(ap);
+	b->err = rc == -EMSGSIZE ? -E2BIG : rc;
 }
 
 static void family(struct mbuf *b, const char *name, const char *type, const char *help)
@@ -328,19 +309,22 @@ static void informers(struct mbuf *b, const struct kubeapi_cache *c)
 int debug_metrics_render(const struct debug_view *v, char **out, size_t *len)
 {
 	const struct snap *sn = v->snap;
-	struct mbuf b = {0};
+	struct mbuf b = {.err = 0};
 
+	/* The allocation counts the NUL; 64 KiB at once: a document is rarely
+	 * smaller, and it saves the first eight doublings. */
+	buf_init(&b.b, DEBUG_METRICS_MAX - 1);
+	b.err = buf_reserve(&b.b, 65536 - 1);
 	scheduler(&b, v);
 	api(&b, v->m);
 	if (v->cache)
 		informers(&b, v->cache);
 	if (sn && sn->queues)
 		queues(&b, sn);
-	if (b.err || !b.p) {
-		free(b.p);
+	if (b.err || !b.b.p) {
+		buf_free(&b.b);
 		return b.err ? b.err : -ENOMEM;
 	}
-	*out = b.p;
-	*len = b.len;
+	*out = buf_steal(&b.b, len);
 	return 0;
 }

@@ -125,7 +125,8 @@ static int cache_matches(struct fixture *fx)
 	const struct idmap *pods = kubeapi_cache_store(fx->cache, KUBEAPI_STORE_PODS);
 	uint32_t ns = intern_find(in, fx->ns, strlen(fx->ns));
 	cJSON *doc = truth(fx), *it;
-	size_t want = 0, have = 0, i;
+	const struct idmap_slot *e;
+	size_t want = 0, have = 0;
 	int ok = 1;
 
 	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "items"))
@@ -141,8 +142,8 @@ static int cache_matches(struct fixture *fx)
 		if (!p || p->rv != strtoull(rv, NULL, 10))
 			ok = 0;
 	}
-	for (i = 0; i < pods->nslots; i++)
-		if (pods->slots[i].key && (uint32_t)(pods->slots[i].key >> 32) == ns && ns)
+	IDMAP_FOREACH(pods, i, e)
+		if ((uint32_t)(e->key >> 32) == ns && ns)
 			have++;
 	cJSON_Delete(doc);
 	return ok && want == have;

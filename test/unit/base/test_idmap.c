@@ -99,12 +99,55 @@ static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
 	assert_int_equal(m.nslots, 0);
 }
 
+/* The iterator: nothing in an empty (or NULL) map, and after puts and
+ * deletes each key left comes exactly once with its value. */
+static void test_next_visits_each_key_once(void **state)
+{
+	struct idmap m = {0};
+	enum { N = 1000 };
+	unsigned char *seen = calloc(N + 1, 1);
+	struct idmap_slot *e;
+	size_t i = 0, n = 0;
+
+	(void)state;
+	assert_non_null(seen);
+	assert_null(idmap_next(&m, &i));
+	assert_null(idmap_next(NULL, &i));
+	IDMAP_FOREACH(NULL, j, e)
+		fail();
+	for (uint64_t k = 1; k <= N; k++)
+		assert_int_equal(idmap_put(&m, k, (void *)(uintptr_t)(k * 3)), 0);
+	for (uint64_t k = 2; k <= N; k += 2)
+		assert_int_equal((uintptr_t)idmap_del(&m, k), k * 3);
+	IDMAP_FOREACH(&m, j, e) {
+		assert_true(e->key >= 1 && e->key <= N);
+		assert_int_equal(e->key % 2, 1);
+		assert_int_equal((uintptr_t)e->value, e->key * 3);
+		assert_int_equal(seen[e->key], 0);
+		seen[e->key] = 1;
+		n++;
+	}
+	assert_int_equal(n, N / 2);
+	assert_int_equal(n, m.n);
+	/* The cursor ends past the last slot and stays at the end. */
+	i = 0;
+	while (idmap_next(&m, &i))
+		;
+	assert_true(i <= m.nslots);
+	assert_null(idmap_next(&m, &i));
+	idmap_free(&m);
+	i = 0;
+	assert_null(idmap_next(&m, &i));
+	free(seen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_random_ops_match_reference),
 	    cmocka_unit_test(test_shrinks_after_deletes),
 	    cmocka_unit_test(test_key_zero_is_refused_and_absent_keys_are_null),
+	    cmocka_unit_test(test_next_visits_each_key_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,11 +76,12 @@ static void world_init(struct world *w, int racks, int per_rack)
 
 static void world_free(struct world *w)
 {
-	for (size_t i = 0; i < w->pdbs.nslots; i++)
-		if (w->pdbs.slots[i].key) {
-			kubeapi_pdb_release(w->s.model, w->pdbs.slots[i].value);
-			free(w->pdbs.slots[i].value);
-		}
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&w->pdbs, i, e) {
+		kubeapi_pdb_release(w->s.model, e->value);
+		free(e->value);
+	}
 	idmap_free(&w->pdbs);
 	plan_free(&w->plan);
 	queue_set_free(&w->qs);
