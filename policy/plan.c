@@ -1,5 +1,8 @@
 /*
- * The cycle planner (plan.h).
+ * The cycle planner (plan.h): the admission loop over the view gangs.c
+ * builds, the setup and end of a cycle. Preemption is preempt.c,
+ * reservations and backfill backfill.c, PodGroup gates podgroup.c, the
+ * messages words.c.
  *
  * Cost of a cycle, for N nodes, P pods and G gangs with members to place:
  * O(N log N) to sort the nodes, O(P x depth x slots) to count pods and
@@ -20,30 +23,6 @@
 
 #include "base/intern.h"
 #include "policy/plan_internal.h"
-
-/* Placements that failed this cycle for gangs of one spec, per static
- * fit (the nodes a spec may use at all). Capacity only shrinks during a
- * cycle, so a later gang of the same fit that asks at least as much per
- * member, for at least as many members, fails too: it is answered from
- * here without a placement. (The greedy placement is not strictly
- * monotone, so this can, rarely, hold back a gang that a full search
- * would have fitted; it gets its own try in the next cycle's order.) */
-#define MEMO_SHAPES 8
-struct memo {
-	struct memo_shape {
-		const struct kubeapi_podspec *spec;
-		uint32_t n;
-		int64_t runtime_s;
-		const char *message;
-		struct plan_block block;
-	} v[MEMO_SHAPES];
-	unsigned count, next; /* the oldest shape is replaced first */
-};
-
-uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
-{
-	return ((uint64_t)ns << 32 | name) | (single ? 1ull << 63 : 0);
-}
 
 const char *plan__str(const struct plan_run *r, uint32_t id)
 {
@@ -79,392 +58,6 @@ void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f)
 	f->ns = plan__str(r, g->ns);
 	f->name = plan__str(r, g->name);
 	g->message = plan__printf(r, "%s", plan_words_message(f, buf, sizeof(buf)));
-}
-
-/* ---- amounts --------------------------------------------------------- */
-
-void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
-                       size_t n, uint16_t f)
-{
-	int64_t amount[CONFIG_MAX_SLOTS] = {0};
-
-	for (size_t k = 0; k < r->nres_cfg; k++)
-		for (size_t i = 0; r->res_map[k] >= 0 && i < n; i++)
-			if (e[i].res == (unsigned)r->res_map[k])
-				amount[k] = e[i].amount;
-	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
-}
-
-/* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
-static void add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
-                    uint16_t f)
-{
-	plan__add_amounts(r, req, kubeapi_podspec_requests(s), s->nrequests, f);
-}
-
-void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
-{
-	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
-
-	if (s->flavor == CONFIG_NO_FLAVOR)
-		snprintf(buf, len, "%s", r->cfg->resources.v[s->resource]);
-	else
-		snprintf(buf, len, "%s@%s", r->cfg->resources.v[s->resource],
-		         r->cfg->flavors[s->flavor].name);
-}
-
-/* ---- nodes ----------------------------------------------------------- */
-
-static int by_name(const void *a, const void *b, void *strs)
-{
-	const struct kubeapi_node *x = *(const struct kubeapi_node *const *)a;
-	const struct kubeapi_node *y = *(const struct kubeapi_node *const *)b;
-
-	return strcmp(intern_str(strs, x->name), intern_str(strs, y->name));
-}
-
-/* Nodes in name order, so that equal clusters place equally whatever the
- * order the watch delivered them in. */
-static int build_nodes(struct plan_run *r)
-{
-	const struct idmap *m = r->in->nodes;
-	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
-	const struct idmap_slot *e;
-	size_t n = 0;
-
-	if (!v)
-		return -ENOMEM;
-	IDMAP_FOREACH(m, i, e)
-		v[n++] = e->value;
-	qsort_r(v, n, sizeof(*v), by_name, r->strs);
-	r->p->stats.nodes = n;
-	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, v, n);
-}
-
-/* ---- gangs ----------------------------------------------------------- */
-
-static const struct kubeapi_podgroup *find_group(const struct plan_run *r,
-                                                 const struct kubeapi_pod *pod)
-{
-	uint64_t key = (uint64_t)pod->ns << 32 | pod->group;
-	const struct idmap *first = r->in->groups, *second = r->in->vcgroups;
-	const struct kubeapi_podgroup *g;
-
-	if (pod->group_source == KUBEAPI_GROUP_ANNOTATION) {
-		first = r->in->vcgroups;
-		second = r->in->groups;
-	}
-	g = first ? idmap_get(first, key) : NULL;
-	return g ? g : second ? idmap_get(second, key) : NULL;
-}
-
-static int32_t pod_priority(const struct kubeapi_pod *pod)
-{
-	return pod->spec && pod->spec->has_priority ? pod->spec->priority : 0;
-}
-
-/* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
- * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason saying
- * why. */
-static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
-                    const struct kubeapi_pod *pod, struct queue_resolution *res)
-{
-	uint32_t label = 0, volcano = 0;
-
-	if (pg)
-		label = kubeapi_labels_get(pg->muster, r->queue_label);
-	if (!label && pod)
-		label = kubeapi_labels_get(pod->muster, r->queue_label);
-	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)
-		volcano = pg->queue;
-	queue_resolve(r->in->qs, label ? plan__str(r, label) : NULL,
-	              volcano ? plan__str(r, volcano) : NULL, plan__str(r, pod ? pod->ns : pg->ns),
-	              res);
-	return res->node;
-}
-
-/* pod: a member, or NULL for a PodGroup without pods. */
-static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *pod)
-{
-	struct queue_resolution res;
-	struct plan_facts f = {.why = PLAN_WHY_NO_QUEUE};
-
-	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
-		return;
-	g->state = PLAN_NO_QUEUE;
-	g->block.why = PLAN_WHY_NO_QUEUE;
-	f.message = res.reason;
-	plan__say(r, g, &f);
-}
-
-static int32_t group_priority(const struct plan_run *r, const struct kubeapi_podgroup *pg)
-{
-	const struct kubeapi_priorityclass *pc;
-
-	if (!pg || !pg->priority_class || !r->in->priorityclasses)
-		return INT32_MIN;
-	pc = idmap_get(r->in->priorityclasses, pg->priority_class);
-	return pc ? pc->value : INT32_MIN;
-}
-
-/* A new gang record under key, indexed. NULL: out of memory. */
-static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns, uint32_t name)
-{
-	struct plan *p = r->p;
-	struct plan_gang *g;
-
-	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) < 0)
-		return NULL;
-	g = &p->gangs[p->ngangs++];
-	memset(g, 0, sizeof(*g));
-	g->key = key;
-	g->ns = ns;
-	g->name = name;
-	g->priority = INT32_MIN;
-	g->queue = QUEUE_NONE;
-	g->state = PLAN_RUNNING;
-	g->min_member = 1;
-	if (idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
-		return NULL;
-	return g;
-}
-
-/* What gang g takes from its PodGroup pg. */
-static void use_group(const struct plan_run *r, struct plan_gang *g,
-                      const struct kubeapi_podgroup *pg)
-{
-	g->group = pg;
-	g->ran = plan__group_ran(r, pg);
-	g->min_member = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
-	g->submitted_s = pg->created_s;
-	g->priority = group_priority(r, pg);
-	g->fixed_priority = g->priority != INT32_MIN;
-}
-
-/* The gang pod belongs to, created on first sight. NULL: out of memory. */
-static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
-{
-	struct plan *p = r->p;
-	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
-	                          : plan_gang_key(pod->ns, pod->name, 1);
-	uintptr_t at = (uintptr_t)idmap_get(&r->by_group, key);
-	const struct kubeapi_podgroup *pg;
-	struct plan_gang *g;
-
-	if (at)
-		return &p->gangs[at - 1];
-	if (!(g = new_gang(r, key, pod->ns, pod->group ? pod->group : pod->name)))
-		return NULL;
-	g->submitted_s = pod->created_s;
-	g->enqueued = !pod->group; /* a single pod has no minResources */
-	if (pod->group) {
-		if ((pg = find_group(r, pod))) {
-			use_group(r, g, pg);
-		} else {
-			struct plan_facts f = {.why = PLAN_WHY_MEMBERS, .no_group = true};
-
-			g->state = PLAN_INCOMPLETE;
-			g->block.why = PLAN_WHY_MEMBERS;
-			plan__say(r, g, &f);
-		}
-	}
-	resolve_queue(r, g, pod);
-	return g;
-}
-
-/* Standing in for Volcano: its PodGroups that have no pod of Muster's yet
- * are gangs too, so they can be enqueued (operators such as Kubeflow's
- * create pods only once their PodGroup is Inqueue). One that has run and
- * lost its pods is left as it is. */
-static int group_gangs(struct plan_run *r)
-{
-	const struct idmap *m = r->in->vcgroups;
-	const struct idmap_slot *e;
-	struct plan_gang *g;
-
-	if (!r->in->volcano_groups || !m)
-		return 0;
-	IDMAP_FOREACH(m, i, e) {
-		const struct kubeapi_podgroup *pg = e->value;
-		uint64_t key;
-
-		if (plan__group_ran(r, pg))
-			continue;
-		key = plan_gang_key(pg->ns, pg->name, 0);
-		if (idmap_get(&r->by_group, key))
-			continue;
-		if (!(g = new_gang(r, key, pg->ns, pg->name)))
-			return -ENOMEM;
-		use_group(r, g, pg);
-		resolve_queue(r, g, NULL);
-	}
-	return 0;
-}
-
-static bool is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
-{
-	for (size_t k = 0; pod->spec && k < r->in->nschedulers; k++)
-		if (pod->spec->scheduler == r->in->schedulers[k])
-			return true;
-	return false;
-}
-
-/* The node a pod is on or assumed on: its name id, or 0. */
-static uint32_t node_of(const struct plan_run *r, const struct kubeapi_pod *pod)
-{
-	if (pod->node)
-		return pod->node;
-	if (r->in->assumed)
-		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed,
-		                                      (uint64_t)pod->ns << 32 | pod->name);
-	return 0;
-}
-
-static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long node,
-                     struct plan_gang *g)
-{
-	struct plan_bound *b;
-
-	if (arena_grow(&r->p->arena, &r->bound, r->nbound, &r->cap_bound, sizeof(*b), 4096) < 0)
-		return -ENOMEM;
-	b = &r->bound[r->nbound++];
-	b->pod = pod;
-	b->node = (uint32_t)node;
-	b->gang = g ? (uint32_t)(g - r->p->gangs) : UINT32_MAX;
-	b->next = 0;
-	if (g) {
-		b->next = g->bound_first;
-		g->bound_first = (uint32_t)r->nbound;
-	}
-	return 0;
-}
-
-/* A bound (or assumed) pod: out of its node's free resources, and, when
- * Muster's, into its gang (a single pod is a gang of one: it may be a
- * victim) and its queue's usage. Every pod on a known node is remembered
- * for preemption and for the reservations' timeline. */
-static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32_t node)
-{
-	long i = policy_nodes_find(&r->p->nodes, node);
-	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
-	int64_t req[QUEUE_MAX_SLOTS] = {0};
-	struct queue_resolution res;
-	struct plan_gang *g = NULL;
-	int rc, queue = QUEUE_NONE;
-
-	if (i >= 0)
-		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, -1);
-	r->p->stats.bound_pods++;
-	if (is_ours(r, pod) && (pod->group || r->preemption)) {
-		if (!(g = gang_of(r, pod)))
-			return -ENOMEM;
-		g->bound++;
-		g->running += pod->phase == KUBEAPI_POD_RUNNING;
-		if (!g->fixed_priority && pod_priority(pod) > g->priority)
-			g->priority = pod_priority(pod); /* what a preemptor weighs */
-		queue = g->queue;
-	} else if (is_ours(r, pod)) {
-		/* Without preemption a bound pod on its own is never looked at
-		 * again: its queue is all it needs, not a gang record. */
-		queue = queue_of(r, NULL, pod, &res);
-	}
-	if (i >= 0 && (rc = add_bound(r, pod, i, g)) < 0)
-		return rc;
-	if (queue == QUEUE_NONE)
-		return 0;
-	add_pod(r, req, pod->spec, flavor);
-	return queue_tree_charge(r->tree, queue, req, +1);
-}
-
-static int count_pods(struct plan_run *r)
-{
-	const struct idmap_slot *e;
-	int rc;
-
-	IDMAP_FOREACH(r->in->pods, s, e) {
-		const struct kubeapi_pod *pod = e->value;
-		uint32_t node;
-		struct plan_gang *g;
-
-		if (!pod->spec)
-			continue;
-		if (pod->phase == KUBEAPI_POD_SUCCEEDED || pod->phase == KUBEAPI_POD_FAILED) {
-			/* Finished members hold nothing, but count for the
-			 * PodGroup's status and toward minMember. */
-			if (pod->group && is_ours(r, pod)) {
-				if (!(g = gang_of(r, pod)))
-					return -ENOMEM;
-				g->succeeded += pod->phase == KUBEAPI_POD_SUCCEEDED;
-				g->failed += pod->phase == KUBEAPI_POD_FAILED;
-				if (pod->task && (rc = plan__task_done(r, g, pod)) < 0)
-					return rc;
-			}
-			continue;
-		}
-		r->p->stats.pods++;
-		node = node_of(r, pod);
-		if (node) {
-			if ((rc = count_bound(r, pod, node)) < 0)
-				return rc;
-			continue;
-		}
-		if (!is_ours(r, pod) || pod->deleting)
-			continue;
-		if (!(g = gang_of(r, pod)))
-			return -ENOMEM;
-		g->npending++;
-		if (!g->fixed_priority && pod_priority(pod) > g->priority)
-			g->priority = pod_priority(pod);
-	}
-	return 0;
-}
-
-static int by_age(const void *a, const void *b, void *strs)
-{
-	const struct kubeapi_pod *x = *(const struct kubeapi_pod *const *)a;
-	const struct kubeapi_pod *y = *(const struct kubeapi_pod *const *)b;
-
-	(void)strs;
-	if (x->created_s != y->created_s)
-		return x->created_s < y->created_s ? -1 : 1;
-	/* Pods of one gang are mostly created in the same second; their name
-	 * ids give a stable order without reading the strings. */
-	return (x->name > y->name) - (x->name < y->name);
-}
-
-/* Second pass: each gang's pending pods, oldest first. */
-static int collect_pending(struct plan_run *r)
-{
-	const struct idmap *m = r->in->pods;
-	const struct idmap_slot *e;
-	struct plan *p = r->p;
-
-	for (size_t k = 0; k < p->ngangs; k++) {
-		struct plan_gang *g = &p->gangs[k];
-
-		g->pending =
-		    g->npending ? arena_alloc(&p->arena, g->npending * sizeof(*g->pending)) : NULL;
-		if (g->npending && !g->pending)
-			return -ENOMEM;
-		g->npending = 0;
-	}
-	IDMAP_FOREACH(m, s, e) {
-		const struct kubeapi_pod *pod = e->value;
-		struct plan_gang *g;
-
-		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !is_ours(r, pod) ||
-		    pod->deleting)
-			continue;
-		if (!(g = gang_of(r, pod)))
-			return -ENOMEM;
-		g->pending[g->npending++] = pod;
-	}
-	for (size_t k = 0; k < p->ngangs; k++)
-		if (p->gangs[k].npending > 1)
-			qsort_r(p->gangs[k].pending, p->gangs[k].npending,
-			        sizeof(*p->gangs[k].pending), by_age, r->strs);
-	return 0;
 }
 
 /* ---- admission ------------------------------------------------------- */
@@ -540,51 +133,6 @@ static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod 
 	return 0;
 }
 
-/* Does a gang of n members of spec, running runtime_s, ask at least what
- * shape did? (A longer runtime may use less reserved room, never more.) */
-static bool dominates(const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
-                      const struct memo_shape *sh)
-{
-	const struct kubeapi_res *r = kubeapi_podspec_requests(sh->spec);
-
-	if (n < sh->n || runtime_s < sh->runtime_s)
-		return false;
-	if (spec == sh->spec)
-		return true;
-	for (unsigned k = 0; k < sh->spec->nrequests; k++)
-		if (policy_spec_request(spec, r[k].res) < r[k].amount)
-			return false;
-	return true;
-}
-
-static const struct memo_shape *memo_find(const struct memo *m, const struct kubeapi_podspec *spec,
-                                          size_t n, int64_t runtime_s)
-{
-	for (unsigned k = 0; m && k < m->count; k++)
-		if (dominates(spec, n, runtime_s, &m->v[k]))
-			return &m->v[k];
-	return NULL;
-}
-
-static void memo_add(struct plan_run *r, const struct policy_fit *fit,
-                     const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
-                     const char *message, const struct plan_block *block)
-{
-	struct memo *m = idmap_get(&r->memo, (uintptr_t)fit);
-
-	if (!m) {
-		if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) ||
-		    idmap_put(&r->memo, (uintptr_t)fit, m) < 0)
-			return;
-	}
-	/* Keep what follows "gang ns/name: " for the gangs answered here. */
-	m->v[m->next] =
-	    (struct memo_shape){spec, (uint32_t)n, runtime_s, plan_words_tail(message), *block};
-	m->next = (m->next + 1) % MEMO_SHAPES;
-	if (m->count < MEMO_SHAPES)
-		m->count++;
-}
-
 /* Are pods[0..n) all of one spec? */
 static const struct kubeapi_podspec *one_spec(const struct kubeapi_pod *const *pods, size_t n)
 {
@@ -592,14 +140,6 @@ static const struct kubeapi_podspec *one_spec(const struct kubeapi_pod *const *p
 		if (pods[k]->spec != pods[0]->spec)
 			return NULL;
 	return n ? pods[0]->spec : NULL;
-}
-
-void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
-                   size_t n)
-{
-	memset(req, 0, r->nslots * sizeof(*req));
-	for (size_t k = 0; k < n; k++)
-		add_pod(r, req, pods[k]->spec, POLICY_NO_FLAVOR);
 }
 
 long plan__gang_index(const struct plan_run *r, uint64_t key)
@@ -633,7 +173,7 @@ static int flavor_quota(struct plan_run *r, struct plan_gang *g,
 		return 1;
 	memset(req, 0, r->nslots * sizeof(*req));
 	for (size_t k = 0; k < n; k++)
-		add_pod(r, req, specs[k], t->flavor[out[k]]);
+		plan__add_pod(r, req, specs[k], t->flavor[out[k]]);
 	v = queue_tree_fits(r->tree, g->queue, req);
 	if (v.fits)
 		return 1;
@@ -655,7 +195,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	struct queue_verdict v;
 	struct policy_why why;
 	const struct policy_fit *fit = NULL;
-	const struct memo_shape *hit;
+	const struct plan_memo_shape *hit;
 	int rc;
 
 	r->quota_failed = 0;
@@ -667,8 +207,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	}
 	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
 		return -ENOMEM;
-	hit = fit ? memo_find(idmap_get(&r->memo, (uintptr_t)fit), same, n, plan__runtime(r, g))
-	          : NULL;
+	hit = fit ? plan__memo_find(r, fit, same, n, plan__runtime(r, g)) : NULL;
 	if (hit) {
 		char buf[1024];
 
@@ -690,7 +229,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (rc < 0) {
 		place_message(r, g, &why, n);
 		if (fit)
-			memo_add(r, fit, same, n, plan__runtime(r, g), g->message, &g->block);
+			plan__memo_add(r, fit, same, n, plan__runtime(r, g), g->message, &g->block);
 		return 0;
 	}
 	if (!flavor_quota(r, g, specs, n, out, req))
@@ -971,7 +510,7 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	    arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1, sizeof(*r->resv));
 	if (!r->resv)
 		return -ENOMEM;
-	return build_nodes(r);
+	return plan__build_nodes(r);
 }
 
 /* The cycle's reservations, for the debug API. */
@@ -999,8 +538,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 	struct plan_run r = {0};
 	int rc;
 
-	if ((rc = setup(&r, p, in)) == 0 && (rc = count_pods(&r)) == 0 &&
-	    (rc = group_gangs(&r)) == 0 && (rc = collect_pending(&r)) == 0 &&
+	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__count_pods(&r)) == 0 &&
+	    (rc = plan__group_gangs(&r)) == 0 && (rc = plan__collect_pending(&r)) == 0 &&
 	    (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
 			plan__protect(&r);

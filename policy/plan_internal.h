@@ -1,7 +1,9 @@
 /*
  * The cycle planner's working state, shared by its parts:
  *
- *   plan.c      gangs, usage, the admission loop
+ *   gangs.c     the node table, the gangs, usage counted from what runs
+ *   plan.c      the admission loop
+ *   memo.c      the failure memo: placements that failed, per static fit
  *   backfill.c  runtimes, reservations and backfill
  *   preempt.c   preemption, reclaim, and the room held for preemptors
  *   podgroup.c  what a PodGroup asks beyond minMember: the minResources
@@ -123,6 +125,32 @@ struct plan_run {
 struct plan_task_done {
 	uint32_t gang, task;
 };
+
+/* gangs.c: the cycle's view, steps 1 to 3 of plan.h. Each 0 or -ENOMEM. */
+int plan__build_nodes(struct plan_run *r);
+int plan__group_gangs(struct plan_run *r);
+int plan__count_pods(struct plan_run *r);
+int plan__collect_pending(struct plan_run *r);
+/* Add pod spec s's requests on a node of flavor f to the slot vector req. */
+void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
+                   uint16_t f);
+
+/* memo.c: a placement that failed for n members of spec (fit: the nodes
+ * it may use), and the answer for a later gang that asks at least as
+ * much (NULL: try it). */
+struct plan_memo_shape {
+	const struct kubeapi_podspec *spec;
+	uint32_t n;
+	int64_t runtime_s;
+	const char *message; /* what follows "gang ns/name: " */
+	struct plan_block block;
+};
+const struct plan_memo_shape *plan__memo_find(struct plan_run *r, const struct policy_fit *fit,
+                                              const struct kubeapi_podspec *spec, size_t n,
+                                              int64_t runtime_s);
+void plan__memo_add(struct plan_run *r, const struct policy_fit *fit,
+                    const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
+                    const char *message, const struct plan_block *block);
 
 /* plan.c */
 const char *plan__str(const struct plan_run *r, uint32_t id);

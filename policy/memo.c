@@ -1,0 +1,69 @@
+/*
+ * The failure memo of one cycle (plan_internal.h): placements that
+ * failed, per static fit, reused for later gangs that ask at least as
+ * much. Cost: O(MEMO_SHAPES) per lookup, one arena record per fit.
+ */
+#include <stdbool.h>
+
+#include "policy/plan_internal.h"
+
+/* Placements that failed this cycle for gangs of one spec, per static
+ * fit (the nodes a spec may use at all). Capacity only shrinks during a
+ * cycle, so a later gang of the same fit that asks at least as much per
+ * member, for at least as many members, fails too: it is answered from
+ * here without a placement. (The greedy placement is not strictly
+ * monotone, so this can, rarely, hold back a gang that a full search
+ * would have fitted; it gets its own try in the next cycle's order.) */
+#define MEMO_SHAPES 8
+struct memo {
+	struct plan_memo_shape v[MEMO_SHAPES];
+	unsigned count, next; /* the oldest shape is replaced first */
+};
+
+/* Does a gang of n members of spec, running runtime_s, ask at least what
+ * shape did? (A longer runtime may use less reserved room, never more.) */
+static bool dominates(const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
+                      const struct plan_memo_shape *sh)
+{
+	const struct kubeapi_res *r = kubeapi_podspec_requests(sh->spec);
+
+	if (n < sh->n || runtime_s < sh->runtime_s)
+		return false;
+	if (spec == sh->spec)
+		return true;
+	for (unsigned k = 0; k < sh->spec->nrequests; k++)
+		if (policy_spec_request(spec, r[k].res) < r[k].amount)
+			return false;
+	return true;
+}
+
+const struct plan_memo_shape *plan__memo_find(struct plan_run *r, const struct policy_fit *fit,
+                                              const struct kubeapi_podspec *spec, size_t n,
+                                              int64_t runtime_s)
+{
+	const struct memo *m = fit ? idmap_get(&r->memo, (uintptr_t)fit) : NULL;
+
+	for (unsigned k = 0; m && k < m->count; k++)
+		if (dominates(spec, n, runtime_s, &m->v[k]))
+			return &m->v[k];
+	return NULL;
+}
+
+void plan__memo_add(struct plan_run *r, const struct policy_fit *fit,
+                    const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
+                    const char *message, const struct plan_block *block)
+{
+	struct memo *m = idmap_get(&r->memo, (uintptr_t)fit);
+
+	if (!m) {
+		if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) ||
+		    idmap_put(&r->memo, (uintptr_t)fit, m) < 0)
+			return;
+	}
+	/* Keep what follows "gang ns/name: " for the gangs answered here. */
+	m->v[m->next] = (struct plan_memo_shape){spec, (uint32_t)n, runtime_s,
+	                                         plan_words_tail(message), *block};
+	m->next = (m->next + 1) % MEMO_SHAPES;
+	if (m->count < MEMO_SHAPES)
+		m->count++;
+}
