@@ -96,8 +96,12 @@
  *
  * Output: one line of key=value per size, then (with --sweep) a table, and
  * in preempt mode a second one of the preemption and reservation stats.
+ * The line carries decision_digest (with --preempt also
+ * held_decision_digest), the decisions hashed: see
+ * decision_digest().
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -701,6 +705,9 @@ struct result {
 	double held_ms, held_cpu_ms;
 	long held_holds, held_preempting;
 	struct plan_stats held_st;
+	/* the last timed cycle's decisions (and, with --preempt, the held
+	 * cycle's), hashed to compare two binaries: decision_digest() */
+	uint64_t digest, held_digest;
 };
 
 /* Gangs by outcome, telling quota waits from placement waits by the
@@ -732,6 +739,91 @@ static void count_states(const struct plan *p, struct result *r)
 		r->bound_gpus += policy_spec_gpus(p->binds[k].pod->spec);
 }
 
+/* ---- the decisions' digest ------------------------------------------------ */
+
+/* FNV-1a 64 over what a cycle decided, so two binaries (or two runs) can
+ * be compared by one number: equal digests, same decisions. Names are
+ * hashed as strings, not as interned ids, so the digest does not depend
+ * on the order in which strings were interned. Each string is hashed with
+ * its terminating NUL, so ("ab","c") and ("a","bc") differ. O(gangs +
+ * binds + evictions + reserved members), untimed. */
+#define FNV64_OFFSET 0xcbf29ce484222325ull
+#define FNV64_PRIME  0x100000001b3ull
+
+static void fnv_bytes(uint64_t *h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ b[i]) * FNV64_PRIME;
+}
+
+static void fnv_str(uint64_t *h, const struct kubeapi_model *m, uint32_t id)
+{
+	const char *s = intern_str(kubeapi_model_intern((struct kubeapi_model *)m), id);
+
+	fnv_bytes(h, s, strlen(s) + 1);
+}
+
+static void fnv_i64(uint64_t *h, int64_t v)
+{
+	fnv_bytes(h, &v, sizeof(v));
+}
+
+/* A gang by name: namespace, PodGroup or pod name, and which of the two. */
+static void fnv_gang(uint64_t *h, const struct kubeapi_model *m, const struct plan_gang *g)
+{
+	fnv_str(h, m, g->ns);
+	fnv_str(h, m, g->name);
+	fnv_i64(h, g->group != NULL);
+}
+
+static void fnv_pod(uint64_t *h, const struct kubeapi_model *m, const struct kubeapi_pod *pod)
+{
+	fnv_str(h, m, pod->ns);
+	fnv_str(h, m, pod->name);
+}
+
+/* In plan order: every gang and its state; every bind (pod, node); every
+ * eviction (pod, node, victim gang, preemptor gang); every reservation
+ * (gang, start, each member's node); then the counts of all four. */
+static uint64_t decision_digest(const struct plan *p, const struct kubeapi_model *m)
+{
+	uint64_t h = FNV64_OFFSET;
+	int64_t admitted = 0;
+
+	for (size_t k = 0; k < p->ngangs; k++) {
+		fnv_gang(&h, m, &p->gangs[k]);
+		fnv_i64(&h, p->gangs[k].state);
+		admitted += p->gangs[k].state == PLAN_ADMITTED;
+	}
+	for (size_t k = 0; k < p->nbinds; k++) {
+		fnv_pod(&h, m, p->binds[k].pod);
+		fnv_str(&h, m, p->binds[k].node);
+	}
+	for (size_t k = 0; k < p->nevictions; k++) {
+		const struct plan_evict *e = &p->evictions[k];
+
+		fnv_pod(&h, m, e->pod);
+		fnv_str(&h, m, e->node);
+		fnv_gang(&h, m, &p->gangs[e->victim]);
+		fnv_gang(&h, m, &p->gangs[e->preemptor]);
+	}
+	for (size_t k = 0; k < p->nresv; k++) {
+		const struct plan_reservation *rv = &p->resv[k];
+
+		fnv_gang(&h, m, &p->gangs[rv->gang]);
+		fnv_i64(&h, rv->start_s);
+		for (uint32_t i = 0; i < rv->nmembers; i++)
+			fnv_str(&h, m, p->nodes.node[rv->at[i]]->name);
+	}
+	fnv_i64(&h, admitted);
+	fnv_i64(&h, (int64_t)p->nbinds);
+	fnv_i64(&h, (int64_t)p->nevictions);
+	fnv_i64(&h, (int64_t)p->nresv);
+	return h;
+}
+
 /* Drop the holds (plan.holds) the last cycle left: the next one plans
  * afresh, as the first did. (Deleting moves entries: each drop starts a
  * new walk and takes the first entry left; holds are few.) */
@@ -760,6 +852,7 @@ static int held_cycle(struct world *w, const struct plan_input *in, struct resul
 	r->held_ms = (now_s() - t0) * 1e3;
 	r->held_cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
 	r->held_st = w->plan.stats;
+	r->held_digest = decision_digest(&w->plan, w->s.model);
 	count_states(&w->plan, &tmp);
 	r->held_preempting = tmp.preempting;
 	return 0;
@@ -822,6 +915,7 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	r->cpu_min_ms = cpu[0];
 	r->cpu_median_ms = cpu[reps / 2];
 	r->st = w->plan.stats;
+	r->digest = decision_digest(&w->plan, w->s.model);
 	count_states(&w->plan, r);
 	if ((rc = time_snap(w, r)) < 0)
 		return rc;
@@ -843,7 +937,8 @@ static void print_line(const struct result *r, const struct opts *o)
 	    "waiting_quota=%ld waiting_nodes=%ld other_state=%ld "
 	    "gang_sizes=1:%ld,2-3:%ld,4-7:%ld,8-15:%ld,16-31:%ld,32-63:%ld,64:%ld "
 	    "mode=%s resv_depth=%d preemptions=%zu victims=%zu evictions=%ld preempt_tries=%zu "
-	    "reservations=%zu backfilled=%zu reserve_tries=%zu snap_cpu_ms=%.2f snap_bytes=%zu",
+	    "reservations=%zu backfilled=%zu reserve_tries=%zu snap_cpu_ms=%.2f snap_bytes=%zu "
+	    "decision_digest=%016" PRIx64,
 	    r->nodes, o->mix == MIX_SMALL ? "small" : "uniform",
 	    o->unique_specs ? "per-gang" : "shared", o->reps, r->running_pods, r->running_gpus,
 	    r->free_gpus_before, r->running_gangs, r->pending_gangs, r->pending_pods,
@@ -856,17 +951,18 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->size_hist[2], r->size_hist[3], r->size_hist[4], r->size_hist[5], r->size_hist[6],
 	    o->preempt ? "preempt" : "default", r->resv_depth, r->st.preemptions, r->st.victims,
 	    r->evictions, r->st.preempt_tries, r->st.reservations, r->st.backfilled,
-	    r->st.reserve_tries, r->snap_cpu_ms, r->snap_bytes);
+	    r->st.reserve_tries, r->snap_cpu_ms, r->snap_bytes, r->digest);
 	if (o->preempt)
 		printf(" running_prio10_gangs=%ld pending_prio100_gangs=%ld pending_short=%ld "
 		       "pending_long=%ld preempting_gangs=%ld evicted_gpus=%ld held_holds=%ld "
 		       "held_cycle_ms=%.2f "
 		       "held_cycle_cpu_ms=%.2f held_preemptions=%zu held_preempting_gangs=%ld "
-		       "held_admitted_gangs=%zu held_preempt_tries=%zu",
+		       "held_admitted_gangs=%zu held_preempt_tries=%zu "
+		       "held_decision_digest=%016" PRIx64,
 		       r->running_prio, r->pending_prio, r->pending_short, r->pending_long,
 		       r->preempting, r->evicted_gpus, r->held_holds, r->held_ms, r->held_cpu_ms,
 		       r->held_st.preemptions, r->held_preempting, r->held_st.admitted_gangs,
-		       r->held_st.preempt_tries);
+		       r->held_st.preempt_tries, r->held_digest);
 	printf("\n");
 	fflush(stdout);
 }

@@ -1,9 +1,11 @@
 /*
  * The model's handle (model.h): its string table, the resource table
- * with its slots and reference counts, and label lookup. The decoders
- * (decode_util.c) fill it; the planner and the queues read it.
+ * with its slots and reference counts, label lookup and label selectors.
+ * The decoders (decode_util.c) fill it; the planner and the queues read
+ * it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,4 +174,128 @@ uint32_t kubeapi_labels_get(const struct kubeapi_labels *l, uint32_t key)
 			hi = mid;
 	}
 	return 0;
+}
+
+/* ---- label selectors ------------------------------------------------------- */
+
+static bool value_in(const uint32_t *values, unsigned n, uint32_t v)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (values[k] == v)
+			return true;
+	return false;
+}
+
+/* A label value as Go's strconv.ParseInt(s, 10, 64) reads it, which is
+ * what Kubernetes uses for Gt/Lt: an optional sign and decimal digits,
+ * nothing else (no blanks), and a value outside int64 is an error, not a
+ * saturated number. strtoll would accept " 5" and clamp "9e99...". */
+static bool parse_int64(const char *s, long long *out)
+{
+	bool neg = *s == '-';
+	unsigned long long v = 0, lim;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	if (!*s)
+		return false;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+	for (; *s; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (d > 9 || v > (lim - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = !neg ? (long long)v : v > LLONG_MAX ? LLONG_MIN : -(long long)v;
+	return true;
+}
+
+/* Gt/Lt compare the label value and the one operand as integers; a value
+ * that is not an int64 fails the requirement, as upstream. */
+static bool int_compare(const struct kubeapi_model *m, uint32_t have, uint32_t want, int op)
+{
+	const char *a = intern_str(m->in, have), *b = intern_str(m->in, want);
+	long long x, y;
+
+	if (!a || !b || !parse_int64(a, &x) || !parse_int64(b, &y))
+		return false;
+	return op == KUBEAPI_SEL_GT ? x > y : x < y;
+}
+
+bool kubeapi_requirement_matches(const struct kubeapi_model *m, const struct kubeapi_labels *labels,
+                                 uint32_t field_value, const struct kubeapi_requirement *r,
+                                 const uint32_t *values)
+{
+	const uint32_t *v = values + r->first_value;
+	uint32_t have = r->is_field ? field_value : kubeapi_labels_get(labels, r->key);
+	/* Value ids are never 0 (an empty value has an id of its own), so 0
+	 * means the label is absent. */
+	bool present = r->is_field || have != 0;
+
+	switch (r->op) {
+	case KUBEAPI_SEL_IN:
+		return present && value_in(v, r->nvalues, have);
+	case KUBEAPI_SEL_NOT_IN:
+		return !present || !value_in(v, r->nvalues, have);
+	case KUBEAPI_SEL_EXISTS:
+		return present;
+	case KUBEAPI_SEL_DOES_NOT_EXIST:
+		return !present;
+	case KUBEAPI_SEL_GT:
+	case KUBEAPI_SEL_LT:
+		return present && r->nvalues == 1 && int_compare(m, have, v[0], r->op);
+	}
+	return false;
+}
+
+bool kubeapi_podspec_term_matches(const struct kubeapi_model *m, const struct kubeapi_podspec *s,
+                                  const struct kubeapi_term *term, const struct kubeapi_node *n)
+{
+	const struct kubeapi_requirement *req = kubeapi_podspec_requirements(s);
+	const uint32_t *values = kubeapi_podspec_values(s);
+
+	/* Unlike an empty label selector, which selects everything. */
+	if (term->n == 0)
+		return false;
+	for (uint32_t k = 0; k < term->n; k++)
+		if (!kubeapi_requirement_matches(m, n->labels, n->name, &req[term->first + k],
+		                                 values))
+			return false;
+	return true;
+}
+
+bool kubeapi_podspec_node_matches(const struct kubeapi_model *m, const struct kubeapi_podspec *s,
+                                  const struct kubeapi_node *n)
+{
+	const struct kubeapi_kv *sel = kubeapi_podspec_selector(s);
+	const struct kubeapi_term *terms = kubeapi_podspec_terms(s);
+	unsigned k;
+
+	for (k = 0; k < s->nselector; k++)
+		if (kubeapi_labels_get(n->labels, sel[k].key) != sel[k].value)
+			return false;
+	if (s->nrequired == 0)
+		return true;
+	for (k = 0; k < s->nrequired; k++) /* terms are ORed */
+		if (kubeapi_podspec_term_matches(m, s, &terms[k], n))
+			return true;
+	return false;
+}
+
+/* A selector has no fields (the decoder sets no is_field), so the field
+ * value passed is 0. */
+bool kubeapi_selector_matches(const struct kubeapi_model *m, const struct kubeapi_selector *sel,
+                              const struct kubeapi_labels *labels)
+{
+	const struct kubeapi_requirement *req = kubeapi_selector_requirements(sel);
+	const uint32_t *values = kubeapi_selector_values(sel);
+
+	for (uint32_t k = 0; k < sel->nreq; k++) {
+		if (req[k].op == KUBEAPI_SEL_GT || req[k].op == KUBEAPI_SEL_LT)
+			return false;
+		if (!kubeapi_requirement_matches(m, labels, 0, &req[k], values))
+			return false;
+	}
+	return true;
 }

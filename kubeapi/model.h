@@ -16,6 +16,7 @@
 #ifndef MUSTER_KUBEAPI_MODEL_H
 #define MUSTER_KUBEAPI_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -370,5 +371,49 @@ unsigned kubeapi_model_unoffered(const struct kubeapi_model *m);
 
 /** Look up a label in a label set: the value id, or 0 when absent. */
 uint32_t kubeapi_labels_get(const struct kubeapi_labels *l, uint32_t key);
+
+/* ---- label selectors (model.c) ------------------------------------------- */
+
+/* One matcher for the two selector shapes the scheduler evaluates: a pod
+ * spec's nodeSelector and node affinity against a Node, and a
+ * PodDisruptionBudget's label selector against a Pod. They share the
+ * requirement; they differ in what an empty list means and in the
+ * operators they take, so each shape has its own entry point below. */
+
+/** Does requirement r hold for an object with `labels` (NULL: none)
+ *  whose metadata.name has id `field_value`? `values` is the value array
+ *  of the blob r is in (r's are values[r->first_value ..]).
+ *  A label is present when it has a value id (an empty value has one).
+ *  In: present, with one of the values; NotIn: absent, or none of them;
+ *  Exists / DoesNotExist: present / absent. Gt / Lt: present, exactly one
+ *  value, and both read as int64 the way Go's strconv.ParseInt does (a
+ *  value that is not an int64, out of range included, fails the match, as
+ *  upstream). A field requirement (is_field: matchFields, whose only key
+ *  Kubernetes allows is metadata.name) reads field_value and is always
+ *  present. O(r->nvalues + log labels), plus the values' lengths for
+ *  Gt / Lt. */
+bool kubeapi_requirement_matches(const struct kubeapi_model *m, const struct kubeapi_labels *labels,
+                                 uint32_t field_value, const struct kubeapi_requirement *r,
+                                 const uint32_t *values);
+
+/** Does node selector term `term` of spec s hold on node n? All its
+ *  requirements must. An empty term holds on no node, as upstream
+ *  (NodeSelectorTerm: "null or empty ... matches no objects"). */
+bool kubeapi_podspec_term_matches(const struct kubeapi_model *m, const struct kubeapi_podspec *s,
+                                  const struct kubeapi_term *term, const struct kubeapi_node *n);
+
+/** Do spec s's nodeSelector (every pair) and required node affinity (one
+ *  of the terms, when there are any) admit node n? */
+bool kubeapi_podspec_node_matches(const struct kubeapi_model *m, const struct kubeapi_podspec *s,
+                                  const struct kubeapi_node *n);
+
+/** Does label selector sel select an object with `labels`? Every
+ *  requirement must hold, so an empty selector selects everything (as a
+ *  policy/v1 PodDisruptionBudget's `{}` does; an absent one is the
+ *  caller's: kubeapi_pdb.selects_nothing). Gt and Lt select nothing: a
+ *  metav1.LabelSelector has no such operators (the decoder refuses them),
+ *  unlike a node selector. */
+bool kubeapi_selector_matches(const struct kubeapi_model *m, const struct kubeapi_selector *sel,
+                              const struct kubeapi_labels *labels);
 
 #endif /* MUSTER_KUBEAPI_MODEL_H */

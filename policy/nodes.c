@@ -10,7 +10,6 @@
 #include "policy/policy.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,11 +25,6 @@ static uint32_t str_id(struct kubeapi_model *m, const char *s)
 static uint32_t label_value(const struct kubeapi_labels *l, uint32_t key)
 {
 	return kubeapi_labels_get(l, key);
-}
-
-static bool has_label(const struct kubeapi_labels *l, uint32_t key)
-{
-	return kubeapi_labels_get(l, key) != 0;
 }
 
 /* The flavors' node labels as string ids, looked up once per table
@@ -309,107 +303,6 @@ static bool taints_ok(const struct kubeapi_podspec *s, const struct kubeapi_tain
 	return true;
 }
 
-static bool value_in(const uint32_t *values, unsigned n, uint32_t v)
-{
-	for (unsigned k = 0; k < n; k++)
-		if (values[k] == v)
-			return true;
-	return false;
-}
-
-/* A label value as Go's strconv.ParseInt(s, 10, 64) reads it, which is
- * what Kubernetes uses for Gt/Lt: an optional sign and decimal digits,
- * nothing else (no blanks), and a value outside int64 is an error, not a
- * saturated number. strtoll would accept " 5" and clamp "9e99...". */
-static bool parse_int64(const char *s, long long *out)
-{
-	bool neg = *s == '-';
-	unsigned long long v = 0, lim;
-
-	if (*s == '+' || *s == '-')
-		s++;
-	if (!*s)
-		return false;
-	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
-	for (; *s; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (d > 9 || v > (lim - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = !neg ? (long long)v : v > LLONG_MAX ? LLONG_MIN : -(long long)v;
-	return true;
-}
-
-/* Gt/Lt compare the label value and the one operand as integers; a value
- * that is not an int64 fails the requirement, as upstream. */
-static bool int_compare(const struct kubeapi_model *m, uint32_t have, uint32_t want, int op)
-{
-	const struct intern *in = kubeapi_model_intern((struct kubeapi_model *)m);
-	const char *a = intern_str(in, have), *b = intern_str(in, want);
-	long long x, y;
-
-	if (!a || !b || !parse_int64(a, &x) || !parse_int64(b, &y))
-		return false;
-	return op == KUBEAPI_SEL_GT ? x > y : x < y;
-}
-
-static bool requirement_ok(const struct policy_nodes *t, const struct kubeapi_node *n,
-                           const struct kubeapi_podspec *s, const struct kubeapi_requirement *r)
-{
-	const uint32_t *values = kubeapi_podspec_values(s) + r->first_value;
-	uint32_t have = r->is_field ? n->name : label_value(n->labels, r->key);
-	bool present = r->is_field || has_label(n->labels, r->key);
-
-	switch (r->op) {
-	case KUBEAPI_SEL_IN:
-		return present && value_in(values, r->nvalues, have);
-	case KUBEAPI_SEL_NOT_IN:
-		return !present || !value_in(values, r->nvalues, have);
-	case KUBEAPI_SEL_EXISTS:
-		return present;
-	case KUBEAPI_SEL_DOES_NOT_EXIST:
-		return !present;
-	case KUBEAPI_SEL_GT:
-	case KUBEAPI_SEL_LT:
-		return present && r->nvalues == 1 && int_compare(t->model, have, values[0], r->op);
-	}
-	return false;
-}
-
-static bool term_ok(const struct policy_nodes *t, const struct kubeapi_node *n,
-                    const struct kubeapi_podspec *s, const struct kubeapi_term *term)
-{
-	const struct kubeapi_requirement *req = kubeapi_podspec_requirements(s);
-
-	/* An empty term matches nothing, as upstream. */
-	if (term->n == 0)
-		return false;
-	for (uint32_t k = 0; k < term->n; k++)
-		if (!requirement_ok(t, n, s, &req[term->first + k]))
-			return false;
-	return true;
-}
-
-static bool selector_ok(const struct policy_nodes *t, const struct kubeapi_node *n,
-                        const struct kubeapi_podspec *s)
-{
-	const struct kubeapi_kv *sel = kubeapi_podspec_selector(s);
-	const struct kubeapi_term *terms = kubeapi_podspec_terms(s);
-	unsigned k;
-
-	for (k = 0; k < s->nselector; k++)
-		if (label_value(n->labels, sel[k].key) != sel[k].value)
-			return false;
-	if (s->nrequired == 0)
-		return true;
-	for (k = 0; k < s->nrequired; k++) /* terms are ORed */
-		if (term_ok(t, n, s, &terms[k]))
-			return true;
-	return false;
-}
-
 enum policy_reject policy_node_admits(const struct policy_nodes *t, size_t i,
                                       const struct kubeapi_podspec *spec)
 {
@@ -426,7 +319,7 @@ enum policy_reject policy_node_admits(const struct policy_nodes *t, size_t i,
 	}
 	if (!taints_ok(spec, n->taints))
 		return POLICY_TAINT;
-	if (!selector_ok(t, n, spec))
+	if (!kubeapi_podspec_node_matches(t->model, spec, n))
 		return POLICY_SELECTOR;
 	return POLICY_OK;
 }
@@ -438,7 +331,7 @@ int32_t policy_preferred_score(const struct policy_nodes *t, size_t i,
 	int32_t score = 0;
 
 	for (unsigned k = 0; k < spec->npreferred; k++)
-		if (term_ok(t, t->node[i], spec, &terms[k]))
+		if (kubeapi_podspec_term_matches(t->model, spec, &terms[k], t->node[i]))
 			score += terms[k].weight;
 	return score;
 }

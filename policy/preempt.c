@@ -83,42 +83,13 @@ void plan__protect(struct plan_run *r)
 	}
 }
 
-/* Does requirement q hold for labels l? */
-static bool label_req(const struct kubeapi_labels *l, const struct kubeapi_requirement *q,
-                      const uint32_t *values)
+/* Does budget b guard pod? The matching is kubeapi_selector_matches(). */
+static bool selects(const struct kubeapi_model *m, const struct kubeapi_pdb *b,
+                    const struct kubeapi_pod *pod)
 {
-	uint32_t v = kubeapi_labels_get(l, q->key);
-	bool in = false;
-
-	for (uint16_t k = 0; v && k < q->nvalues; k++)
-		in |= values[q->first_value + k] == v;
-	switch (q->op) {
-	case KUBEAPI_SEL_IN:
-		return in;
-	case KUBEAPI_SEL_NOT_IN:
-		return !in;
-	case KUBEAPI_SEL_EXISTS:
-		return v != 0;
-	case KUBEAPI_SEL_DOES_NOT_EXIST:
-		return v == 0;
-	default:
-		return false;
-	}
-}
-
-static bool selects(const struct kubeapi_pdb *b, const struct kubeapi_pod *pod)
-{
-	const struct kubeapi_requirement *q;
-	const uint32_t *values;
-
 	if (b->selects_nothing || !b->selector || b->ns != pod->ns)
 		return false;
-	q = kubeapi_selector_requirements(b->selector);
-	values = kubeapi_selector_values(b->selector);
-	for (uint32_t k = 0; k < b->selector->nreq; k++)
-		if (!label_req(pod->labels, &q[k], values))
-			return false;
-	return true;
+	return kubeapi_selector_matches(m, b->selector, pod->labels);
 }
 
 /* Would a budget refuse to evict all of g's bound pods? O(budgets x pods
@@ -134,7 +105,7 @@ static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
 		if (b->ns != g->ns)
 			continue;
 		for (uint32_t i = g->bound_first; i; i = r->bound[i - 1].next)
-			hit += selects(b, r->bound[i - 1].pod);
+			hit += selects(r->in->model, b, r->bound[i - 1].pod);
 		if (hit > b->disruptions_allowed)
 			return true;
 	}
