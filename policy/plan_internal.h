@@ -5,7 +5,8 @@
  *   plan.c      the admission loop
  *   memo.c      the failure memo: placements that failed, per static fit
  *   backfill.c  runtimes, reservations and backfill
- *   preempt.c   preemption, reclaim, and the room held for preemptors
+ *   victims.c   who may be preempted, and in what order
+ *   preempt.c   the search for victims, and the room held for preemptors
  *   podgroup.c  what a PodGroup asks beyond minMember: the minResources
  *               gate (enqueue) and minTaskMember
  *
@@ -201,10 +202,30 @@ int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct 
 bool plan__tasks_short(struct plan_run *r, struct plan_gang *g);
 uint32_t plan__task_order(struct plan_run *r, struct plan_gang *g, uint32_t need);
 
+/* victims.c: a gang one preemptor may evict, and where it stands in
+ * the order (other queues' first, furthest over nominal, lowest
+ * priority, most recently started). */
+struct plan_cand {
+	uint32_t gang;
+	uint32_t pos; /* in the candidate order: lower goes first */
+	uint8_t other_queue;
+	double over; /* its queue's use beyond nominal, as a fraction of it */
+	int32_t priority;
+	int64_t started_s;
+};
+/* The candidates of preemptor g asking req, in *out (the cycle's arena)
+ * sorted by cost. 0 or -ENOMEM. */
+int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
+                     struct plan_cand **out, size_t *nout);
+/* Queue q's use beyond its nominal quota for the slots req asks, as a
+ * fraction of nominal (0 or less: within it). */
+double plan__over_nominal(const struct plan_run *r, int q, const int64_t *req);
+/* Mark the gangs never to be victims (protected_), once a cycle. */
+void plan__protect(struct plan_run *r);
+
 /* preempt.c */
 int plan__holds(struct plan_run *r);
 int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);
-void plan__protect(struct plan_run *r);
 
 #endif /* MUSTER_POLICY_PLAN_INTERNAL_H */

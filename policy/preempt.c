@@ -40,224 +40,6 @@
 #include "base/intern.h"
 #include "policy/plan_internal.h"
 
-struct cand {
-	uint32_t gang;
-	uint32_t pos; /* in the candidate order: lower goes first */
-	uint8_t other_queue;
-	double over; /* its queue's use beyond nominal, as a fraction of it */
-	int32_t priority;
-	int64_t started_s;
-};
-
-/* ---- protection ------------------------------------------------------ */
-
-static bool says_false(const struct plan_run *r, const struct kubeapi_labels *l)
-{
-	return r->preemptible_key && r->false_value &&
-	       kubeapi_labels_get(l, r->preemptible_key) == r->false_value;
-}
-
-void plan__protect(struct plan_run *r)
-{
-	for (size_t k = 0; k < r->p->ngangs; k++) {
-		struct plan_gang *g = &r->p->gangs[k];
-		const struct config_queue *q =
-		    g->queue == QUEUE_NONE ? NULL : queue_set_queue(r->in->qs, g->queue);
-		bool ending = false;
-
-		if (!g->bound_first)
-			continue;
-		for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next) {
-			const struct kubeapi_pod *pod = r->bound[b - 1].pod;
-
-			ending |= pod->deleting || says_false(r, pod->muster);
-			if (plan__pod_start(pod) > g->started_s)
-				g->started_s = plan__pod_start(pod);
-		}
-		g->protected_ =
-		    ending || !q || !q->preemption.preemptible ||
-		    (g->group && says_false(r, g->group->muster)) ||
-		    (q->preemption.min_runtime_ms > 0 &&
-		     r->in->now_s - g->started_s < (q->preemption.min_runtime_ms + 999) / 1000) ||
-		    (r->in->refused && idmap_get(r->in->refused, g->key));
-	}
-}
-
-/* Does budget b guard pod? The matching is kubeapi_selector_matches(). */
-static bool selects(const struct kubeapi_model *m, const struct kubeapi_pdb *b,
-                    const struct kubeapi_pod *pod)
-{
-	if (b->selects_nothing || !b->selector || b->ns != pod->ns)
-		return false;
-	return kubeapi_selector_matches(m, b->selector, pod->labels);
-}
-
-/* Would a budget refuse to evict all of g's bound pods? O(budgets x pods
- * of g); budgets are few. */
-static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
-{
-	const struct idmap_slot *e;
-
-	IDMAP_FOREACH(r->in->pdbs, s, e) {
-		const struct kubeapi_pdb *b = e->value;
-		int32_t hit = 0;
-
-		if (b->ns != g->ns)
-			continue;
-		for (uint32_t i = g->bound_first; i; i = r->bound[i - 1].next)
-			hit += selects(r->in->model, b, r->bound[i - 1].pod);
-		if (hit > b->disruptions_allowed)
-			return true;
-	}
-	return false;
-}
-
-/* ---- candidates ------------------------------------------------------ */
-
-/* The cohort under the root that holds node, or QUEUE_NONE outside any. */
-static int top_cohort(const struct queue_tree *t, int node)
-{
-	int up;
-
-	while ((up = queue_tree_parent(t, node)) > 0)
-		node = up;
-	return node == QUEUE_NONE || !queue_tree_is_cohort(t, node) ? QUEUE_NONE : node;
-}
-
-/* How far q is above its nominal in the slots of req: the largest
- * (demand - nominal) / nominal; 0 when it borrows none of them. */
-static double over_nominal(const struct plan_run *r, int q, const int64_t *req)
-{
-	double worst = 0;
-
-	for (unsigned s = 0; s < r->nslots; s++) {
-		int64_t nominal = queue_tree_quota(r->tree, q, s);
-		int64_t over = queue_tree_demand(r->tree, q, s) - nominal;
-
-		if (!req[s] || over <= 0)
-			continue;
-		if ((double)over / (double)(nominal > 0 ? nominal : 1) > worst)
-			worst = (double)over / (double)(nominal > 0 ? nominal : 1);
-		if (worst == 0)
-			worst = 1e-9;
-	}
-	return worst;
-}
-
-/* Would q stay within its nominal quota with req added? */
-static bool within_nominal(const struct plan_run *r, int q, const int64_t *req)
-{
-	for (unsigned s = 0; s < r->nslots; s++)
-		if (req[s] &&
-		    queue_tree_demand(r->tree, q, s) + req[s] > queue_tree_quota(r->tree, q, s))
-			return false;
-	return true;
-}
-
-static bool may_take(const struct plan_run *r, const struct plan_gang *g,
-                     const struct config_queue *gq, const struct plan_gang *v, bool reclaim)
-{
-	if (v->queue == g->queue) {
-		switch (gq->preemption.within_queue) {
-		case CONFIG_WITHIN_QUEUE_LOWER_PRIORITY:
-			return v->priority < g->priority;
-		case CONFIG_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY:
-			return v->priority < g->priority ||
-			       (v->priority == g->priority && v->submitted_s > g->submitted_s);
-		default:
-			return false;
-		}
-	}
-	if (!reclaim || top_cohort(r->tree, v->queue) != top_cohort(r->tree, g->queue) ||
-	    top_cohort(r->tree, g->queue) == QUEUE_NONE)
-		return false;
-	switch (gq->preemption.reclaim_within_cohort) {
-	case CONFIG_RECLAIM_LOWER_PRIORITY:
-		return v->priority < g->priority;
-	case CONFIG_RECLAIM_ANY:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static int by_cost(const void *a, const void *b)
-{
-	const struct cand *x = a, *y = b;
-
-	if (x->other_queue != y->other_queue)
-		return x->other_queue ? -1 : 1;
-	if (x->over != y->over)
-		return x->over > y->over ? -1 : 1;
-	if (x->priority != y->priority)
-		return x->priority < y->priority ? -1 : 1;
-	if (x->started_s != y->started_s)
-		return x->started_s > y->started_s ? -1 : 1;
-	return (x->gang > y->gang) - (x->gang < y->gang);
-}
-
-/* Does the gang ask for GPUs? */
-static bool asks_gpus(const struct plan_gang *g)
-{
-	for (uint32_t m = 0; m < g->npending; m++)
-		if (policy_spec_gpus(g->pending[m]->spec) > 0)
-			return true;
-	return false;
-}
-
-static bool holds_gpus(const struct plan_run *r, const struct plan_gang *v)
-{
-	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
-		if (policy_spec_gpus(r->bound[b - 1].pod->spec) > 0)
-			return true;
-	return false;
-}
-
-static int candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
-                      struct cand **out, size_t *nout)
-{
-	const struct config_queue *gq = queue_set_queue(r->in->qs, g->queue);
-	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
-	               within_nominal(r, g->queue, req);
-	bool gpus = asks_gpus(g);
-	struct cand *c = r->cand_buf;
-	size_t n = 0;
-
-	*out = NULL;
-	*nout = 0;
-	if (!gq)
-		return 0;
-	if (!c && !(c = r->cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
-		return -ENOMEM;
-	for (size_t k = 0; k < r->p->ngangs; k++) {
-		struct plan_gang *v = &r->p->gangs[k];
-
-		if (v == g || !v->bound_first || v->protected_ || v->preempted_by ||
-		    v->queue == QUEUE_NONE || v->state == PLAN_PREEMPTING)
-			continue;
-		/* GPUs are what a GPU gang lacks: evicting a CPU pod for it
-		 * would free nothing it can use. */
-		if (gpus && !holds_gpus(r, v))
-			continue;
-		if (!may_take(r, g, gq, v, reclaim))
-			continue;
-		if (v->queue != g->queue && over_nominal(r, v->queue, req) <= 0)
-			continue; /* reclaim takes back only what is borrowed */
-		if (budget_refuses(r, v))
-			continue;
-		c[n++] = (struct cand){
-		    (uint32_t)k,          0,
-		    v->queue != g->queue, v->queue != g->queue ? over_nominal(r, v->queue, req) : 0,
-		    v->priority,          v->started_s};
-	}
-	qsort(c, n, sizeof(*c), by_cost);
-	for (size_t k = 0; k < n; k++)
-		c[k].pos = (uint32_t)k;
-	*out = c;
-	*nout = n;
-	return 0;
-}
-
 /* ---- the search ------------------------------------------------------ */
 
 /* Take victim v's pods off (sign +1) or back onto (-1) their nodes, and
@@ -320,15 +102,15 @@ static void uncharge(struct plan_run *r, struct plan_gang *v, int sign)
 /* The candidates of v[0..n) that may go together, in order, into f:
  * reclaim takes from another queue only while it still borrows, counting
  * the ones before it as gone. Returns how many. */
-static size_t still_borrowing(struct plan_run *r, struct attempt *a, const struct cand *v, size_t n,
-                              struct cand *f)
+static size_t still_borrowing(struct plan_run *r, struct attempt *a, const struct plan_cand *v,
+                              size_t n, struct plan_cand *f)
 {
 	size_t m = 0;
 
 	for (size_t k = 0; k < n; k++) {
 		struct plan_gang *x = &r->p->gangs[v[k].gang];
 
-		if (x->queue != a->g->queue && over_nominal(r, x->queue, a->req) <= 0)
+		if (x->queue != a->g->queue && plan__over_nominal(r, x->queue, a->req) <= 0)
 			continue;
 		uncharge(r, x, +1);
 		f[m++] = v[k];
@@ -340,7 +122,7 @@ static size_t still_borrowing(struct plan_run *r, struct attempt *a, const struc
 
 /* Release (on = 1) or put back (on = 0) f[j], keeping rel[j] = whether
  * it is released now. */
-static void set_released(struct plan_run *r, const struct cand *f, uint8_t *rel, size_t j,
+static void set_released(struct plan_run *r, const struct plan_cand *f, uint8_t *rel, size_t j,
                          uint8_t on)
 {
 	if (rel[j] == on)
@@ -350,7 +132,7 @@ static void set_released(struct plan_run *r, const struct cand *f, uint8_t *rel,
 }
 
 /* Exactly f[0..to) released. */
-static void release_prefix(struct plan_run *r, const struct cand *f, uint8_t *rel, size_t m,
+static void release_prefix(struct plan_run *r, const struct plan_cand *f, uint8_t *rel, size_t m,
                            size_t to)
 {
 	for (size_t j = 0; j < m; j++)
@@ -363,7 +145,7 @@ static void release_prefix(struct plan_run *r, const struct cand *f, uint8_t *re
  * victims left; returns their count, 0 when the gang never fits or the
  * search ran out of budget (evicting on a guess would over-evict). The
  * table and usage are as before on return. */
-static int try_set(struct plan_run *r, struct attempt *a, const struct cand *f, size_t m,
+static int try_set(struct plan_run *r, struct attempt *a, const struct plan_cand *f, size_t m,
                    uint8_t *rel)
 {
 	size_t lo = 0, hi = m, taken = 0;
@@ -412,10 +194,10 @@ struct best {
 	size_t count;
 	int32_t top_priority;
 	uint32_t last_pos;
-	struct cand *set;
+	struct plan_cand *set;
 };
 
-static void consider(struct best *b, const struct cand *v, size_t n, const uint8_t *keep,
+static void consider(struct best *b, const struct plan_cand *v, size_t n, const uint8_t *keep,
                      size_t count)
 {
 	int32_t top = INT32_MIN;
@@ -457,7 +239,7 @@ static int by_domain(const void *a, const void *b)
 
 /* Every (domain of level l, candidate) pair, by domain then candidate
  * order, one per pair: O(candidates' pods x log). */
-static size_t members_of(struct plan_run *r, const struct cand *c, size_t nc, unsigned l,
+static size_t members_of(struct plan_run *r, const struct plan_cand *c, size_t nc, unsigned l,
                          struct member *out)
 {
 	const struct policy_nodes *t = &r->p->nodes;
@@ -485,8 +267,8 @@ static size_t members_of(struct plan_run *r, const struct cand *c, size_t nc, un
 
 /* A domain's candidates, from members mb[0..n) of one domain, into sub;
  * with the domain's free GPUs, the GPUs it could have. */
-static size_t domain_cands(struct plan_run *r, const struct cand *c, unsigned l,
-                           const struct member *mb, size_t n, struct cand *sub, int64_t *gpus)
+static size_t domain_cands(struct plan_run *r, const struct plan_cand *c, unsigned l,
+                           const struct member *mb, size_t n, struct plan_cand *sub, int64_t *gpus)
 {
 	*gpus = r->p->nodes.level[l].free_gpu[mb[0].domain];
 	for (size_t k = 0; k < n; k++) {
@@ -497,8 +279,8 @@ static size_t domain_cands(struct plan_run *r, const struct cand *c, unsigned l,
 }
 
 /* Try one set of candidates; 1 when it gave an answer. */
-static int try_cands(struct plan_run *r, struct attempt *a, const struct cand *sub, size_t ns,
-                     struct cand *f, uint8_t *keep, struct best *b)
+static int try_cands(struct plan_run *r, struct attempt *a, const struct plan_cand *sub, size_t ns,
+                     struct plan_cand *f, uint8_t *keep, struct best *b)
 {
 	size_t m = still_borrowing(r, a, sub, ns, f);
 	int rc;
@@ -511,12 +293,12 @@ static int try_cands(struct plan_run *r, struct attempt *a, const struct cand *s
 	return 1;
 }
 
-static int search(struct plan_run *r, struct attempt *a, const struct cand *c, size_t nc,
+static int search(struct plan_run *r, struct attempt *a, const struct plan_cand *c, size_t nc,
                   struct best *b)
 {
 	const struct policy_nodes *t = &r->p->nodes;
 	size_t npods = 0;
-	struct cand *sub, *f;
+	struct plan_cand *sub, *f;
 	struct member *mb;
 	uint8_t *keep;
 	int64_t want = 0;
@@ -644,14 +426,14 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	struct attempt a = {g, NULL, n, NULL, req, 0};
 	struct plan_facts f = {.why = PLAN_WHY_PREEMPTING};
 	struct best b = {0};
-	struct cand *c;
+	struct plan_cand *c;
 	size_t nc;
 	int rc;
 
 	if (!may_preempt(r, g, pods, n) || r->preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
 		return 0;
 	plan__request(r, req, pods, n);
-	if ((rc = candidates(r, g, req, &c, &nc)) < 0 || nc == 0)
+	if ((rc = plan__candidates(r, g, req, &c, &nc)) < 0 || nc == 0)
 		return rc;
 	r->preemptors++;
 	a.specs = plan__specs(r, pods, n);

@@ -1,0 +1,227 @@
+/*
+ * Who may be a victim of preemption, and in what order (plan_internal.h):
+ * the gangs never taken (protection, PodDisruptionBudgets), the
+ * candidates of one preemptor and their cost order. preempt.c searches
+ * among them.
+ *
+ * Cost: O(running gangs) per preemptor, plus O(budgets x members) for
+ * the budgets of a candidate's namespace.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/intern.h"
+#include "policy/plan_internal.h"
+
+/* ---- protection ------------------------------------------------------ */
+
+static bool says_false(const struct plan_run *r, const struct kubeapi_labels *l)
+{
+	return r->preemptible_key && r->false_value &&
+	       kubeapi_labels_get(l, r->preemptible_key) == r->false_value;
+}
+
+void plan__protect(struct plan_run *r)
+{
+	for (size_t k = 0; k < r->p->ngangs; k++) {
+		struct plan_gang *g = &r->p->gangs[k];
+		const struct config_queue *q =
+		    g->queue == QUEUE_NONE ? NULL : queue_set_queue(r->in->qs, g->queue);
+		bool ending = false;
+
+		if (!g->bound_first)
+			continue;
+		for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next) {
+			const struct kubeapi_pod *pod = r->bound[b - 1].pod;
+
+			ending |= pod->deleting || says_false(r, pod->muster);
+			if (plan__pod_start(pod) > g->started_s)
+				g->started_s = plan__pod_start(pod);
+		}
+		g->protected_ =
+		    ending || !q || !q->preemption.preemptible ||
+		    (g->group && says_false(r, g->group->muster)) ||
+		    (q->preemption.min_runtime_ms > 0 &&
+		     r->in->now_s - g->started_s < (q->preemption.min_runtime_ms + 999) / 1000) ||
+		    (r->in->refused && idmap_get(r->in->refused, g->key));
+	}
+}
+
+/* Does budget b guard pod? The matching is kubeapi_selector_matches(). */
+static bool selects(const struct kubeapi_model *m, const struct kubeapi_pdb *b,
+                    const struct kubeapi_pod *pod)
+{
+	if (b->selects_nothing || !b->selector || b->ns != pod->ns)
+		return false;
+	return kubeapi_selector_matches(m, b->selector, pod->labels);
+}
+
+/* Would a budget refuse to evict all of g's bound pods? O(budgets x pods
+ * of g); budgets are few. */
+static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
+{
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(r->in->pdbs, s, e) {
+		const struct kubeapi_pdb *b = e->value;
+		int32_t hit = 0;
+
+		if (b->ns != g->ns)
+			continue;
+		for (uint32_t i = g->bound_first; i; i = r->bound[i - 1].next)
+			hit += selects(r->in->model, b, r->bound[i - 1].pod);
+		if (hit > b->disruptions_allowed)
+			return true;
+	}
+	return false;
+}
+
+/* ---- candidates ------------------------------------------------------ */
+
+/* The cohort under the root that holds node, or QUEUE_NONE outside any. */
+static int top_cohort(const struct queue_tree *t, int node)
+{
+	int up;
+
+	while ((up = queue_tree_parent(t, node)) > 0)
+		node = up;
+	return node == QUEUE_NONE || !queue_tree_is_cohort(t, node) ? QUEUE_NONE : node;
+}
+
+/* How far q is above its nominal in the slots of req: the largest
+ * (demand - nominal) / nominal; 0 when it borrows none of them. */
+double plan__over_nominal(const struct plan_run *r, int q, const int64_t *req)
+{
+	double worst = 0;
+
+	for (unsigned s = 0; s < r->nslots; s++) {
+		int64_t nominal = queue_tree_quota(r->tree, q, s);
+		int64_t over = queue_tree_demand(r->tree, q, s) - nominal;
+
+		if (!req[s] || over <= 0)
+			continue;
+		if ((double)over / (double)(nominal > 0 ? nominal : 1) > worst)
+			worst = (double)over / (double)(nominal > 0 ? nominal : 1);
+		if (worst == 0)
+			worst = 1e-9;
+	}
+	return worst;
+}
+
+/* Would q stay within its nominal quota with req added? */
+static bool within_nominal(const struct plan_run *r, int q, const int64_t *req)
+{
+	for (unsigned s = 0; s < r->nslots; s++)
+		if (req[s] &&
+		    queue_tree_demand(r->tree, q, s) + req[s] > queue_tree_quota(r->tree, q, s))
+			return false;
+	return true;
+}
+
+static bool may_take(const struct plan_run *r, const struct plan_gang *g,
+                     const struct config_queue *gq, const struct plan_gang *v, bool reclaim)
+{
+	if (v->queue == g->queue) {
+		switch (gq->preemption.within_queue) {
+		case CONFIG_WITHIN_QUEUE_LOWER_PRIORITY:
+			return v->priority < g->priority;
+		case CONFIG_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY:
+			return v->priority < g->priority ||
+			       (v->priority == g->priority && v->submitted_s > g->submitted_s);
+		default:
+			return false;
+		}
+	}
+	if (!reclaim || top_cohort(r->tree, v->queue) != top_cohort(r->tree, g->queue) ||
+	    top_cohort(r->tree, g->queue) == QUEUE_NONE)
+		return false;
+	switch (gq->preemption.reclaim_within_cohort) {
+	case CONFIG_RECLAIM_LOWER_PRIORITY:
+		return v->priority < g->priority;
+	case CONFIG_RECLAIM_ANY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct plan_cand *x = a, *y = b;
+
+	if (x->other_queue != y->other_queue)
+		return x->other_queue ? -1 : 1;
+	if (x->over != y->over)
+		return x->over > y->over ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority < y->priority ? -1 : 1;
+	if (x->started_s != y->started_s)
+		return x->started_s > y->started_s ? -1 : 1;
+	return (x->gang > y->gang) - (x->gang < y->gang);
+}
+
+/* Does the gang ask for GPUs? */
+static bool asks_gpus(const struct plan_gang *g)
+{
+	for (uint32_t m = 0; m < g->npending; m++)
+		if (policy_spec_gpus(g->pending[m]->spec) > 0)
+			return true;
+	return false;
+}
+
+static bool holds_gpus(const struct plan_run *r, const struct plan_gang *v)
+{
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
+		if (policy_spec_gpus(r->bound[b - 1].pod->spec) > 0)
+			return true;
+	return false;
+}
+
+int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
+                     struct plan_cand **out, size_t *nout)
+{
+	const struct config_queue *gq = queue_set_queue(r->in->qs, g->queue);
+	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
+	               within_nominal(r, g->queue, req);
+	bool gpus = asks_gpus(g);
+	struct plan_cand *c = r->cand_buf;
+	size_t n = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!gq)
+		return 0;
+	if (!c && !(c = r->cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
+		return -ENOMEM;
+	for (size_t k = 0; k < r->p->ngangs; k++) {
+		struct plan_gang *v = &r->p->gangs[k];
+
+		if (v == g || !v->bound_first || v->protected_ || v->preempted_by ||
+		    v->queue == QUEUE_NONE || v->state == PLAN_PREEMPTING)
+			continue;
+		/* GPUs are what a GPU gang lacks: evicting a CPU pod for it
+		 * would free nothing it can use. */
+		if (gpus && !holds_gpus(r, v))
+			continue;
+		if (!may_take(r, g, gq, v, reclaim))
+			continue;
+		if (v->queue != g->queue && plan__over_nominal(r, v->queue, req) <= 0)
+			continue; /* reclaim takes back only what is borrowed */
+		if (budget_refuses(r, v))
+			continue;
+		c[n++] = (struct plan_cand){
+		    (uint32_t)k,
+		    0,
+		    v->queue != g->queue,
+		    v->queue != g->queue ? plan__over_nominal(r, v->queue, req) : 0,
+		    v->priority,
+		    v->started_s};
+	}
+	qsort(c, n, sizeof(*c), by_cost);
+	for (size_t k = 0; k < n; k++)
+		c[k].pos = (uint32_t)k;
+	*out = c;
+	*nout = n;
+	return 0;
+}
