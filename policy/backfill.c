@@ -115,11 +115,11 @@ static int by_end(const void *a, const void *b)
 static int add_end(struct plan_run *r, size_t *cap, int64_t end_s, uint32_t node,
                    const struct kubeapi_podspec *spec)
 {
-	if (arena_grow(&r->p->arena, &r->ends, r->nends, cap, sizeof(*r->ends), 1024) < 0)
+	if (arena_grow(&r->p->arena, &r->bf.ends, r->bf.nends, cap, sizeof(*r->bf.ends), 1024) < 0)
 		return -ENOMEM;
 	if (end_s < r->in->now_s)
 		end_s = r->in->now_s; /* past its estimate: any moment now */
-	r->ends[r->nends++] = (struct plan_ends){end_s, node, spec};
+	r->bf.ends[r->bf.nends++] = (struct plan_ends){end_s, node, spec};
 	return 0;
 }
 
@@ -130,8 +130,8 @@ static int build_ends(struct plan_run *r)
 	size_t cap = 0;
 	int rc;
 
-	r->forever = arena_alloc(&r->p->arena, (r->nbound + 1) * sizeof(*r->forever));
-	if (!r->forever)
+	r->bf.forever = arena_alloc(&r->p->arena, (r->nbound + 1) * sizeof(*r->bf.forever));
+	if (!r->bf.forever)
 		return -ENOMEM;
 	for (size_t k = 0; k < r->nbound; k++) {
 		struct plan_bound *b = &r->bound[k];
@@ -140,7 +140,7 @@ static int build_ends(struct plan_run *r)
 		int64_t start = plan__pod_start(b->pod);
 
 		if (run == PLAN_NEVER)
-			r->forever[r->nforever++] = b;
+			r->bf.forever[r->bf.nforever++] = b;
 		else if ((rc = add_end(r, &cap, start + run, b->node, b->pod->spec)) < 0)
 			return rc;
 	}
@@ -155,9 +155,9 @@ static int build_ends(struct plan_run *r)
 		    (rc = add_end(r, &cap, end, (uint32_t)i, b->pod->spec)) < 0)
 			return rc;
 	}
-	if (r->nends)
-		qsort(r->ends, r->nends, sizeof(*r->ends), by_end);
-	r->ends_built = 1;
+	if (r->bf.nends)
+		qsort(r->bf.ends, r->bf.nends, sizeof(*r->bf.ends), by_end);
+	r->bf.ends_built = 1;
 	return 0;
 }
 
@@ -179,22 +179,24 @@ static int merge_events(struct plan_run *r, struct search *x)
 	size_t extra = 0, i = 0, j = 0, k = 0;
 	struct plan_ends *mine;
 
-	for (size_t v = 0; v < r->nresv; v++)
-		if (r->resv[v].end_s != PLAN_NEVER)
-			extra += r->resv[v].nmembers;
-	x->ev = arena_alloc(&r->p->arena, (r->nends + extra + 1) * sizeof(*x->ev));
+	for (size_t v = 0; v < r->bf.nresv; v++)
+		if (r->bf.resv[v].end_s != PLAN_NEVER)
+			extra += r->bf.resv[v].nmembers;
+	x->ev = arena_alloc(&r->p->arena, (r->bf.nends + extra + 1) * sizeof(*x->ev));
 	mine = arena_alloc(&r->p->arena, (extra + 1) * sizeof(*mine));
 	if (!x->ev || !mine)
 		return -ENOMEM;
-	for (size_t v = 0; v < r->nresv; v++)
-		for (uint32_t m = 0; r->resv[v].end_s != PLAN_NEVER && m < r->resv[v].nmembers; m++)
-			mine[k++] = (struct plan_ends){r->resv[v].end_s, r->resv[v].at[m],
-			                               r->resv[v].specs[m]};
+	for (size_t v = 0; v < r->bf.nresv; v++)
+		for (uint32_t m = 0;
+		     r->bf.resv[v].end_s != PLAN_NEVER && m < r->bf.resv[v].nmembers; m++)
+			mine[k++] = (struct plan_ends){r->bf.resv[v].end_s, r->bf.resv[v].at[m],
+			                               r->bf.resv[v].specs[m]};
 	qsort(mine, k, sizeof(*mine), by_end);
-	while (i < r->nends || j < k)
-		x->ev[x->nev++] = j >= k || (i < r->nends && r->ends[i].end_s <= mine[j].end_s)
-		                      ? r->ends[i++]
-		                      : mine[j++];
+	while (i < r->bf.nends || j < k)
+		x->ev[x->nev++] =
+		    j >= k || (i < r->bf.nends && r->bf.ends[i].end_s <= mine[j].end_s)
+		        ? r->bf.ends[i++]
+		        : mine[j++];
 	return 0;
 }
 
@@ -231,14 +233,14 @@ static int search_init(struct plan_run *r, struct search *x, const struct kubeap
 	int rc;
 
 	memset(x, 0, sizeof(*x));
-	if (!r->ends_built && (rc = build_ends(r)) < 0)
+	if (!r->bf.ends_built && (rc = build_ends(r)) < 0)
 		return rc;
 	if ((rc = policy_nodes_copy(&x->s, &r->p->nodes, &r->p->arena)) < 0 ||
 	    (rc = merge_events(r, x)) < 0)
 		return rc;
-	for (size_t v = 0; v < r->nresv; v++)
-		for (uint32_t m = 0; m < r->resv[v].nmembers; m++)
-			policy_nodes_use(&x->s, r->resv[v].at[m], r->resv[v].specs[m], -1);
+	for (size_t v = 0; v < r->bf.nresv; v++)
+		for (uint32_t m = 0; m < r->bf.resv[v].nmembers; m++)
+			policy_nodes_use(&x->s, r->bf.resv[v].at[m], r->bf.resv[v].specs[m], -1);
 	x->n = n;
 	x->specs = plan__specs(r, pods, n);
 	x->out = arena_alloc(&r->p->arena, n * sizeof(*x->out));
@@ -256,8 +258,9 @@ static int64_t search_start(struct plan_run *r, struct search *x, int *err)
 	seek(x, hi);
 	if ((rc = fits(r, x, false)) <= 0) {
 		/* Not even when all timed work ends: give back the rest too. */
-		for (size_t k = 0; rc == 0 && k < r->nforever; k++)
-			policy_nodes_use(&x->s, r->forever[k]->node, r->forever[k]->pod->spec, +1);
+		for (size_t k = 0; rc == 0 && k < r->bf.nforever; k++)
+			policy_nodes_use(&x->s, r->bf.forever[k]->node, r->bf.forever[k]->pod->spec,
+			                 +1);
 		if (rc == 0 && (rc = fits(r, x, true)) == 1)
 			return PLAN_NEVER;
 		*err = rc < 0 ? rc : -ENOSPC;
@@ -295,7 +298,7 @@ static int64_t search_start(struct plan_run *r, struct search *x, int *err)
  * left on each at the start. */
 static int install(struct plan_run *r, struct plan_gang *g, struct search *x, int64_t start)
 {
-	struct plan_resv *v = &r->resv[r->nresv];
+	struct plan_resv *v = &r->bf.resv[r->bf.nresv];
 	unsigned nres = x->s.nres;
 	size_t need;
 
@@ -324,14 +327,14 @@ static int install(struct plan_run *r, struct plan_gang *g, struct search *x, in
 	v->at = x->out;
 	/* Room to lower every reserved node's every resource once. */
 	need = 0;
-	for (size_t k = 0; k <= r->nresv; k++)
-		need += (size_t)r->resv[k].n * nres;
-	if (need > r->cap_undo) {
-		if (!(r->undo = arena_alloc(&r->p->arena, need * sizeof(*r->undo))))
+	for (size_t k = 0; k <= r->bf.nresv; k++)
+		need += (size_t)r->bf.resv[k].n * nres;
+	if (need > r->bf.cap_undo) {
+		if (!(r->bf.undo = arena_alloc(&r->p->arena, need * sizeof(*r->bf.undo))))
 			return -ENOMEM;
-		r->cap_undo = need;
+		r->bf.cap_undo = need;
 	}
-	r->nresv++;
+	r->bf.nresv++;
 	return 0;
 }
 
@@ -350,7 +353,7 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	int64_t start;
 	int rc, err = 0;
 
-	if (r->nresv >= (size_t)r->cfg->backfill.reservations || r->quota_failed ||
+	if (r->bf.nresv >= (size_t)r->cfg->backfill.reservations || r->quota_failed ||
 	    g->state != PLAN_WAITING)
 		return 0;
 	if ((rc = search_init(r, &x, pods, n)) < 0)
@@ -363,7 +366,7 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	g->reserved = 1;
 	g->expected_start_s = start;
 	r->p->stats.reservations++;
-	append_start(r, g, &r->resv[r->nresv - 1]);
+	append_start(r, g, &r->bf.resv[r->bf.nresv - 1]);
 	return 0;
 }
 
@@ -381,8 +384,8 @@ static size_t lower(struct plan_run *r, int64_t end_s)
 	struct policy_nodes *t = &r->p->nodes;
 	size_t nu = 0;
 
-	for (size_t v = 0; v < r->nresv; v++) {
-		const struct plan_resv *rv = &r->resv[v];
+	for (size_t v = 0; v < r->bf.nresv; v++) {
+		const struct plan_resv *rv = &r->bf.resv[v];
 
 		if (!kept_out(rv, end_s))
 			continue;
@@ -394,7 +397,7 @@ static size_t lower(struct plan_run *r, int64_t end_s)
 				if (f <= e)
 					continue;
 				policy_nodes_adjust(t, rv->node[j], res, e - f);
-				r->undo[nu++] = (struct plan_undo){rv->node[j], res, f - e};
+				r->bf.undo[nu++] = (struct plan_undo){rv->node[j], res, f - e};
 			}
 	}
 	return nu;
@@ -407,8 +410,8 @@ static void take_extra(struct plan_run *r, int64_t end_s, uint32_t node,
 	const struct kubeapi_res *req = kubeapi_podspec_requests(spec);
 	unsigned nres = r->p->nodes.nres;
 
-	for (size_t v = 0; v < r->nresv; v++) {
-		struct plan_resv *rv = &r->resv[v];
+	for (size_t v = 0; v < r->bf.nresv; v++) {
+		struct plan_resv *rv = &r->bf.resv[v];
 
 		if (!kept_out(rv, end_s))
 			continue;
@@ -434,13 +437,14 @@ int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
 	size_t nu;
 	int rc;
 
-	if (!r->nresv)
+	if (!r->bf.nresv)
 		return policy_place(t, &r->fits, &r->p->arena, specs, n, out, why);
 	end_s = end_of(r, plan__runtime(r, g));
 	nu = lower(r, end_s);
 	rc = policy_place(t, &r->fits, &r->p->arena, specs, n, out, why);
 	while (nu--)
-		policy_nodes_adjust(t, r->undo[nu].node, r->undo[nu].res, r->undo[nu].delta);
+		policy_nodes_adjust(t, r->bf.undo[nu].node, r->bf.undo[nu].res,
+		                    r->bf.undo[nu].delta);
 	if (rc < 0)
 		return rc;
 	for (size_t k = 0; k < n; k++)

@@ -506,9 +506,9 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	p->nevictions = 0;
 	p->resv = NULL;
 	p->nresv = 0;
-	r->resv =
-	    arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1, sizeof(*r->resv));
-	if (!r->resv)
+	r->bf.resv =
+	    arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1, sizeof(*r->bf.resv));
+	if (!r->bf.resv)
 		return -ENOMEM;
 	return plan__build_nodes(r);
 }
@@ -519,17 +519,17 @@ static int publish_resv(struct plan_run *r)
 	struct plan *p = r->p;
 
 	p->nresv = 0;
-	if (!r->nresv)
+	if (!r->bf.nresv)
 		return 0;
-	if (!(p->resv = arena_alloc(&p->arena, r->nresv * sizeof(*p->resv))))
+	if (!(p->resv = arena_alloc(&p->arena, r->bf.nresv * sizeof(*p->resv))))
 		return -ENOMEM;
-	for (size_t k = 0; k < r->nresv; k++) {
-		const struct plan_resv *v = &r->resv[k];
+	for (size_t k = 0; k < r->bf.nresv; k++) {
+		const struct plan_resv *v = &r->bf.resv[k];
 
 		p->resv[k] =
 		    (struct plan_reservation){v->gang, v->start_s, v->nmembers, v->specs, v->at};
 	}
-	p->nresv = r->nresv;
+	p->nresv = r->bf.nresv;
 	return 0;
 }
 

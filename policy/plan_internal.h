@@ -76,6 +76,40 @@ struct plan_hold {
 #define PLAN_PREEMPT_CHECKS_PER_CYCLE 128
 #define PLAN_PREEMPT_ANSWERS          4
 
+/* Reservations and backfill (backfill.c): this cycle's reservations,
+ * the timeline of running work (built on the first reservation: bound
+ * pods with a known end, by end; and those without one), and room for
+ * undoing one backfill placement. */
+struct plan_backfill_state {
+	struct plan_resv *resv; /* cfg->backfill.reservations of them */
+	size_t nresv;
+	struct plan_ends *ends;
+	size_t nends;
+	struct plan_bound **forever;
+	size_t nforever;
+	uint8_t ends_built;
+	struct plan_undo *undo;
+	size_t cap_undo;
+};
+
+/* Preemption (preempt.c, victims.c): its budget spent this cycle, and
+ * the one candidate array. */
+struct plan_preempt_state {
+	size_t preemptors;     /* tried this cycle */
+	size_t preempt_checks; /* fit checks this cycle */
+	void *cand_buf;        /* preemption candidates, one array per cycle */
+};
+
+/* PodGroup gates (podgroup.c): finished members that name a Volcano
+ * task (minTaskMember counts them), and the allocatable of ready,
+ * schedulable nodes per model resource for the minResources gate, built
+ * when first needed. */
+struct plan_group_state {
+	struct plan_task_done *done;
+	size_t ndone, cap_done;
+	int64_t *capacity;
+};
+
 struct plan_run {
 	struct plan *p;
 	const struct plan_input *in;
@@ -98,29 +132,12 @@ struct plan_run {
 	size_t cap_binds, cap_evictions;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
-	struct plan_resv *resv; /* cfg->backfill.reservations of them */
-	size_t nresv;
-	size_t preemptors;     /* tried this cycle */
-	size_t preempt_checks; /* fit checks this cycle */
-	void *cand_buf;        /* preemption candidates, one array per cycle */
-	uint8_t preemption;    /* some queue may preempt: every bound gang a record */
-	uint8_t quota_failed;  /* the last plan__place failed on quota, not room */
-	/* The timeline of running work, built on the first reservation: bound
-	 * pods with a known end, by end; and those without one. */
-	struct plan_ends *ends;
-	size_t nends;
-	struct plan_bound **forever;
-	size_t nforever;
-	uint8_t ends_built;
-	struct plan_undo *undo; /* room for one backfill placement's lowering */
-	size_t cap_undo;
-	/* Finished members that name a Volcano task: minTaskMember counts
-	 * them. */
-	struct plan_task_done *done;
-	size_t ndone, cap_done;
-	/* Allocatable of ready, schedulable nodes per model resource, for the
-	 * minResources gate; built when first needed. */
-	int64_t *capacity;
+	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
+	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
+	/* Each part's own state: none reads another's. */
+	struct plan_backfill_state bf; /* backfill.c */
+	struct plan_preempt_state pre; /* preempt.c, victims.c */
+	struct plan_group_state grp;   /* podgroup.c */
 };
 
 struct plan_task_done {

@@ -62,9 +62,9 @@ static const int64_t *capacity(struct plan_run *r)
 {
 	const struct idmap_slot *s;
 
-	if (r->capacity)
-		return r->capacity;
-	if (!(r->capacity = arena_calloc(&r->p->arena, KUBEAPI_MAX_RESOURCES, sizeof(int64_t))))
+	if (r->grp.capacity)
+		return r->grp.capacity;
+	if (!(r->grp.capacity = arena_calloc(&r->p->arena, KUBEAPI_MAX_RESOURCES, sizeof(int64_t))))
 		return NULL;
 	IDMAP_FOREACH(r->in->nodes, i, s) {
 		const struct kubeapi_node *n = s->value;
@@ -72,9 +72,9 @@ static const int64_t *capacity(struct plan_run *r)
 		if (!n->ready || n->unschedulable || !n->allocatable)
 			continue;
 		for (uint32_t e = 0; e < n->allocatable->n; e++)
-			r->capacity[n->allocatable->e[e].res] += n->allocatable->e[e].amount;
+			r->grp.capacity[n->allocatable->e[e].res] += n->allocatable->e[e].amount;
 	}
-	return r->capacity;
+	return r->grp.capacity;
 }
 
 static const char *res_name(const struct plan_run *r, unsigned res)
@@ -232,9 +232,11 @@ int plan__enqueue(struct plan_run *r)
 
 int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct kubeapi_pod *pod)
 {
-	if (arena_grow(&r->p->arena, &r->done, r->ndone, &r->cap_done, sizeof(*r->done), 64) < 0)
+	if (arena_grow(&r->p->arena, &r->grp.done, r->grp.ndone, &r->grp.cap_done,
+	               sizeof(*r->grp.done), 64) < 0)
 		return -ENOMEM;
-	r->done[r->ndone++] = (struct plan_task_done){(uint32_t)(g - r->p->gangs), pod->task};
+	r->grp.done[r->grp.ndone++] =
+	    (struct plan_task_done){(uint32_t)(g - r->p->gangs), pod->task};
 	return 0;
 }
 
@@ -246,8 +248,8 @@ static uint32_t task_have(const struct plan_run *r, const struct plan_gang *g, u
 
 	for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next)
 		n += r->bound[b - 1].pod->task == t;
-	for (size_t k = 0; k < r->ndone; k++)
-		n += r->done[k].gang == gi && r->done[k].task == t;
+	for (size_t k = 0; k < r->grp.ndone; k++)
+		n += r->grp.done[k].gang == gi && r->grp.done[k].task == t;
 	return n;
 }
 

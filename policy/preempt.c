@@ -71,10 +71,11 @@ static int fits_now(struct plan_run *r, struct attempt *a)
 	struct policy_why why;
 	int rc;
 
-	if (a->checks >= PLAN_PREEMPT_CHECKS || r->preempt_checks >= PLAN_PREEMPT_CHECKS_PER_CYCLE)
+	if (a->checks >= PLAN_PREEMPT_CHECKS ||
+	    r->pre.preempt_checks >= PLAN_PREEMPT_CHECKS_PER_CYCLE)
 		return -EAGAIN; /* out of budget: no answer, not "no" */
 	a->checks++;
-	r->preempt_checks++;
+	r->pre.preempt_checks++;
 	r->p->stats.preempt_tries++;
 	if (!queue_tree_fits(r->tree, a->g->queue, a->req).fits)
 		return 0;
@@ -430,12 +431,12 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	size_t nc;
 	int rc;
 
-	if (!may_preempt(r, g, pods, n) || r->preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
+	if (!may_preempt(r, g, pods, n) || r->pre.preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
 		return 0;
 	plan__request(r, req, pods, n);
 	if ((rc = plan__candidates(r, g, req, &c, &nc)) < 0 || nc == 0)
 		return rc;
-	r->preemptors++;
+	r->pre.preemptors++;
 	a.specs = plan__specs(r, pods, n);
 	a.out = arena_alloc(&r->p->arena, n * sizeof(*a.out));
 	b.set = arena_alloc(&r->p->arena, nc * sizeof(*b.set));
@@ -445,7 +446,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 		return rc;
 	for (size_t k = 0; k < b.count; k++)
 		release(r, &r->p->gangs[b.set[k].gang], +1);
-	r->preempt_checks--; /* the placement of an answer is not a search */
+	r->pre.preempt_checks--; /* the placement of an answer is not a search */
 	rc = fits_now(r, &(struct attempt){g, a.specs, n, a.out, req, 0});
 	if (rc == 1) {
 		/* The room is the preemptor's from now on. */

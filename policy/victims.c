@@ -185,14 +185,15 @@ int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req
 	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
 	               within_nominal(r, g->queue, req);
 	bool gpus = asks_gpus(g);
-	struct plan_cand *c = r->cand_buf;
+	struct plan_cand *c = r->pre.cand_buf;
 	size_t n = 0;
 
 	*out = NULL;
 	*nout = 0;
 	if (!gq)
 		return 0;
-	if (!c && !(c = r->cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
+	if (!c &&
+	    !(c = r->pre.cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
 		return -ENOMEM;
 	for (size_t k = 0; k < r->p->ngangs; k++) {
 		struct plan_gang *v = &r->p->gangs[k];
