@@ -81,7 +81,7 @@
  * stats. Building the cluster (JSON decode) is setup, reported, not
  * measured as part of the cycle.
  *
- * Holds: a cycle that preempts leaves in the plan (plan.holds) the room it
+ * Holds: a cycle that preempts leaves in the plan (plan.keep.holds) the room it
  * holds for each preemptor, and the next cycle replays those first. With
  * nothing bound or evicted between reps the holds would pile up (up to 16
  * more a cycle), so every timed cycle would do different work. So before
@@ -824,14 +824,14 @@ static uint64_t decision_digest(const struct plan *p, const struct kubeapi_model
 	return h;
 }
 
-/* Drop the holds (plan.holds) the last cycle left: the next one plans
+/* Drop the holds (plan.keep.holds) the last cycle left: the next one plans
  * afresh, as the first did. (Deleting moves entries: each drop starts a
  * new walk and takes the first entry left; holds are few.) */
 static void drop_holds(struct plan *p)
 {
 	for (;;) {
 		size_t i = 0;
-		const struct idmap_slot *e = idmap_next(&p->holds, &i);
+		const struct idmap_slot *e = idmap_next(&p->keep.holds, &i);
 
 		if (!e)
 			return;
@@ -846,7 +846,7 @@ static int held_cycle(struct world *w, const struct plan_input *in, struct resul
 	double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	int rc;
 
-	r->held_holds = (long)w->plan.holds.n;
+	r->held_holds = (long)w->plan.keep.holds.n;
 	if ((rc = plan_cycle(&w->plan, in)) < 0)
 		return rc;
 	r->held_ms = (now_s() - t0) * 1e3;

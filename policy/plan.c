@@ -325,11 +325,11 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
 {
 	struct plan *p = r->p;
-	uintptr_t seq = (uintptr_t)idmap_get(&p->seen, g->key);
+	uintptr_t seq = (uintptr_t)idmap_get(&p->keep.seen, g->key);
 
 	if (!seq) {
-		seq = (uintptr_t)++p->seen_seq;
-		if (idmap_put(&p->seen, g->key, (void *)seq) < 0)
+		seq = (uintptr_t)++p->keep.seen_seq;
+		if (idmap_put(&p->keep.seen, g->key, (void *)seq) < 0)
 			return g->key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
 	}
 	return seq;
@@ -544,7 +544,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
-		plan__forget(&r, &p->seen, not_waiting); /* gangs that no longer wait */
+		plan__forget(&r, &p->keep.seen, not_waiting); /* gangs that no longer wait */
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
@@ -558,18 +558,18 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 
 void plan_hold_drop(struct plan *p, uint64_t key)
 {
-	free(idmap_del(&p->holds, key));
+	free(idmap_del(&p->keep.holds, key));
 }
 
 void plan_free(struct plan *p)
 {
 	const struct idmap_slot *e;
 
-	IDMAP_FOREACH(&p->holds, i, e)
+	IDMAP_FOREACH(&p->keep.holds, i, e)
 		free(e->value);
-	idmap_free(&p->holds);
-	idmap_free(&p->seen);
-	idmap_free(&p->enqueued);
+	idmap_free(&p->keep.holds);
+	idmap_free(&p->keep.seen);
+	idmap_free(&p->keep.enqueued);
 	policy_nodes_release(&p->nodes);
 	arena_free(&p->arena);
 	memset(p, 0, sizeof(*p));

@@ -6,7 +6,7 @@
  *
  * A cycle:
  *   1. the node table with every bound or assumed pod counted out of its
- *      node (pods of other schedulers included);
+ *      node (pods of other schedulers included) (gangs.c, as are 2 and 3);
  *   2. gangs: Muster's pods grouped by PodGroup (either dialect), or
  *      alone; their queue (queue_resolve), priority, submission time;
  *      standing in for Volcano, also its PodGroups that have no pod yet;
@@ -17,13 +17,13 @@
  *   3. queue usage counted again from the bound and assumed members of
  *      every gang, so usage is always what runs (a reload of the
  *      configuration loses nothing);
- *   4. preemptors holding room (plan.holds) go first: placed as if their
+ *   4. preemptors holding room (plan.keep.holds) go first: placed as if their
  *      victims were gone, bound once they are (preempt.c);
  *   5. the gangs with members to place, in the queue module's order: each
  *      must fit its quota along the cohort tree and be placed whole
  *      (policy_place); admitted ones are charged at once, so the rest of
  *      the cycle sees them. One that does not fit may preempt, if its
- *      queue allows (preempt.c), else the first
+ *      queue allows (victims.c, preempt.c), else the first
  *      backfill.reservations of them hold a reservation, and every later
  *      gang may use reserved nodes only as far as it cannot delay them
  *      (backfill.c).
@@ -194,6 +194,25 @@ struct plan_reservation {
 	const uint32_t *at;
 };
 
+/* What the planner keeps from one cycle to the next, outside any arena.
+ * plan_cycle() reads and updates it; outside the planner only
+ * plan_hold_drop() touches it (a refused eviction). */
+struct plan_memory {
+	/* Preemptor gang key -> struct plan_hold *: the room held for it
+	 * while its victims end. */
+	struct idmap holds;
+	/* Waiting gang key -> the order in which Muster first saw it
+	 * waiting, the tie-break between equal submission times. */
+	struct idmap seen;
+	uint64_t seen_seq;
+	/* Gangs whose PodGroup passed the minResources gate and has not
+	 * started yet (key -> 1), so a decision stands before the watch
+	 * shows the PodGroup Inqueue. */
+	struct idmap enqueued;
+};
+
+/* One cycle's results (in its arena, replaced by the next cycle), and
+ * the planner's memory. */
 struct plan {
 	struct arena arena;
 	struct policy_nodes nodes;
@@ -206,17 +225,8 @@ struct plan {
 	struct plan_stats stats;
 	struct plan_reservation *resv; /* this cycle's reservations */
 	size_t nresv;
-	/* Kept across cycles (outside the arena): preemptor gang key ->
-	 * struct plan_hold *, the room held for it while its victims end. */
-	struct idmap holds;
-	/* Kept across cycles: waiting gang key -> the order in which Muster
-	 * first saw it waiting, the tie-break between equal submission times. */
-	struct idmap seen;
-	uint64_t seen_seq;
-	/* Kept across cycles: gangs whose PodGroup passed the minResources
-	 * gate and has not started yet (key -> 1), so a decision stands
-	 * before the watch shows the PodGroup Inqueue. */
-	struct idmap enqueued;
+	/* What lives across cycles, apart from the results above. */
+	struct plan_memory keep;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it

@@ -54,7 +54,7 @@ struct plan_resv {
 	int64_t *extra; /* n x nres: free at start_s after the reservation */
 };
 
-/* The room held for a preemptor while its victims end (plan.holds). */
+/* The room held for a preemptor while its victims end (plan.keep.holds). */
 struct plan_hold {
 	int64_t since_s;
 	uint32_t nvictims;

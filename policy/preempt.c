@@ -24,7 +24,7 @@
  * level with an answer wins, and in it the domain with the fewest victims,
  * then the lowest highest priority among them.
  *
- * The room is then held (plan.holds): each cycle, before any other gang,
+ * The room is then held (plan.keep.holds): each cycle, before any other gang,
  * the preemptor is placed as if its victims were gone, and bound once they
  * are. A hold ends when the preemptor is bound, its victims fail to end
  * within PLAN_HOLD_TIMEOUT_S, or an eviction is refused.
@@ -384,8 +384,8 @@ static int hold_new(struct plan_run *r, struct plan_gang *g, const struct best *
 	h->nvictims = (uint32_t)b->count;
 	for (size_t k = 0; k < b->count; k++)
 		h->victim[k] = r->p->gangs[b->set[k].gang].key;
-	free(idmap_del(&r->p->holds, g->key));
-	if ((rc = idmap_put(&r->p->holds, g->key, h)) < 0)
+	free(idmap_del(&r->p->keep.holds, g->key));
+	if ((rc = idmap_put(&r->p->keep.holds, g->key, h)) < 0)
 		free(h);
 	return rc;
 }
@@ -539,7 +539,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 
 int plan__holds(struct plan_run *r)
 {
-	struct idmap *m = &r->p->holds;
+	struct idmap *m = &r->p->keep.holds;
 	const struct idmap_slot *e;
 	uint64_t *keys;
 	size_t n = 0;
