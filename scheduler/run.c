@@ -407,9 +407,12 @@ static void debug_view(void *data, struct debug_view *v)
 	v->snap = s->snap.cycle ? &s->snap : NULL;
 }
 
+/* The servers' data is s->debug (for their handlers), whose data is s. */
 static void httpd_log(void *data, const char *msg)
 {
-	sched_logl(data, SCHED_WARN, "debug server: %s", msg);
+	const struct debug_source *src = data;
+
+	sched_logl(src->data, SCHED_WARN, "debug server: %s", msg);
 }
 
 /* Start one of the HTTP servers and say where it listens (or why not).
@@ -445,7 +448,9 @@ static int start_debug(struct sched *s)
 
 static void probe_log(void *data, const char *msg)
 {
-	sched_logl(data, SCHED_WARN, "probe server: %s", msg);
+	const struct debug_source *src = data;
+
+	sched_logl(src->data, SCHED_WARN, "probe server: %s", msg);
 }
 
 /* The kubelet's probes on a listener of their own, plain HTTP on any
