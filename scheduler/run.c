@@ -407,12 +407,9 @@ static void debug_view(void *data, struct debug_view *v)
 	v->snap = s->snap.cycle ? &s->snap : NULL;
 }
 
-/* The servers' data is s->debug (for their handlers), whose data is s. */
 static void httpd_log(void *data, const char *msg)
 {
-	const struct debug_source *src = data;
-
-	sched_logl(src->data, SCHED_WARN, "debug server: %s", msg);
+	sched_logl(data, SCHED_WARN, "debug server: %s", msg);
 }
 
 /* Start one of the HTTP servers and say where it listens (or why not).
@@ -439,7 +436,8 @@ static int start_debug(struct sched *s)
 	                          .token_file = s->opt.debug_token,
 	                          .handler = debug_handle,
 	                          .data = &s->debug,
-	                          .log = httpd_log};
+	                          .log = httpd_log,
+	                          .log_data = s};
 
 	if (!s->opt.debug_addr)
 		return 0;
@@ -448,9 +446,7 @@ static int start_debug(struct sched *s)
 
 static void probe_log(void *data, const char *msg)
 {
-	const struct debug_source *src = data;
-
-	sched_logl(src->data, SCHED_WARN, "probe server: %s", msg);
+	sched_logl(data, SCHED_WARN, "probe server: %s", msg);
 }
 
 /* The kubelet's probes on a listener of their own, plain HTTP on any
@@ -467,7 +463,8 @@ static int start_probe(struct sched *s)
 	                          .head_timeout_ms = 2000,
 	                          .handler = debug_probe_handle,
 	                          .data = &s->debug,
-	                          .log = probe_log};
+	                          .log = probe_log,
+	                          .log_data = s};
 
 	if (!s->opt.probe_addr)
 		return 0;

@@ -107,7 +107,7 @@ void httpd__log(const struct httpd__conn *c, const char *fmt, ...)
 	va_end(ap);
 	peer_name(c, peer, sizeof(peer));
 	snprintf(msg, sizeof(msg), "httpd: %s: %s", peer, what);
-	h->o.log(h->o.data, msg);
+	h->o.log(h->o.log_data, msg);
 }
 
 __attribute__((format(printf, 2, 3))) static void server_log(const struct httpd *h, const char *fmt,
@@ -121,7 +121,7 @@ __attribute__((format(printf, 2, 3))) static void server_log(const struct httpd 
 	va_start(ap, fmt);
 	vsnprintf(msg + 7, sizeof(msg) - 7, fmt, ap);
 	va_end(ap);
-	h->o.log(h->o.data, msg);
+	h->o.log(h->o.log_data, msg);
 }
 
 static void server_free(struct httpd *h)

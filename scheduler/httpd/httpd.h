@@ -88,8 +88,11 @@ struct httpd_options {
 	 * reveals nothing (the kubelet's probes). */
 	int public_plain;
 	httpd_handler handler;
-	void *data;                               /* for handler and log */
-	void (*log)(void *data, const char *msg); /* may be NULL */
+	void *data; /* for handler */
+	/* Lines about connections, with log_data: may be NULL. Its own data,
+	 * so the handler's need not be what the log wants. */
+	void (*log)(void *log_data, const char *msg);
+	void *log_data;
 };
 
 /** Listen on o->addr and serve. Returns 0 and *out, or a negative errno

@@ -105,7 +105,8 @@ static void *loop_main(void *arg)
 
 static struct httpd_options options(struct srv *s, const char *addr)
 {
-	struct httpd_options o = {.addr = addr, .handler = handler, .data = s, .log = on_log};
+	struct httpd_options o = {
+	    .addr = addr, .handler = handler, .data = s, .log = on_log, .log_data = s};
 
 	return o;
 }
