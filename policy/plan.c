@@ -223,7 +223,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (!(specs = plan__specs(r, pods, n)))
 		return -ENOMEM;
 	r->p->stats.placement_tries++;
-	rc = plan__backfill_place(r, g, specs, n, out, &why);
+	rc = backfill_place(&r->bf, r->bf.nresv ? plan__end(r, g) : 0, specs, n, out, &why);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
@@ -506,9 +506,8 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	p->nevictions = 0;
 	p->resv = NULL;
 	p->nresv = 0;
-	r->bf.resv =
-	    arena_calloc(&p->arena, (size_t)r->cfg->backfill.reservations + 1, sizeof(*r->bf.resv));
-	if (!r->bf.resv)
+	if (backfill_init(&r->bf, &p->nodes, &r->fits, &p->arena, in->now_s,
+	                  (unsigned)r->cfg->backfill.reservations) < 0)
 		return -ENOMEM;
 	return plan__build_nodes(r);
 }
@@ -524,10 +523,10 @@ static int publish_resv(struct plan_run *r)
 	if (!(p->resv = arena_alloc(&p->arena, r->bf.nresv * sizeof(*p->resv))))
 		return -ENOMEM;
 	for (size_t k = 0; k < r->bf.nresv; k++) {
-		const struct plan_resv *v = &r->bf.resv[k];
+		const struct backfill_resv *v = &r->bf.resv[k];
 
 		p->resv[k] =
-		    (struct plan_reservation){v->gang, v->start_s, v->nmembers, v->specs, v->at};
+		    (struct plan_reservation){v->id, v->start_s, v->nmembers, v->specs, v->at};
 	}
 	p->nresv = r->bf.nresv;
 	return 0;
@@ -549,6 +548,9 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 	if (rc == 0)
 		rc = publish_resv(&r);
 	p->stats.gangs = p->ngangs;
+	p->stats.reservations = r.bf.nresv;
+	p->stats.reserve_tries = r.bf.tries;
+	p->stats.backfilled = r.bf.backfilled;
 	p->stats.arena_bytes = p->arena.used_total;
 	idmap_free(&r.by_group);
 	idmap_free(&r.memo);

@@ -75,7 +75,7 @@ struct plan_input {
 };
 
 /** An end or start time that is not known (no runtime estimate). */
-#define PLAN_NEVER INT64_MAX
+#define PLAN_NEVER POLICY_NEVER
 
 enum plan_state {
 	PLAN_RUNNING,    /* nothing left to place */

@@ -4,7 +4,7 @@
  *   gangs.c     the node table, the gangs, usage counted from what runs
  *   plan.c      the admission loop
  *   memo.c      the failure memo: placements that failed, per static fit
- *   backfill.c  runtimes, reservations and backfill
+ *   timeline.c  runtimes, the timeline of ends, reservations (backfill.h)
  *   victims.c   who may be preempted, and in what order
  *   preempt.c   the search for victims, and the room held for preemptors
  *   podgroup.c  what a PodGroup asks beyond minMember: the minResources
@@ -15,6 +15,7 @@
 #ifndef MUSTER_POLICY_PLAN_INTERNAL_H
 #define MUSTER_POLICY_PLAN_INTERNAL_H
 
+#include "policy/backfill.h"
 #include "policy/plan.h"
 #include "policy/words.h"
 
@@ -24,34 +25,6 @@ struct plan_bound {
 	uint32_t node; /* index into the node table */
 	uint32_t gang; /* index into plan.gangs, or UINT32_MAX (not Muster's) */
 	uint32_t next; /* the gang's next bound pod + 1, or 0 */
-};
-
-/* Running work that ends at end_s, freeing spec on node. */
-struct plan_ends {
-	int64_t end_s;
-	uint32_t node;
-	const struct kubeapi_podspec *spec;
-};
-
-/* A node amount lowered for one backfill placement, to give back. */
-struct plan_undo {
-	uint32_t node;
-	uint32_t res;
-	int64_t delta;
-};
-
-/* A reservation: the nodes where a waiting gang starts when running work
- * ends, and what is left on them for anyone else at that moment. */
-struct plan_resv {
-	uint32_t gang;
-	int64_t start_s; /* PLAN_NEVER: running pods give no runtime */
-	int64_t end_s;   /* start_s + the gang's runtime, or PLAN_NEVER */
-	uint32_t nmembers;
-	const struct kubeapi_podspec **specs; /* members, and the node of each */
-	uint32_t *at;
-	uint32_t n;     /* distinct nodes */
-	uint32_t *node; /* node indexes */
-	int64_t *extra; /* n x nres: free at start_s after the reservation */
 };
 
 /* The room held for a preemptor while its victims end (plan.keep.holds). */
@@ -75,22 +48,6 @@ struct plan_hold {
 #define PLAN_PREEMPT_CHECKS           64
 #define PLAN_PREEMPT_CHECKS_PER_CYCLE 128
 #define PLAN_PREEMPT_ANSWERS          4
-
-/* Reservations and backfill (backfill.c): this cycle's reservations,
- * the timeline of running work (built on the first reservation: bound
- * pods with a known end, by end; and those without one), and room for
- * undoing one backfill placement. */
-struct plan_backfill_state {
-	struct plan_resv *resv; /* cfg->backfill.reservations of them */
-	size_t nresv;
-	struct plan_ends *ends;
-	size_t nends;
-	struct plan_bound **forever;
-	size_t nforever;
-	uint8_t ends_built;
-	struct plan_undo *undo;
-	size_t cap_undo;
-};
 
 /* Preemption (preempt.c, victims.c): its budget spent this cycle, and
  * the one candidate array. */
@@ -135,7 +92,7 @@ struct plan_run {
 	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
 	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
 	/* Each part's own state: none reads another's. */
-	struct plan_backfill_state bf; /* backfill.c */
+	struct backfill bf;            /* backfill.h, fed by timeline.c */
 	struct plan_preempt_state pre; /* preempt.c, victims.c */
 	struct plan_group_state grp;   /* podgroup.c */
 };
@@ -201,16 +158,15 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
 const struct kubeapi_podspec **plan__specs(struct plan_run *r,
                                            const struct kubeapi_pod *const *pods, size_t n);
 
-/* backfill.c */
+/* timeline.c: runtimes, ends, a waiting gang's reservation */
 int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,
                           const struct plan_gang *g);
 int64_t plan__pod_start(const struct kubeapi_pod *pod);
 int64_t plan__runtime(const struct plan_run *r, struct plan_gang *g);
+/* When g would end if it started now (PLAN_NEVER: no runtime). */
+int64_t plan__end(const struct plan_run *r, struct plan_gang *g);
 int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);
-int plan__backfill_place(struct plan_run *r, struct plan_gang *g,
-                         const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
-                         struct policy_why *why);
 
 /* podgroup.c */
 bool plan__group_ran(const struct plan_run *r, const struct kubeapi_podgroup *pg);

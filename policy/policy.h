@@ -29,6 +29,8 @@
 #define POLICY_MAX_LEVELS 8
 #define POLICY_NO_DOMAIN  UINT32_MAX
 #define POLICY_NO_FLAVOR  UINT16_MAX
+/** A start or end time that is not known (work without an estimate). */
+#define POLICY_NEVER INT64_MAX
 
 struct policy_level {
 	uint32_t key;      /* label key id */

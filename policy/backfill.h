@@ -1,0 +1,120 @@
+/*
+ * Reservations and backfill (EASY backfill, as Slurm's and Maui's), on
+ * plain inputs: the live node table, the timeline of ends the caller
+ * gives, and the pod specs of one gang at a time. It knows nothing of
+ * gangs, queues, pods or preemption; the planner (plan.h) turns its
+ * answers into a gang's state and words.
+ *
+ * Reservation: a gang that does not fit now gets the nodes where it
+ * would start as running work ends. The start is found by a binary search
+ * over the timeline of ends: place the gang on a scratch copy of the node
+ * table with the first m ends given back, for the smallest m that fits.
+ * Each reservation then records, per node it uses, what is left there at
+ * its start ("extra"). A later reservation is searched with the earlier
+ * ones holding their nodes from now until they end: it may start later
+ * than it could, never earlier.
+ *
+ * Backfill: a later placement whose own end comes after a reservation's
+ * start (or is unknown) may use of a reserved node only min(free now,
+ * extra), so it can never be in the way when the reservation starts; one
+ * that ends before the start may use what is free now.
+ *
+ * Cost: the timeline is sorted once per cycle (O(E log E) for E ends); a
+ * reservation costs O(log E) placements on a copy of the table; a later
+ * placement pays O(reserved nodes x resources) to see the reservations.
+ * All memory is the cycle's arena.
+ */
+#ifndef MUSTER_POLICY_BACKFILL_H
+#define MUSTER_POLICY_BACKFILL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "policy/policy.h"
+
+/* Running work that ends at end_s (POLICY_NEVER: no estimate), freeing
+ * spec on node index `node`. */
+struct backfill_end {
+	int64_t end_s;
+	uint32_t node;
+	const struct kubeapi_podspec *spec;
+};
+
+/* A reservation (a decision): the caller's gang `id` starts at start_s
+ * (POLICY_NEVER: only once work without an estimate ends too), member k
+ * (specs[k]) on node index at[k], and ends at end_s (POLICY_NEVER when
+ * either is unknown). node[0..n) are the distinct nodes, extra[j x nres
+ * + res] what is left of res on node[j] at start_s for anyone else. */
+struct backfill_resv {
+	uint32_t id;
+	int64_t start_s, end_s;
+	uint32_t nmembers;
+	const struct kubeapi_podspec **specs;
+	uint32_t *at;
+	uint32_t n;
+	uint32_t *node;
+	int64_t *extra;
+};
+
+struct backfill_undo;
+
+struct backfill {
+	/* Inputs, from backfill_init(). */
+	struct policy_nodes *nodes; /* the live table: backfill_place() uses it */
+	struct policy_fitcache *fits;
+	struct arena *arena;
+	int64_t now_s;
+	size_t max_resv;
+	/* The timeline: ends known, by end once done; then those without. */
+	struct backfill_end *ends, *forever;
+	size_t nends, cap_ends, nforever, cap_forever;
+	uint8_t timeline_done;
+	/* The decisions: this cycle's reservations, in the order made. */
+	struct backfill_resv *resv;
+	size_t nresv;
+	/* Placements tried by reservation searches; placements made beside
+	 * standing reservations. */
+	size_t tries, backfilled;
+	/* Room to undo one backfill placement's lowering of reserved nodes. */
+	struct backfill_undo *undo;
+	size_t cap_undo;
+};
+
+/** Start a cycle's backfill on table t: at most `reservations` of them,
+ *  times measured from now_s. 0 or -ENOMEM. */
+int backfill_init(struct backfill *b, struct policy_nodes *t, struct policy_fitcache *fc,
+                  struct arena *a, int64_t now_s, unsigned reservations);
+
+/** Whether every reservation of the cycle is taken. */
+bool backfill_full(const struct backfill *b);
+
+/** Add running work ending at end_s (before now_s: any moment now;
+ *  POLICY_NEVER: no estimate) to the timeline. 0 or -ENOMEM. Then once,
+ *  backfill_timeline_done(), which sorts it; only then may a reservation
+ *  be made. */
+int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node,
+                          const struct kubeapi_podspec *spec);
+void backfill_timeline_done(struct backfill *b);
+
+/**
+ * Reserve for gang `id` (specs[0..n), its expected runtime runtime_s or
+ * POLICY_NEVER) the nodes where it starts earliest. 1 with *out the new
+ * reservation, 0 when it fits not even once all running work has ended
+ * (nothing is held), or -ENOMEM. The live table is not changed.
+ */
+int backfill_reserve(struct backfill *b, uint32_t id, const struct kubeapi_podspec *const *specs,
+                     size_t n, int64_t runtime_s, const struct backfill_resv **out);
+
+/**
+ * policy_place() on the live table, within the reservations: a
+ * placement ending at end_s (POLICY_NEVER: unknown) after a reservation's
+ * start may use of its nodes only what the reservation leaves. On success
+ * the placement is counted into the table and takes from the
+ * reservations' extra. Returns as policy_place().
+ */
+int backfill_place(struct backfill *b, int64_t end_s, const struct kubeapi_podspec *const *specs,
+                   size_t n, uint32_t *out, struct policy_why *why);
+
+#endif /* MUSTER_POLICY_BACKFILL_H */
