@@ -551,6 +551,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 	p->stats.reservations = r.bf.nresv;
 	p->stats.reserve_tries = r.bf.tries;
 	p->stats.backfilled = r.bf.backfilled;
+	p->stats.preempt_tries = r.pre.budget.tries;
 	p->stats.arena_bytes = p->arena.used_total;
 	idmap_free(&r.by_group);
 	idmap_free(&r.memo);

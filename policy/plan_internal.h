@@ -5,8 +5,8 @@
  *   plan.c      the admission loop
  *   memo.c      the failure memo: placements that failed, per static fit
  *   timeline.c  runtimes, the timeline of ends, reservations (backfill.h)
- *   victims.c   who may be preempted, and in what order
- *   preempt.c   the search for victims, and the room held for preemptors
+ *   victims.c   who may be preempted (preempt.h's candidates)
+ *   holds.c     preemption: asking preempt.h, evicting, holding the room
  *   podgroup.c  what a PodGroup asks beyond minMember: the minResources
  *               gate (enqueue) and minTaskMember
  *
@@ -17,6 +17,7 @@
 
 #include "policy/backfill.h"
 #include "policy/plan.h"
+#include "policy/preempt.h"
 #include "policy/words.h"
 
 /* A bound (or assumed) pod on a node of the table. */
@@ -38,23 +39,18 @@ struct plan_hold {
  * pod's default grace period is 30 s, so this is ten of them. */
 #define PLAN_HOLD_TIMEOUT_S 300
 
-/* Preemption is a search, and a full cluster must not make every cycle
- * slow: at most this many preemptors per cycle, fit checks (each a
- * placement over the node table, 0.3 to 1 ms at 5,000 nodes) per
- * preemptor and per cycle, and domains with an answer per level before
- * the best of them is taken. A preemptor left without budget waits for
- * the next cycle. */
-#define PLAN_PREEMPTORS_PER_CYCLE     16
-#define PLAN_PREEMPT_CHECKS           64
-#define PLAN_PREEMPT_CHECKS_PER_CYCLE 128
-#define PLAN_PREEMPT_ANSWERS          4
+/* Preemptors tried per cycle at most (each a search within preempt.h's
+ * budget); a preemptor left without its turn waits for the next cycle. */
+#define PLAN_PREEMPTORS_PER_CYCLE 16
 
-/* Preemption (preempt.c, victims.c): its budget spent this cycle, and
- * the one candidate array. */
+/* Preemption (holds.c, victims.c): the preemptors tried this cycle,
+ * preempt.h's budget, the one candidate array, and each bound gang's
+ * plain view for preempt.h (built on first use; req NULL until then). */
 struct plan_preempt_state {
-	size_t preemptors;     /* tried this cycle */
-	size_t preempt_checks; /* fit checks this cycle */
-	void *cand_buf;        /* preemption candidates, one array per cycle */
+	size_t preemptors;
+	struct preempt_budget budget;
+	struct preempt_cand *cand_buf;
+	struct preempt_cand *view; /* per gang */
 };
 
 /* PodGroup gates (podgroup.c): finished members that name a Volcano
@@ -93,7 +89,7 @@ struct plan_run {
 	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
 	/* Each part's own state: none reads another's. */
 	struct backfill bf;            /* backfill.h, fed by timeline.c */
-	struct plan_preempt_state pre; /* preempt.c, victims.c */
+	struct plan_preempt_state pre; /* holds.c, victims.c */
 	struct plan_group_state grp;   /* podgroup.c */
 };
 
@@ -175,28 +171,16 @@ int plan__task_done(struct plan_run *r, const struct plan_gang *g, const struct 
 bool plan__tasks_short(struct plan_run *r, struct plan_gang *g);
 uint32_t plan__task_order(struct plan_run *r, struct plan_gang *g, uint32_t need);
 
-/* victims.c: a gang one preemptor may evict, and where it stands in
- * the order (other queues' first, furthest over nominal, lowest
- * priority, most recently started). */
-struct plan_cand {
-	uint32_t gang;
-	uint32_t pos; /* in the candidate order: lower goes first */
-	uint8_t other_queue;
-	double over; /* its queue's use beyond nominal, as a fraction of it */
-	int32_t priority;
-	int64_t started_s;
-};
-/* The candidates of preemptor g asking req, in *out (the cycle's arena)
- * sorted by cost. 0 or -ENOMEM. */
+/* victims.c: the candidates of preemptor g asking req, in *out (the
+ * cycle's arena) in preempt.h's cost order. 0 or -ENOMEM. */
 int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
-                     struct plan_cand **out, size_t *nout);
-/* Queue q's use beyond its nominal quota for the slots req asks, as a
- * fraction of nominal (0 or less: within it). */
-double plan__over_nominal(const struct plan_run *r, int q, const int64_t *req);
+                     struct preempt_cand **out, size_t *nout);
+/* Bound gang `gang` as preempt.h sees it, or NULL when out of memory. */
+const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang);
 /* Mark the gangs never to be victims (protected_), once a cycle. */
 void plan__protect(struct plan_run *r);
 
-/* preempt.c */
+/* holds.c */
 int plan__holds(struct plan_run *r);
 int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);

@@ -1,11 +1,12 @@
 /*
- * Who may be a victim of preemption, and in what order (plan_internal.h):
- * the gangs never taken (protection, PodDisruptionBudgets), the
- * candidates of one preemptor and their cost order. preempt.c searches
- * among them.
+ * Who may be a victim of preemption (plan_internal.h): the gangs never
+ * taken (protection, PodDisruptionBudgets), and the candidates of one
+ * preemptor as preempt.h's plain views, in its cost order. preempt.h
+ * searches among them.
  *
  * Cost: O(running gangs) per preemptor, plus O(budgets x members) for
- * the budgets of a candidate's namespace.
+ * the budgets of a candidate's namespace; a gang's view (its bound pods'
+ * nodes, specs and request) is built once a cycle, on first use.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -89,24 +90,9 @@ static int top_cohort(const struct queue_tree *t, int node)
 	return node == QUEUE_NONE || !queue_tree_is_cohort(t, node) ? QUEUE_NONE : node;
 }
 
-/* How far q is above its nominal in the slots of req: the largest
- * (demand - nominal) / nominal; 0 when it borrows none of them. */
-double plan__over_nominal(const struct plan_run *r, int q, const int64_t *req)
+static double over_nominal(const struct plan_run *r, int q, const int64_t *req)
 {
-	double worst = 0;
-
-	for (unsigned s = 0; s < r->nslots; s++) {
-		int64_t nominal = queue_tree_quota(r->tree, q, s);
-		int64_t over = queue_tree_demand(r->tree, q, s) - nominal;
-
-		if (!req[s] || over <= 0)
-			continue;
-		if ((double)over / (double)(nominal > 0 ? nominal : 1) > worst)
-			worst = (double)over / (double)(nominal > 0 ? nominal : 1);
-		if (worst == 0)
-			worst = 1e-9;
-	}
-	return worst;
+	return preempt_over_nominal(r->tree, r->nslots, q, req);
 }
 
 /* Would q stay within its nominal quota with req added? */
@@ -146,21 +132,6 @@ static bool may_take(const struct plan_run *r, const struct plan_gang *g,
 	}
 }
 
-static int by_cost(const void *a, const void *b)
-{
-	const struct plan_cand *x = a, *y = b;
-
-	if (x->other_queue != y->other_queue)
-		return x->other_queue ? -1 : 1;
-	if (x->over != y->over)
-		return x->over > y->over ? -1 : 1;
-	if (x->priority != y->priority)
-		return x->priority < y->priority ? -1 : 1;
-	if (x->started_s != y->started_s)
-		return x->started_s > y->started_s ? -1 : 1;
-	return (x->gang > y->gang) - (x->gang < y->gang);
-}
-
 /* Does the gang ask for GPUs? */
 static bool asks_gpus(const struct plan_gang *g)
 {
@@ -178,14 +149,72 @@ static bool holds_gpus(const struct plan_run *r, const struct plan_gang *v)
 	return false;
 }
 
+const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang)
+{
+	struct preempt_cand *v;
+	const struct plan_gang *g = &r->p->gangs[gang];
+	uint32_t *node;
+	const struct kubeapi_podspec **spec;
+	int64_t *req;
+	uint32_t n = 0;
+
+	if (!r->pre.view &&
+	    !(r->pre.view = arena_calloc(&r->p->arena, r->p->ngangs + 1, sizeof(*r->pre.view))))
+		return NULL;
+	v = &r->pre.view[gang];
+	if (v->req)
+		return v;
+	for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next)
+		n++;
+	node = arena_alloc(&r->p->arena, (n + 1) * sizeof(*node));
+	spec = arena_alloc(&r->p->arena, (n + 1) * sizeof(*spec));
+	req = arena_calloc(&r->p->arena, r->nslots + 1, sizeof(*req));
+	if (!node || !spec || !req)
+		return NULL;
+	n = 0;
+	for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next, n++) {
+		node[n] = r->bound[b - 1].node;
+		spec[n] = r->bound[b - 1].pod->spec;
+		plan__add_pod(r, req, spec[n], POLICY_NO_FLAVOR);
+	}
+	*v = (struct preempt_cand){.id = gang,
+	                           .queue = g->queue,
+	                           .priority = g->priority,
+	                           .started_s = g->started_s,
+	                           .npods = n,
+	                           .node = node,
+	                           .spec = spec,
+	                           .req = req};
+	return v;
+}
+
+/* May v be a victim of g (queue gq, asking req)? reclaim: g may take
+ * from other queues of its cohort. */
+static bool candidate(struct plan_run *r, const struct plan_gang *g, const struct config_queue *gq,
+                      const struct plan_gang *v, const int64_t *req, bool reclaim, bool gpus)
+{
+	if (v == g || !v->bound_first || v->protected_ || v->preempted_by ||
+	    v->queue == QUEUE_NONE || v->state == PLAN_PREEMPTING)
+		return false;
+	/* GPUs are what a GPU gang lacks: evicting a CPU pod for it would
+	 * free nothing it can use. */
+	if (gpus && !holds_gpus(r, v))
+		return false;
+	if (!may_take(r, g, gq, v, reclaim))
+		return false;
+	if (v->queue != g->queue && over_nominal(r, v->queue, req) <= 0)
+		return false; /* reclaim takes back only what is borrowed */
+	return !budget_refuses(r, v);
+}
+
 int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
-                     struct plan_cand **out, size_t *nout)
+                     struct preempt_cand **out, size_t *nout)
 {
 	const struct config_queue *gq = queue_set_queue(r->in->qs, g->queue);
 	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
 	               within_nominal(r, g->queue, req);
 	bool gpus = asks_gpus(g);
-	struct plan_cand *c = r->pre.cand_buf;
+	struct preempt_cand *c = r->pre.cand_buf;
 	size_t n = 0;
 
 	*out = NULL;
@@ -196,32 +225,18 @@ int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req
 	    !(c = r->pre.cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
 		return -ENOMEM;
 	for (size_t k = 0; k < r->p->ngangs; k++) {
-		struct plan_gang *v = &r->p->gangs[k];
+		const struct plan_gang *v = &r->p->gangs[k];
+		const struct preempt_cand *view;
 
-		if (v == g || !v->bound_first || v->protected_ || v->preempted_by ||
-		    v->queue == QUEUE_NONE || v->state == PLAN_PREEMPTING)
+		if (!candidate(r, g, gq, v, req, reclaim, gpus))
 			continue;
-		/* GPUs are what a GPU gang lacks: evicting a CPU pod for it
-		 * would free nothing it can use. */
-		if (gpus && !holds_gpus(r, v))
-			continue;
-		if (!may_take(r, g, gq, v, reclaim))
-			continue;
-		if (v->queue != g->queue && plan__over_nominal(r, v->queue, req) <= 0)
-			continue; /* reclaim takes back only what is borrowed */
-		if (budget_refuses(r, v))
-			continue;
-		c[n++] = (struct plan_cand){
-		    (uint32_t)k,
-		    0,
-		    v->queue != g->queue,
-		    v->queue != g->queue ? plan__over_nominal(r, v->queue, req) : 0,
-		    v->priority,
-		    v->started_s};
+		if (!(view = plan__victim_view(r, (uint32_t)k)))
+			return -ENOMEM;
+		c[n] = *view;
+		c[n].other_queue = v->queue != g->queue;
+		c[n++].over = v->queue != g->queue ? over_nominal(r, v->queue, req) : 0;
 	}
-	qsort(c, n, sizeof(*c), by_cost);
-	for (size_t k = 0; k < n; k++)
-		c[k].pos = (uint32_t)k;
+	preempt_order(c, n);
 	*out = c;
 	*nout = n;
 	return 0;
