@@ -1,8 +1,8 @@
 /*
  * The cycle planner (plan.h): the admission loop over the view gangs.c
- * builds, the setup and end of a cycle. Preemption is preempt.c,
- * reservations and backfill backfill.c, PodGroup gates podgroup.c, the
- * messages words.c.
+ * builds, the setup and end of a cycle. Preemption is holds.c (over
+ * preempt.h), reservations timeline.c (over backfill.h), PodGroup gates
+ * podgroup.c, the messages words.c.
  *
  * Cost of a cycle, for N nodes, P pods and G gangs with members to place:
  * O(N log N) to sort the nodes, O(P x depth x slots) to count pods and

@@ -18,15 +18,15 @@
  *      every gang, so usage is always what runs (a reload of the
  *      configuration loses nothing);
  *   4. preemptors holding room (plan.keep.holds) go first: placed as if their
- *      victims were gone, bound once they are (preempt.c);
+ *      victims were gone, bound once they are (holds.c);
  *   5. the gangs with members to place, in the queue module's order: each
  *      must fit its quota along the cohort tree and be placed whole
  *      (policy_place); admitted ones are charged at once, so the rest of
  *      the cycle sees them. One that does not fit may preempt, if its
- *      queue allows (victims.c, preempt.c), else the first
+ *      queue allows (victims.c, holds.c, preempt.h), else the first
  *      backfill.reservations of them hold a reservation, and every later
  *      gang may use reserved nodes only as far as it cannot delay them
- *      (backfill.c).
+ *      (timeline.c, backfill.h).
  *
  * No I/O: the scheduler turns the result into bindings and status. All
  * memory of a cycle is in the plan's arena, valid until the next cycle.
@@ -183,7 +183,7 @@ struct plan_stats {
 	size_t arena_bytes;
 };
 
-/* A reservation held this cycle (see backfill.c): gang `gang` starts at
+/* A reservation held this cycle (see backfill.h): gang `gang` starts at
  * start_s (PLAN_NEVER: unknown), member k (spec[k]) on node table index
  * at[k]. */
 struct plan_reservation {

@@ -1,7 +1,7 @@
 /*
  * Placement policy: which nodes a pod may use, and where a whole gang goes.
- * (The cycle planner built on it, with preemption and backfill, is
- * plan.h.)
+ * Built on it: reservations and backfill (backfill.h), preemption's search
+ * (preempt.h), and the cycle planner over all three (plan.h).
  *
  *   policy_nodes   one cycle's table of nodes: free resources, flavor,
  *                  topology domains, and per-domain free GPUs

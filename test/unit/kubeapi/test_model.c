@@ -1,7 +1,7 @@
 /*
  * kubeapi/model: label selectors, the one matcher behind a pod's
  * nodeSelector and node affinity (policy/nodes.c) and a
- * PodDisruptionBudget's selector (policy/preempt.c).
+ * PodDisruptionBudget's selector (policy/victims.c).
  *
  * Label sets, pod specs and selectors are decoded from small API server
  * objects, so the blobs are what the cache holds. Requirements are tried

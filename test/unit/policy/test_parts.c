@@ -1,0 +1,254 @@
+/*
+ * policy/backfill.h and policy/preempt.h on their own, with the plain
+ * inputs they take (a node table, a timeline of ends, a queue tree,
+ * candidate views) and no planner: each test builds a small table whose
+ * one right answer it names in a comment, and checks the decision
+ * returned and what was left in the table.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench/synth.h"
+#include "config/config.h"
+#include "policy/backfill.h"
+#include "policy/preempt.h"
+#include "queue/queue.h"
+
+#define NOW_S 1767229200ll
+
+static const char yaml[] = "resources: [nvidia.com/gpu]\n"
+                           "queues:\n"
+                           "  - name: q\n"
+                           "    namespaces: [t]\n"
+                           "    quota: {nvidia.com/gpu: {nominal: 100}}\n"
+                           "    preemption: {withinQueue: LowerPriority}\n";
+
+/* n nodes n-0 .. n-(n-1) of 8 GPUs each, all free, and pod specs of 8
+ * GPUs and of 1 GPU. */
+struct world {
+	struct synth s;
+	struct config *cfg;
+	struct queue_set *qs;
+	struct arena arena;
+	struct policy_nodes t;
+	struct policy_fitcache fits;
+	const struct kubeapi_podspec *eight, *one;
+};
+
+static void world_init(struct world *w, int n)
+{
+	const struct kubeapi_node *nodes[8];
+	char name[16];
+
+	memset(w, 0, sizeof(*w));
+	assert_true(n <= 8);
+	assert_int_equal(synth_init(&w->s), 0);
+	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &w->cfg, NULL), 0);
+	assert_int_equal(queue_set_build(w->cfg, &w->qs), 0);
+	for (int k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "n-%d", k);
+		nodes[k] = synth_node(&w->s, name, NULL, NULL, 8, NULL);
+	}
+	assert_int_equal(policy_nodes_build(&w->t, &w->arena, w->s.model, w->cfg, nodes, (size_t)n),
+	                 0);
+	w->eight = synth_pod(&w->s, "t", "eight", NULL, "muster", 100, 8, NULL, 0, NULL)->spec;
+	w->one = synth_pod(&w->s, "t", "one", NULL, "muster", 100, 1, NULL, 0, NULL)->spec;
+}
+
+static void world_free(struct world *w)
+{
+	policy_fitcache_free(&w->fits);
+	policy_nodes_release(&w->t);
+	arena_free(&w->arena);
+	queue_set_free(&w->qs);
+	config_free(&w->cfg);
+	synth_free(&w->s);
+}
+
+static int64_t free_gpus(const struct world *w, uint32_t node)
+{
+	return w->t.free[(size_t)node * w->t.nres + KUBEAPI_RES_GPU];
+}
+
+/* ---- backfill.h ------------------------------------------------------ */
+
+/* Three nodes; n-0 is busy until now+100, n-1 until now+200, n-2 free. A
+ * gang of three 8-GPU members starts when both have ended: now+200, on
+ * all three nodes, and ends its runtime later. Then a pod ending after
+ * that start may not take n-2 (the reservation leaves nothing there);
+ * one ending before it may. */
+static void test_reserve_then_backfill(void **state)
+{
+	const struct kubeapi_podspec *gang[3], *one[1];
+	const struct backfill_resv *v;
+	struct backfill b;
+	struct policy_why why;
+	struct world w;
+	uint32_t out[1];
+
+	(void)state;
+	world_init(&w, 3);
+	gang[0] = gang[1] = gang[2] = w.eight;
+	policy_nodes_use(&w.t, 0, w.eight, -1);
+	policy_nodes_use(&w.t, 1, w.eight, -1);
+	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 1), 0);
+	assert_int_equal(backfill_timeline_add(&b, NOW_S + 200, 1, w.eight), 0);
+	assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 0, w.eight), 0);
+	assert_int_equal(backfill_reserve(&b, 7, gang, 3, 50, &v), -EINVAL); /* no timeline yet */
+	backfill_timeline_done(&b);
+	assert_int_equal(backfill_reserve(&b, 7, gang, 3, 50, &v), 1);
+	assert_int_equal(v->id, 7);
+	assert_int_equal(v->start_s, NOW_S + 200);
+	assert_int_equal(v->end_s, NOW_S + 250);
+	assert_int_equal(v->nmembers, 3);
+	assert_int_equal(v->n, 3);
+	assert_true(backfill_full(&b));
+	/* The live table is untouched by the search. */
+	assert_int_equal(free_gpus(&w, 0), 0);
+	assert_int_equal(free_gpus(&w, 1), 0);
+	assert_int_equal(free_gpus(&w, 2), 8);
+
+	one[0] = w.eight;
+	assert_int_equal(backfill_place(&b, NOW_S + 300, one, 1, out, &why), -ENOSPC);
+	assert_int_equal(backfill_place(&b, POLICY_NEVER, one, 1, out, &why), -ENOSPC);
+	assert_int_equal(free_gpus(&w, 2), 8); /* given back after the refusal */
+	assert_int_equal(backfill_place(&b, NOW_S + 150, one, 1, out, &why), 0);
+	assert_int_equal(out[0], 2);
+	assert_int_equal(free_gpus(&w, 2), 0);
+	assert_int_equal(b.backfilled, 1);
+	world_free(&w);
+}
+
+/* Work without an estimate: the gang starts only once it ends too, so
+ * its start is unknown; a gang larger than the cluster holds nothing. */
+static void test_reserve_unknown_and_never(void **state)
+{
+	const struct kubeapi_podspec *two[2] = {0}, *three[3] = {0};
+	const struct backfill_resv *v;
+	struct backfill b;
+	struct world w;
+
+	(void)state;
+	world_init(&w, 2);
+	two[0] = two[1] = three[0] = three[1] = three[2] = w.eight;
+	policy_nodes_use(&w.t, 0, w.eight, -1);
+	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 2), 0);
+	assert_int_equal(backfill_timeline_add(&b, POLICY_NEVER, 0, w.eight), 0);
+	backfill_timeline_done(&b);
+	assert_int_equal(backfill_reserve(&b, 1, three, 3, 60, &v), 0);
+	assert_null(v);
+	assert_int_equal(b.nresv, 0);
+	assert_int_equal(backfill_reserve(&b, 2, two, 2, 60, &v), 1);
+	assert_int_equal(v->start_s, POLICY_NEVER);
+	assert_int_equal(v->end_s, POLICY_NEVER);
+	world_free(&w);
+}
+
+/* ---- preempt.h ------------------------------------------------------- */
+
+/* A candidate of one 8-GPU pod on node `node`, in queue q. */
+static struct preempt_cand cand(struct world *w, uint32_t id, uint32_t node, int32_t priority,
+                                int64_t *req)
+{
+	uint32_t *at = arena_alloc(&w->arena, sizeof(*at));
+	const struct kubeapi_podspec **spec = arena_alloc(&w->arena, sizeof(*spec));
+
+	*at = node;
+	*spec = w->eight;
+	req[0] = 8;
+	return (struct preempt_cand){.id = id,
+	                             .queue = queue_set_find(w->qs, "q"),
+	                             .priority = priority,
+	                             .started_s = NOW_S - 600,
+	                             .npods = 1,
+	                             .node = at,
+	                             .spec = spec,
+	                             .req = req};
+}
+
+/* Two nodes full, each with one candidate; the cheaper (lower priority)
+ * one is the single victim, the preemptor goes where it ran, and both
+ * stay counted until the victim is gone. */
+static void test_preempt_one_victim(void **state)
+{
+	int64_t req[1] = {8}, vreq[2][1];
+	const struct kubeapi_podspec *specs[1];
+	struct preempt_cand c[2];
+	struct preempt_budget budget = {0};
+	struct preempt_answer ans;
+	struct preempt_ask ask;
+	struct world w;
+	int q;
+
+	(void)state;
+	world_init(&w, 2);
+	q = queue_set_find(w.qs, "q");
+	specs[0] = w.eight;
+	c[0] = cand(&w, 10, 0, 5, vreq[0]);
+	c[1] = cand(&w, 11, 1, 1, vreq[1]);
+	for (int k = 0; k < 2; k++)
+		preempt_release(&w.t, queue_set_tree(w.qs), &c[k], -1); /* they run */
+	assert_int_equal(queue_tree_demand(queue_set_tree(w.qs), q, 0), 16);
+	preempt_order(c, 2);
+	assert_int_equal(c[0].id, 11); /* lower priority first */
+	ask = (struct preempt_ask){&w.t, &w.fits, &w.arena, queue_set_tree(w.qs), 1, q,
+	                           req,  specs,   1};
+	assert_int_equal(preempt_search(&ask, c, 2, &budget, &ans), 1);
+	assert_int_equal(ans.nvictims, 1);
+	assert_int_equal(ans.victims[0].id, 11);
+	assert_int_equal(ans.at[0], 1);
+	assert_true(budget.tries > budget.checks); /* the answer's placement is outside it */
+	assert_int_equal(free_gpus(&w, 1), -8);
+	assert_int_equal(free_gpus(&w, 0), 0);
+	assert_int_equal(queue_tree_demand(queue_set_tree(w.qs), q, 0), 24);
+	world_free(&w);
+}
+
+/* Out of budget: no answer, and nothing changed. */
+static void test_preempt_out_of_budget(void **state)
+{
+	int64_t req[1] = {8}, vreq[1][1];
+	const struct kubeapi_podspec *specs[1];
+	struct preempt_cand c[1];
+	struct preempt_budget budget = {PREEMPT_CHECKS_PER_CYCLE, 0};
+	struct preempt_answer ans;
+	struct preempt_ask ask;
+	struct world w;
+	int q;
+
+	(void)state;
+	world_init(&w, 1);
+	q = queue_set_find(w.qs, "q");
+	specs[0] = w.eight;
+	c[0] = cand(&w, 3, 0, 0, vreq[0]);
+	preempt_release(&w.t, queue_set_tree(w.qs), &c[0], -1);
+	preempt_order(c, 1);
+	ask = (struct preempt_ask){&w.t, &w.fits, &w.arena, queue_set_tree(w.qs), 1, q,
+	                           req,  specs,   1};
+	assert_int_equal(preempt_search(&ask, c, 1, &budget, &ans), 0);
+	assert_int_equal(ans.nvictims, 0);
+	assert_int_equal(budget.tries, 0);
+	assert_int_equal(free_gpus(&w, 0), 0);
+	assert_int_equal(queue_tree_demand(queue_set_tree(w.qs), q, 0), 8);
+	world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_reserve_then_backfill),
+	    cmocka_unit_test(test_reserve_unknown_and_never),
+	    cmocka_unit_test(test_preempt_one_victim),
+	    cmocka_unit_test(test_preempt_out_of_budget),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
