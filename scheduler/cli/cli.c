@@ -1,10 +1,10 @@
 /*
- * `muster status` and `muster explain`: the commands, their flags, and
- * the debug API (DEBUG.md) read with libcurl. The parsed documents are
- * printed by the formatters in cli_format.c.
+ * `muster status` and `muster explain`: the commands and their flags.
+ * The debug API (DEBUG.md) is read through client.c, the documents are
+ * printed by the formatters in format.c.
  *
- * The commands make at most two blocking GETs over one curl handle, each
- * bounded by a 10 s timeout and a 64 MiB body.
+ * The commands make at most two blocking GETs, each bounded by a 10 s
+ * timeout and a 64 MiB body (client.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,213 +15,40 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 
 #include "base/buf.h"
 #include "scheduler/cli/cli.h"
 #include "scheduler/cli/internal.h"
 
 #define CLI_DEFAULT_ADDR "http://127.0.0.1:10251"
-#define CLI_TIMEOUT_MS   10000L
-#define CLI_MAX_BODY     ((size_t)64 << 20)
-#define CLI_MAX_TOKEN    ((size_t)64 << 10)
 #define CLI_MAX_LIMIT    100000ul
 
 /* ---- Fetching documents ------------------------------------------------------ */
 
 struct cli_opts {
-	const char *prog; /* "muster status", for messages */
-	const char *addr, *token_file, *cacert, *queue, *gang;
+	struct sched_cli_client_opts http; /* prog, addr, token_file, cacert */
+	const char *queue, *gang;
 	unsigned limit;
 	int json, wide;
 };
 
+/* A command's run: its options and the client, and the client's base
+ * address for messages. */
 struct cli_conn {
 	const struct cli_opts *o;
-	CURL *curl;
-	struct curl_slist *headers;
-	char *base; /* the address with a scheme and without a trailing '/' */
-	char err[CURL_ERROR_SIZE];
+	const char *prog;
+	struct sched_cli_client *http;
+	const char *base;
 };
 
-/* A response body, capped at CLI_MAX_BODY (body_init). */
+/* A response body, capped at SCHED_CLI_MAX_BODY. */
 struct body {
 	struct buf b;
-	int too_big;
 };
 
 static void body_init(struct body *b)
 {
-	buf_init(&b->b, CLI_MAX_BODY);
-	b->too_big = 0;
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-	struct body *b = ud;
-	int rc = buf_append(&b->b, p, n * size);
-
-	if (rc == -EMSGSIZE)
-		b->too_big = 1;
-	return rc < 0 ? 0 : n * size; /* 0: curl ends with CURLE_WRITE_ERROR */
-}
-
-/* The first line of the token file, without surrounding white space, in
- * a malloc'd "Authorization: Bearer ..." header line. Returns 0, -ENOMEM,
- * or -EIO having said why. */
-static int token_header(const struct cli_opts *o, char **out)
-{
-	FILE *f = fopen(o->token_file, "r");
-	char *line = f ? malloc(CLI_MAX_TOKEN) : NULL, *t = NULL;
-	int rc = -EIO;
-
-	if (!f) {
-		fprintf(stderr, "%s: cannot read the token file %s: %s\n", o->prog, o->token_file,
-		        strerror(errno));
-		return -EIO;
-	}
-	if (line && fgets(line, (int)CLI_MAX_TOKEN, f)) {
-		t = line + strspn(line, " \t");
-		t[strcspn(t, " \t\r\n")] = '\0';
-	}
-	if (!line || (t && *t && asprintf(out, "Authorization: Bearer %s", t) < 0))
-		rc = -ENOMEM;
-	else if (t && *t)
-		rc = 0;
-	else
-		fprintf(stderr, "%s: the token file %s is empty\n", o->prog, o->token_file);
-	fclose(f);
-	free(line);
-	return rc;
-}
-
-static int conn_headers(struct cli_conn *c)
-{
-	struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json");
-	char *auth = NULL;
-	int rc;
-
-	c->headers = l;
-	if (!l)
-		return -ENOMEM;
-	if (!c->o->token_file)
-		return 0;
-	rc = token_header(c->o, &auth);
-	if (rc < 0)
-		return rc;
-	l = curl_slist_append(c->headers, auth);
-	free(auth);
-	if (!l)
-		return -ENOMEM;
-	c->headers = l;
-	return 0;
-}
-
-/* Sets an option unless an earlier one failed; rc is a CURLcode. */
-#define SETOPT(rc, e, opt, val) ((rc) == CURLE_OK ? ((rc) = curl_easy_setopt((e), opt, val)) : (rc))
-
-static CURLcode conn_options(struct cli_conn *c)
-{
-	CURLcode rc = CURLE_OK;
-
-	SETOPT(rc, c->curl, CURLOPT_NOSIGNAL, 1L);
-	SETOPT(rc, c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	SETOPT(rc, c->curl, CURLOPT_CONNECTTIMEOUT_MS, CLI_TIMEOUT_MS);
-	SETOPT(rc, c->curl, CURLOPT_TIMEOUT_MS, CLI_TIMEOUT_MS);
-	SETOPT(rc, c->curl, CURLOPT_USERAGENT, "muster-cli");
-	SETOPT(rc, c->curl, CURLOPT_HTTPHEADER, c->headers);
-	SETOPT(rc, c->curl, CURLOPT_ERRORBUFFER, c->err);
-	SETOPT(rc, c->curl, CURLOPT_WRITEFUNCTION, on_body);
-	if (c->o->cacert)
-		SETOPT(rc, c->curl, CURLOPT_CAINFO, c->o->cacert);
-	return rc;
-}
-
-/* "127.0.0.1:10251/" is read as "http://127.0.0.1:10251". Returns 0,
- * -ENOMEM, or -EIO/-EINVAL having said why. */
-static int conn_open(struct cli_conn *c, const struct cli_opts *o)
-{
-	const char *scheme = strstr(o->addr, "://") ? "" : "http://";
-	size_t n = strlen(o->addr);
-	int rc;
-
-	memset(c, 0, sizeof(*c));
-	c->o = o;
-	while (n > 0 && o->addr[n - 1] == '/')
-		n--;
-	if (asprintf(&c->base, "%s%.*s", scheme, (int)n, o->addr) < 0) {
-		c->base = NULL;
-		return -ENOMEM;
-	}
-	c->curl = curl_easy_init();
-	if (!c->curl)
-		return -ENOMEM;
-	rc = conn_headers(c);
-	if (rc < 0)
-		return rc;
-	if (conn_options(c) != CURLE_OK) {
-		fprintf(stderr, "%s: cannot set up libcurl\n", o->prog);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static void conn_close(struct cli_conn *c)
-{
-	curl_easy_cleanup(c->curl);
-	curl_slist_free_all(c->headers);
-	free(c->base);
-	c->curl = NULL;
-	c->headers = NULL;
-	c->base = NULL;
-}
-
-/* Why a transfer failed, in words for the person who ran the command. */
-static void transfer_error(const struct cli_conn *c, CURLcode rc, const struct body *b)
-{
-	const char *p = c->o->prog, *u = c->base;
-	const char *why = c->err[0] ? c->err : curl_easy_strerror(rc);
-
-	if (rc == CURLE_COULDNT_CONNECT)
-		fprintf(stderr,
-		        "%s: cannot reach the debug API at %s (is muster run --debug-addr set?)\n",
-		        p, u);
-	else if (rc == CURLE_OPERATION_TIMEDOUT)
-		fprintf(stderr, "%s: the debug API at %s did not answer within %ld s\n", p, u,
-		        CLI_TIMEOUT_MS / 1000);
-	else if (rc == CURLE_PEER_FAILED_VERIFICATION)
-		fprintf(stderr,
-		        "%s: cannot verify the debug API at %s: %s (--cacert FILE names its CA)\n",
-		        p, u, why);
-	else if (rc == CURLE_WRITE_ERROR && b->too_big)
-		fprintf(stderr, "%s: the answer from %s is larger than %zu MiB\n", p, u,
-		        CLI_MAX_BODY >> 20);
-	else
-		fprintf(stderr, "%s: cannot read the debug API at %s: %s\n", p, u, why);
-}
-
-/* GET base+path into b; *status is the HTTP status. Prints why it failed. */
-static int conn_get(struct cli_conn *c, const char *path, struct body *b, long *status)
-{
-	char *url;
-	CURLcode rc;
-
-	if (asprintf(&url, "%s%s", c->base, path) < 0)
-		return -ENOMEM;
-	c->err[0] = '\0';
-	rc = curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, (void *)b);
-	if (rc == CURLE_OK)
-		rc = curl_easy_perform(c->curl);
-	if (rc == CURLE_OK)
-		rc = curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
-	free(url);
-	if (rc != CURLE_OK) {
-		transfer_error(c, rc, b);
-		return -EIO;
-	}
-	return 0;
+	buf_init(&b->b, SCHED_CLI_MAX_BODY);
 }
 
 /* An HTTP error in words: the document's "error", or its first line. */
@@ -232,14 +59,14 @@ static void http_error(const struct cli_conn *c, const char *path, long status,
 	const char *why = sched_cli__str_field(doc, "error");
 	char line[256];
 
-	if (status == 401 && c->o->token_file)
+	if (status == 401 && c->o->http.token_file)
 		fprintf(stderr, "%s: the debug API at %s refused the token in %s (HTTP 401)\n",
-		        c->o->prog, c->base, c->o->token_file);
+		        c->prog, c->base, c->o->http.token_file);
 	else if (status == 401)
 		fprintf(stderr, "%s: the debug API at %s needs a bearer token: --token-file FILE\n",
-		        c->o->prog, c->base);
+		        c->prog, c->base);
 	else {
-		fprintf(stderr, "%s: GET %s%s: HTTP %ld: ", c->o->prog, c->base, path, status);
+		fprintf(stderr, "%s: GET %s%s: HTTP %ld: ", c->prog, c->base, path, status);
 		if (!why && b->b.p) /* not ours: its first line says the most */
 			snprintf(line, sizeof(line), "%.*s", (int)strcspn(b->b.p, "\r\n"), b->b.p);
 		sched_cli__put_clean(stderr, why ? why : b->b.p ? line : "");
@@ -253,7 +80,7 @@ static void http_error(const struct cli_conn *c, const char *path, long status,
 static int fetch_json(struct cli_conn *c, const char *path, struct body *b, cJSON **doc)
 {
 	long status = 0;
-	int rc = conn_get(c, path, b, &status);
+	int rc = sched_cli__client_get(c->http, path, &b->b, &status);
 
 	if (rc < 0)
 		return rc;
@@ -265,8 +92,7 @@ static int fetch_json(struct cli_conn *c, const char *path, struct body *b, cJSO
 	}
 	*doc = b->b.p ? cJSON_ParseWithLength(b->b.p, b->b.len) : NULL;
 	if (!*doc) {
-		fprintf(stderr, "%s: GET %s%s: the answer is not JSON\n", c->o->prog, c->base,
-		        path);
+		fprintf(stderr, "%s: GET %s%s: the answer is not JSON\n", c->prog, c->base, path);
 		return -EIO;
 	}
 	return 0;
@@ -349,13 +175,13 @@ static int apply_flag(const struct cli_command *cmd, int c, struct cli_opts *o)
 {
 	switch (c) {
 	case 'a':
-		o->addr = optarg;
+		o->http.addr = optarg;
 		return -1;
 	case 't':
-		o->token_file = optarg;
+		o->http.token_file = optarg;
 		return -1;
 	case 'c':
-		o->cacert = optarg;
+		o->http.cacert = optarg;
 		return -1;
 	case 'j':
 		o->json = 1;
@@ -393,8 +219,8 @@ static int parse_args(const struct cli_command *cmd, int argc, char **argv, stru
 	int c, rc = -1;
 
 	memset(o, 0, sizeof(*o));
-	o->prog = cmd->prog;
-	o->addr = env && *env ? env : CLI_DEFAULT_ADDR;
+	o->http.prog = cmd->prog;
+	o->http.addr = env && *env ? env : CLI_DEFAULT_ADDR;
 	argv[0] = (char *)cmd->prog; /* getopt_long's messages name it */
 	optind = 1;
 	while (rc < 0 && (c = getopt_long(argc, argv, "", cmd->flags, NULL)) != -1)
@@ -435,7 +261,7 @@ static unsigned term_width(void)
 /* "/debug/gangs?limit=N&queue=Q", the parts given. */
 static char *gangs_path(struct cli_conn *c)
 {
-	char *q = c->o->queue ? curl_easy_escape(c->curl, c->o->queue, 0) : NULL;
+	char *q = c->o->queue ? sched_cli__client_escape(c->http, c->o->queue, 0) : NULL;
 	char *path = NULL;
 
 	if (c->o->queue && !q)
@@ -443,14 +269,14 @@ static char *gangs_path(struct cli_conn *c)
 	if (asprintf(&path, "/debug/gangs?limit=%u%s%s", c->o->limit ? c->o->limit : 1000u,
 	             q ? "&queue=" : "", q ? q : "") < 0)
 		path = NULL;
-	curl_free(q);
+	free(q);
 	return path;
 }
 
 static int not_found(const struct cli_conn *c, const char *path)
 {
 	fprintf(stderr, "%s: %s%s: 404: no debug API there (is it Muster's --debug-addr?)\n",
-	        c->o->prog, c->base, path);
+	        c->prog, c->base, path);
 	return -EIO;
 }
 
@@ -496,14 +322,14 @@ static int run_status(struct cli_conn *c)
 static char *gang_path(struct cli_conn *c)
 {
 	const char *slash = strchr(c->o->gang, '/');
-	char *ns = curl_easy_escape(c->curl, c->o->gang, (int)(slash - c->o->gang));
-	char *name = curl_easy_escape(c->curl, slash + 1, 0);
+	char *ns = sched_cli__client_escape(c->http, c->o->gang, (size_t)(slash - c->o->gang));
+	char *name = sched_cli__client_escape(c->http, slash + 1, 0);
 	char *path = NULL;
 
 	if (ns && name && asprintf(&path, "/debug/gangs/%s/%s", ns, name) < 0)
 		path = NULL;
-	curl_free(ns);
-	curl_free(name);
+	free(ns);
+	free(name);
 	return path;
 }
 
@@ -520,7 +346,7 @@ static int run_explain(struct cli_conn *c)
 		fprintf(stderr,
 		        "%s: Muster has no waiting gang %s (bound, gone, or not Muster's: is its "
 		        "schedulerName \"muster\"?)\n",
-		        c->o->prog, c->o->gang);
+		        c->prog, c->o->gang);
 	if (rc == 0 && c->o->json)
 		rc = print_raw(&b, NULL);
 	else if (rc == 0)
@@ -531,26 +357,25 @@ static int run_explain(struct cli_conn *c)
 	return rc == 0 ? 0 : 1;
 }
 
-/* Parse, connect, run; curl is set up and torn down around the run. */
+/* Parse, connect, run; the client is set up and torn down around the
+ * run. */
 static int cli_main(const struct cli_command *cmd, int argc, char **argv,
                     int (*run)(struct cli_conn *))
 {
 	struct cli_opts o;
-	struct cli_conn c;
+	struct cli_conn c = {&o, NULL, NULL, NULL};
 	int rc = parse_args(cmd, argc, argv, &o);
 
 	if (rc >= 0)
 		return rc;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		fprintf(stderr, "%s: cannot initialize libcurl\n", o.prog);
-		return 1;
-	}
-	rc = conn_open(&c, &o);
+	c.prog = o.http.prog;
+	rc = sched_cli__client_open(&o.http, &c.http);
 	if (rc == -ENOMEM)
-		fprintf(stderr, "%s: out of memory\n", o.prog);
+		fprintf(stderr, "%s: out of memory\n", o.http.prog);
+	if (rc == 0)
+		c.base = sched_cli__client_base(c.http);
 	rc = rc == 0 ? run(&c) : 1;
-	conn_close(&c);
-	curl_global_cleanup();
+	sched_cli__client_close(&c.http);
 	return rc;
 }
 
