@@ -1,83 +1,23 @@
 /*
- * What a cycle plans over (plan.h, steps 1 to 3): the node table with
- * every bound or assumed pod counted out of its node, the gangs (Muster's
- * pods grouped by PodGroup of either dialect, or alone) with their queue,
- * priority and submission time, the usage of every queue counted again
- * from what runs, and each gang's pending members in order.
+ * Gang formation (plan.h, step 2): Muster's pods grouped by PodGroup of
+ * either dialect (or alone), standing in for Volcano also its PodGroups
+ * that have no pod yet; each gang with its queue (queue_resolve), its
+ * priority (its PodGroup's priority class, else its members' highest)
+ * and its submission time. A member whose PodGroup is missing makes its
+ * gang INCOMPLETE; one no queue takes, NO_QUEUE.
  *
- * Cost: O(N log N) to sort the nodes, O(P x depth x slots) to count pods
- * and usage, O(G x members log members) to order the pending.
+ * Cost: O(1) per pod (an id map by gang key), O(PodGroups) for Volcano's
+ * groups without pods.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/intern.h"
 #include "policy/plan_internal.h"
 
 uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
 {
 	return ((uint64_t)ns << 32 | name) | (single ? 1ull << 63 : 0);
-}
-
-/* ---- amounts --------------------------------------------------------- */
-
-void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
-                       size_t n, uint16_t f)
-{
-	int64_t amount[CONFIG_MAX_SLOTS] = {0};
-
-	for (size_t k = 0; k < r->nres_cfg; k++)
-		for (size_t i = 0; r->res_map[k] >= 0 && i < n; i++)
-			if (e[i].res == (unsigned)r->res_map[k])
-				amount[k] = e[i].amount;
-	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
-}
-
-/* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
-void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
-                   uint16_t f)
-{
-	plan__add_amounts(r, req, kubeapi_podspec_requests(s), s->nrequests, f);
-}
-
-void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
-{
-	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
-
-	if (s->flavor == CONFIG_NO_FLAVOR)
-		snprintf(buf, len, "%s", r->cfg->resources.v[s->resource]);
-	else
-		snprintf(buf, len, "%s@%s", r->cfg->resources.v[s->resource],
-		         r->cfg->flavors[s->flavor].name);
-}
-
-/* ---- nodes ----------------------------------------------------------- */
-
-static int by_name(const void *a, const void *b, void *strs)
-{
-	const struct kubeapi_node *x = *(const struct kubeapi_node *const *)a;
-	const struct kubeapi_node *y = *(const struct kubeapi_node *const *)b;
-
-	return strcmp(intern_str(strs, x->name), intern_str(strs, y->name));
-}
-
-/* Nodes in name order, so that equal clusters place equally whatever the
- * order the watch delivered them in. */
-int plan__build_nodes(struct plan_run *r)
-{
-	const struct idmap *m = r->in->nodes;
-	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
-	const struct idmap_slot *e;
-	size_t n = 0;
-
-	if (!v)
-		return -ENOMEM;
-	IDMAP_FOREACH(m, i, e)
-		v[n++] = e->value;
-	qsort_r(v, n, sizeof(*v), by_name, r->strs);
-	r->p->stats.nodes = n;
-	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, v, n);
 }
 
 /* ---- gangs ----------------------------------------------------------- */
@@ -97,7 +37,7 @@ static const struct kubeapi_podgroup *find_group(const struct plan_run *r,
 	return g ? g : second ? idmap_get(second, key) : NULL;
 }
 
-static int32_t pod_priority(const struct kubeapi_pod *pod)
+int32_t plan__pod_priority(const struct kubeapi_pod *pod)
 {
 	return pod->spec && pod->spec->has_priority ? pod->spec->priority : 0;
 }
@@ -105,8 +45,8 @@ static int32_t pod_priority(const struct kubeapi_pod *pod)
 /* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
  * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason saying
  * why. */
-static int queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
-                    const struct kubeapi_pod *pod, struct queue_resolution *res)
+int plan__queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
+                   const struct kubeapi_pod *pod, struct queue_resolution *res)
 {
 	uint32_t label = 0, volcano = 0;
 
@@ -128,7 +68,7 @@ static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct 
 	struct queue_resolution res;
 	struct plan_facts f = {.why = PLAN_WHY_NO_QUEUE};
 
-	if ((g->queue = queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
+	if ((g->queue = plan__queue_of(r, g->group, pod, &res)) != QUEUE_NONE)
 		return;
 	g->state = PLAN_NO_QUEUE;
 	g->block.why = PLAN_WHY_NO_QUEUE;
@@ -181,7 +121,7 @@ static void use_group(const struct plan_run *r, struct plan_gang *g,
 }
 
 /* The gang pod belongs to, created on first sight. NULL: out of memory. */
-static struct plan_gang *gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
+struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	struct plan *p = r->p;
 	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
@@ -238,178 +178,4 @@ int plan__group_gangs(struct plan_run *r)
 		resolve_queue(r, g, NULL);
 	}
 	return 0;
-}
-
-static bool is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
-{
-	for (size_t k = 0; pod->spec && k < r->in->nschedulers; k++)
-		if (pod->spec->scheduler == r->in->schedulers[k])
-			return true;
-	return false;
-}
-
-/* The node a pod is on or assumed on: its name id, or 0. */
-static uint32_t node_of(const struct plan_run *r, const struct kubeapi_pod *pod)
-{
-	if (pod->node)
-		return pod->node;
-	if (r->in->assumed)
-		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed,
-		                                      (uint64_t)pod->ns << 32 | pod->name);
-	return 0;
-}
-
-static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long node,
-                     struct plan_gang *g)
-{
-	struct plan_bound *b;
-
-	if (arena_grow(&r->p->arena, &r->bound, r->nbound, &r->cap_bound, sizeof(*b), 4096) < 0)
-		return -ENOMEM;
-	b = &r->bound[r->nbound++];
-	b->pod = pod;
-	b->node = (uint32_t)node;
-	b->gang = g ? (uint32_t)(g - r->p->gangs) : UINT32_MAX;
-	b->next = 0;
-	if (g) {
-		b->next = g->bound_first;
-		g->bound_first = (uint32_t)r->nbound;
-	}
-	return 0;
-}
-
-/* A bound (or assumed) pod: out of its node's free resources, and, when
- * Muster's, into its gang (a single pod is a gang of one: it may be a
- * victim) and its queue's usage. Every pod on a known node is remembered
- * for preemption and for the reservations' timeline. */
-static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32_t node)
-{
-	long i = policy_nodes_find(&r->p->nodes, node);
-	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
-	int64_t req[QUEUE_MAX_SLOTS] = {0};
-	struct queue_resolution res;
-	struct plan_gang *g = NULL;
-	int rc, queue = QUEUE_NONE;
-
-	if (i >= 0)
-		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, -1);
-	r->p->stats.bound_pods++;
-	if (is_ours(r, pod) && (pod->group || r->preemption)) {
-		if (!(g = gang_of(r, pod)))
-			return -ENOMEM;
-		g->bound++;
-		g->running += pod->phase == KUBEAPI_POD_RUNNING;
-		if (!g->fixed_priority && pod_priority(pod) > g->priority)
-			g->priority = pod_priority(pod); /* what a preemptor weighs */
-		queue = g->queue;
-	} else if (is_ours(r, pod)) {
-		/* Without preemption a bound pod on its own is never looked at
-		 * again: its queue is all it needs, not a gang record. */
-		queue = queue_of(r, NULL, pod, &res);
-	}
-	if (i >= 0 && (rc = add_bound(r, pod, i, g)) < 0)
-		return rc;
-	if (queue == QUEUE_NONE)
-		return 0;
-	plan__add_pod(r, req, pod->spec, flavor);
-	return queue_tree_charge(r->tree, queue, req, +1);
-}
-
-int plan__count_pods(struct plan_run *r)
-{
-	const struct idmap_slot *e;
-	int rc;
-
-	IDMAP_FOREACH(r->in->pods, s, e) {
-		const struct kubeapi_pod *pod = e->value;
-		uint32_t node;
-		struct plan_gang *g;
-
-		if (!pod->spec)
-			continue;
-		if (pod->phase == KUBEAPI_POD_SUCCEEDED || pod->phase == KUBEAPI_POD_FAILED) {
-			/* Finished members hold nothing, but count for the
-			 * PodGroup's status and toward minMember. */
-			if (pod->group && is_ours(r, pod)) {
-				if (!(g = gang_of(r, pod)))
-					return -ENOMEM;
-				g->succeeded += pod->phase == KUBEAPI_POD_SUCCEEDED;
-				g->failed += pod->phase == KUBEAPI_POD_FAILED;
-				if (pod->task && (rc = plan__task_done(r, g, pod)) < 0)
-					return rc;
-			}
-			continue;
-		}
-		r->p->stats.pods++;
-		node = node_of(r, pod);
-		if (node) {
-			if ((rc = count_bound(r, pod, node)) < 0)
-				return rc;
-			continue;
-		}
-		if (!is_ours(r, pod) || pod->deleting)
-			continue;
-		if (!(g = gang_of(r, pod)))
-			return -ENOMEM;
-		g->npending++;
-		if (!g->fixed_priority && pod_priority(pod) > g->priority)
-			g->priority = pod_priority(pod);
-	}
-	return 0;
-}
-
-static int by_age(const void *a, const void *b, void *strs)
-{
-	const struct kubeapi_pod *x = *(const struct kubeapi_pod *const *)a;
-	const struct kubeapi_pod *y = *(const struct kubeapi_pod *const *)b;
-
-	(void)strs;
-	if (x->created_s != y->created_s)
-		return x->created_s < y->created_s ? -1 : 1;
-	/* Pods of one gang are mostly created in the same second; their name
-	 * ids give a stable order without reading the strings. */
-	return (x->name > y->name) - (x->name < y->name);
-}
-
-/* Second pass: each gang's pending pods, oldest first. */
-int plan__collect_pending(struct plan_run *r)
-{
-	const struct idmap *m = r->in->pods;
-	const struct idmap_slot *e;
-	struct plan *p = r->p;
-
-	for (size_t k = 0; k < p->ngangs; k++) {
-		struct plan_gang *g = &p->gangs[k];
-
-		g->pending =
-		    g->npending ? arena_alloc(&p->arena, g->npending * sizeof(*g->pending)) : NULL;
-		if (g->npending && !g->pending)
-			return -ENOMEM;
-		g->npending = 0;
-	}
-	IDMAP_FOREACH(m, s, e) {
-		const struct kubeapi_pod *pod = e->value;
-		struct plan_gang *g;
-
-		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !is_ours(r, pod) ||
-		    pod->deleting)
-			continue;
-		if (!(g = gang_of(r, pod)))
-			return -ENOMEM;
-		g->pending[g->npending++] = pod;
-	}
-	for (size_t k = 0; k < p->ngangs; k++)
-		if (p->gangs[k].npending > 1)
-			qsort_r(p->gangs[k].pending, p->gangs[k].npending,
-			        sizeof(*p->gangs[k].pending), by_age, r->strs);
-	return 0;
-}
-
-void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
-                   size_t n)
-{
-	memset(req, 0, r->nslots * sizeof(*req));
-	for (size_t k = 0; k < n; k++)
-		plan__add_pod(r, req, pods[k]->spec, POLICY_NO_FLAVOR);
 }

@@ -1,6 +1,6 @@
 /*
- * The cycle planner (plan.h): the admission loop over the view gangs.c
- * builds, the setup and end of a cycle. Preemption is holds.c (over
+ * The cycle planner (plan.h): the admission loop over the view that view.c
+ * and gangs.c build, the setup and end of a cycle. Preemption is holds.c (over
  * preempt.h), reservations timeline.c (over backfill.h), PodGroup gates
  * podgroup.c, the messages words.c.
  *

@@ -6,10 +6,11 @@
  *
  * A cycle:
  *   1. the node table with every bound or assumed pod counted out of its
- *      node (pods of other schedulers included) (gangs.c, as are 2 and 3);
+ *      node (pods of other schedulers included) (view.c, as is 3);
  *   2. gangs: Muster's pods grouped by PodGroup (either dialect), or
  *      alone; their queue (queue_resolve), priority, submission time;
- *      standing in for Volcano, also its PodGroups that have no pod yet;
+ *      standing in for Volcano, also its PodGroups that have no pod yet
+ *      (gangs.c);
  *   2b. the enqueue gate (podgroup.c): a PodGroup's minResources must
  *      fit its queue's quota, beside the other enqueued PodGroups that
  *      have not started, and the cluster's capacity, before its pods are

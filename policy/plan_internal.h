@@ -1,7 +1,8 @@
 /*
  * The cycle planner's working state, shared by its parts:
  *
- *   gangs.c     the node table, the gangs, usage counted from what runs
+ *   view.c      the node table, usage counted from what runs, pending members
+ *   gangs.c     gang formation from PodGroups (either dialect) or single pods
  *   plan.c      the admission loop
  *   memo.c      the failure memo: placements that failed, per static fit
  *   timeline.c  runtimes, the timeline of ends, reservations (backfill.h)
@@ -97,14 +98,34 @@ struct plan_task_done {
 	uint32_t gang, task;
 };
 
-/* gangs.c: the cycle's view, steps 1 to 3 of plan.h. Each 0 or -ENOMEM. */
-int plan__build_nodes(struct plan_run *r);
+/* gangs.c: gang formation, step 2 of plan.h. plan__gang_of: the gang of
+ * a pod of Muster's, made on first sight (NULL: out of memory). */
 int plan__group_gangs(struct plan_run *r);
+struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod);
+int32_t plan__pod_priority(const struct kubeapi_pod *pod);
+/* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
+ * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason
+ * saying why. */
+int plan__queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
+                   const struct kubeapi_pod *pod, struct queue_resolution *res);
+
+/* view.c: the cycle's view, steps 1 and 3 of plan.h. Each 0 or -ENOMEM. */
+int plan__build_nodes(struct plan_run *r);
 int plan__count_pods(struct plan_run *r);
 int plan__collect_pending(struct plan_run *r);
 /* Add pod spec s's requests on a node of flavor f to the slot vector req. */
 void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
                    uint16_t f);
+/* What pods[0..n) ask together, unplaced, per queue slot, into req. */
+void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
+                   size_t n);
+/* The name of queue slot `slot` ("nvidia.com/gpu", "cpu@spot"). */
+void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len);
+/* Add the amounts e[0..n) (a pod's requests, a PodGroup's minResources),
+ * on a node of flavor f (POLICY_NO_FLAVOR: not placed yet), to the slot
+ * vector req. O(configured resources x n). */
+void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
+                       size_t n, uint16_t f);
 
 /* memo.c: a placement that failed for n members of spec (fit: the nodes
  * it may use), and the answer for a later gang that asks at least as
@@ -125,12 +146,6 @@ void plan__memo_add(struct plan_run *r, const struct policy_fit *fit,
 
 /* plan.c */
 const char *plan__str(const struct plan_run *r, uint32_t id);
-void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len);
-/* Add the amounts e[0..n) (a pod's requests, a PodGroup's minResources),
- * on a node of flavor f (POLICY_NO_FLAVOR: not placed yet), to the slot
- * vector req. O(configured resources x n). */
-void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
-                       size_t n, uint16_t f);
 
 /* Gang g waits on quota (why: PLAN_WHY_QUOTA or PLAN_WHY_ENQUEUE): its
  * state and block say where; f gets the facts for its message. The
@@ -141,8 +156,6 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
 void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f);
 const char *plan__printf(struct plan_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
-                   size_t n);
 long plan__gang_index(const struct plan_run *r, uint64_t key);
 /* Delete from m (keyed by gang) the gangs gone or for which done() holds.
  * O(keys). */
