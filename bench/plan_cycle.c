@@ -81,7 +81,7 @@
  * stats. Building the cluster (JSON decode) is setup, reported, not
  * measured as part of the cycle.
  *
- * Holds: a cycle that preempts leaves in the plan (plan.keep.holds) the room it
+ * Holds: a cycle that preempts leaves in its memory (plan_memory.holds) the room it
  * holds for each preemptor, and the next cycle replays those first. With
  * nothing bound or evicted between reps the holds would pile up (up to 16
  * more a cycle), so every timed cycle would do different work. So before
@@ -260,6 +260,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
+	struct plan_memory keep;
 	struct rng rng;
 	int nodes;
 	/* --preempt: priorities and runtimes from a stream of their own, so
@@ -622,6 +623,7 @@ static int world_build(struct world *w, int nodes, const struct opts *o)
 static void world_free(struct world *w)
 {
 	plan_free(&w->plan);
+	plan_memory_free(&w->keep);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
 	synth_free(&w->s);
@@ -824,18 +826,18 @@ static uint64_t decision_digest(const struct plan *p, const struct kubeapi_model
 	return h;
 }
 
-/* Drop the holds (plan.keep.holds) the last cycle left: the next one plans
- * afresh, as the first did. (Deleting moves entries: each drop starts a
- * new walk and takes the first entry left; holds are few.) */
-static void drop_holds(struct plan *p)
+/* Drop the holds (plan_memory.holds) the last cycle left: the next one
+ * plans afresh, as the first did. (Deleting moves entries: each drop
+ * starts a new walk and takes the first entry left; holds are few.) */
+static void drop_holds(struct plan_memory *keep)
 {
 	for (;;) {
 		size_t i = 0;
-		const struct idmap_slot *e = idmap_next(&p->keep.holds, &i);
+		const struct idmap_slot *e = idmap_next(&keep->holds, &i);
 
 		if (!e)
 			return;
-		plan_hold_drop(p, e->key);
+		plan_hold_drop(keep, e->key);
 	}
 }
 
@@ -846,8 +848,8 @@ static int held_cycle(struct world *w, const struct plan_input *in, struct resul
 	double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	int rc;
 
-	r->held_holds = (long)w->plan.keep.holds.n;
-	if ((rc = plan_cycle(&w->plan, in)) < 0)
+	r->held_holds = (long)w->keep.holds.n;
+	if ((rc = plan_cycle(&w->plan, in, &w->keep)) < 0)
 		return rc;
 	r->held_ms = (now_s() - t0) * 1e3;
 	r->held_cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
@@ -898,10 +900,10 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	for (int k = 0; k < reps; k++) {
 		double t0, c0;
 
-		drop_holds(&w->plan); /* none in the default mode */
+		drop_holds(&w->keep); /* none in the default mode */
 		t0 = now_s();
 		c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-		if ((rc = plan_cycle(&w->plan, &in)) < 0)
+		if ((rc = plan_cycle(&w->plan, &in, &w->keep)) < 0)
 			return rc;
 		ms[k] = (now_s() - t0) * 1e3;
 		cpu[k] = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;

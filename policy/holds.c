@@ -14,7 +14,7 @@
  * PodDisruptionBudget would refuse (or lately refused).
  *
  * On an answer every member of each victim is evicted and the room is
- * held (plan.keep.holds): each cycle, before any other gang, the
+ * held (plan_memory.holds): each cycle, before any other gang, the
  * preemptor is placed as if its victims were gone, and bound once they
  * are. A hold ends when the preemptor is bound, its victims fail to end
  * within PLAN_HOLD_TIMEOUT_S, or an eviction is refused.
@@ -72,8 +72,8 @@ static int hold_new(struct plan_run *r, struct plan_gang *g, const struct preemp
 	h->nvictims = (uint32_t)a->nvictims;
 	for (size_t k = 0; k < a->nvictims; k++)
 		h->victim[k] = r->p->gangs[a->victims[k].id].key;
-	free(idmap_del(&r->p->keep.holds, g->key));
-	if ((rc = idmap_put(&r->p->keep.holds, g->key, h)) < 0)
+	free(idmap_del(&r->keep->holds, g->key));
+	if ((rc = idmap_put(&r->keep->holds, g->key, h)) < 0)
 		free(h);
 	return rc;
 }
@@ -211,7 +211,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 
 int plan__holds(struct plan_run *r)
 {
-	struct idmap *m = &r->p->keep.holds;
+	struct idmap *m = &r->keep->holds;
 	const struct idmap_slot *e;
 	uint64_t *keys;
 	size_t n = 0;

@@ -324,12 +324,12 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
  * waiting (and holding a reservation, say) must not jump ahead of it. */
 static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
 {
-	struct plan *p = r->p;
-	uintptr_t seq = (uintptr_t)idmap_get(&p->keep.seen, g->key);
+	struct plan_memory *keep = r->keep;
+	uintptr_t seq = (uintptr_t)idmap_get(&keep->seen, g->key);
 
 	if (!seq) {
-		seq = (uintptr_t)++p->keep.seen_seq;
-		if (idmap_put(&p->keep.seen, g->key, (void *)seq) < 0)
+		seq = (uintptr_t)++keep->seen_seq;
+		if (idmap_put(&keep->seen, g->key, (void *)seq) < 0)
 			return g->key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
 	}
 	return seq;
@@ -532,9 +532,9 @@ static int publish_resv(struct plan_run *r)
 	return 0;
 }
 
-int plan_cycle(struct plan *p, const struct plan_input *in)
+int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *keep)
 {
-	struct plan_run r = {0};
+	struct plan_run r = {.keep = keep};
 	int rc;
 
 	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__count_pods(&r)) == 0 &&
@@ -543,7 +543,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
-		plan__forget(&r, &p->keep.seen, not_waiting); /* gangs that no longer wait */
+		plan__forget(&r, &keep->seen, not_waiting); /* gangs that no longer wait */
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
@@ -559,20 +559,25 @@ int plan_cycle(struct plan *p, const struct plan_input *in)
 	return rc;
 }
 
-void plan_hold_drop(struct plan *p, uint64_t key)
+void plan_hold_drop(struct plan_memory *keep, uint64_t key)
 {
-	free(idmap_del(&p->keep.holds, key));
+	free(idmap_del(&keep->holds, key));
+}
+
+void plan_memory_free(struct plan_memory *keep)
+{
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&keep->holds, i, e)
+		free(e->value);
+	idmap_free(&keep->holds);
+	idmap_free(&keep->seen);
+	idmap_free(&keep->enqueued);
+	memset(keep, 0, sizeof(*keep));
 }
 
 void plan_free(struct plan *p)
 {
-	const struct idmap_slot *e;
-
-	IDMAP_FOREACH(&p->keep.holds, i, e)
-		free(e->value);
-	idmap_free(&p->keep.holds);
-	idmap_free(&p->keep.seen);
-	idmap_free(&p->keep.enqueued);
 	policy_nodes_release(&p->nodes);
 	arena_free(&p->arena);
 	memset(p, 0, sizeof(*p));

@@ -18,7 +18,7 @@
  *   3. queue usage counted again from the bound and assumed members of
  *      every gang, so usage is always what runs (a reload of the
  *      configuration loses nothing);
- *   4. preemptors holding room (plan.keep.holds) go first: placed as if their
+ *   4. preemptors holding room (plan_memory.holds) go first: placed as if their
  *      victims were gone, bound once they are (holds.c);
  *   5. the gangs with members to place, in the queue module's order: each
  *      must fit its quota along the cohort tree and be placed whole
@@ -196,8 +196,9 @@ struct plan_reservation {
 };
 
 /* What the planner keeps from one cycle to the next, outside any arena.
- * plan_cycle() reads and updates it; outside the planner only
- * plan_hold_drop() touches it (a refused eviction). */
+ * The caller owns it (zeroed at first) and passes it to every
+ * plan_cycle(), which reads and updates it; nothing else changes it but
+ * plan_hold_drop() (a refused eviction). Freed by plan_memory_free(). */
 struct plan_memory {
 	/* Preemptor gang key -> struct plan_hold *: the room held for it
 	 * while its victims end. */
@@ -212,8 +213,7 @@ struct plan_memory {
 	struct idmap enqueued;
 };
 
-/* One cycle's results (in its arena, replaced by the next cycle), and
- * the planner's memory. */
+/* One cycle's results (in its arena, replaced by the next cycle). */
 struct plan {
 	struct arena arena;
 	struct policy_nodes nodes;
@@ -226,22 +226,24 @@ struct plan {
 	struct plan_stats stats;
 	struct plan_reservation *resv; /* this cycle's reservations */
 	size_t nresv;
-	/* What lives across cycles, apart from the results above. */
-	struct plan_memory keep;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it
  *  is planned afresh next cycle. */
-void plan_hold_drop(struct plan *p, uint64_t key);
+void plan_hold_drop(struct plan_memory *keep, uint64_t key);
+
+/** Free everything keep holds. */
+void plan_memory_free(struct plan_memory *keep);
 
 /** The key of a gang: its PodGroup (ns, name) with bit 63 clear, or a
  *  single pod's (ns, name) with bit 63 set, so the two never collide. */
 uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single);
 
-/** Run one cycle into p (whose previous result it replaces). 0, -ENOMEM. */
-int plan_cycle(struct plan *p, const struct plan_input *in);
+/** Run one cycle into p (whose previous result it replaces), with and
+ *  updating the memory of the cycles before, keep. 0, -ENOMEM. */
+int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *keep);
 
-/** Free everything p holds. */
+/** Free everything p holds (not the memory). */
 void plan_free(struct plan *p);
 
 #endif /* MUSTER_POLICY_PLAN_H */

@@ -29,7 +29,7 @@ struct plan_bound {
 	uint32_t next; /* the gang's next bound pod + 1, or 0 */
 };
 
-/* The room held for a preemptor while its victims end (plan.keep.holds). */
+/* The room held for a preemptor while its victims end (plan_memory.holds). */
 struct plan_hold {
 	int64_t since_s;
 	uint32_t nvictims;
@@ -67,6 +67,7 @@ struct plan_group_state {
 struct plan_run {
 	struct plan *p;
 	const struct plan_input *in;
+	struct plan_memory *keep; /* across cycles */
 	struct intern *strs;
 	const struct config *cfg;
 	struct queue_tree *tree;

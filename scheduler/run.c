@@ -272,7 +272,7 @@ static void cycle(struct sched *s)
 	}
 	if (cycle_input(s, &in, ids, &assumed, &backoff) < 0)
 		goto out;
-	if ((rc = plan_cycle(&s->plan, &in)) < 0) {
+	if ((rc = plan_cycle(&s->plan, &in, &s->plan_keep)) < 0) {
 		sched_log(s, "cycle failed: %s", strerror(-rc));
 		goto out;
 	}
@@ -617,6 +617,7 @@ int sched_run(const struct sched_options *opt)
 	idmap_free(&s->groups);
 	sched_waits_free(s);
 	plan_free(&s->plan);
+	plan_memory_free(&s->plan_keep);
 	snap_free(&s->snap);
 	queue_set_free(&s->qs);
 	config_free(&s->cfg);

@@ -107,7 +107,8 @@ struct sched {
 	struct config_watch *watch;
 	struct config *cfg;
 	struct queue_set *qs;
-	struct plan plan;
+	struct plan plan;                   /* the last cycle's results */
+	struct plan_memory plan_keep;       /* what the planner keeps across cycles */
 	const char *names[SCHED_MAX_NAMES]; /* scheduler names in force */
 	unsigned nnames;
 	char instance[128];

@@ -562,6 +562,7 @@ struct sim {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
+	struct plan_memory keep;
 	int64_t now;
 	long cycles;
 	int fatal;   /* the run cannot go on */
@@ -673,6 +674,7 @@ static int sim_init(struct sim *m, const struct scenario *sc, struct run *run)
 static void sim_free(struct sim *m)
 {
 	plan_free(&m->plan);
+	plan_memory_free(&m->keep);
 	queue_set_free(&m->qs);
 	config_free(&m->cfg);
 	synth_free(&m->s);
@@ -891,7 +893,7 @@ static int cycle(struct sim *m)
 		m->fatal = 1;
 		return -1;
 	}
-	if ((rc = plan_cycle(&m->plan, &in)) != 0) {
+	if ((rc = plan_cycle(&m->plan, &in, &m->keep)) != 0) {
 		sim_fail(m, "plan_cycle: %d", rc);
 		m->fatal = 1;
 		return -1;

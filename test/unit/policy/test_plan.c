@@ -40,6 +40,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
+	struct plan_memory keep;
 	struct idmap assumed;
 };
 
@@ -59,6 +60,7 @@ static void world_init(struct world *w)
 static void world_free(struct world *w)
 {
 	plan_free(&w->plan);
+	plan_memory_free(&w->keep);
 	idmap_free(&w->assumed);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
@@ -106,7 +108,7 @@ static void cycle(struct world *w)
 	    .assumed = &w->assumed,
 	};
 
-	assert_int_equal(plan_cycle(&w->plan, &in), 0);
+	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
 }
 
 static const struct plan_gang *find_gang(struct world *w, const char *ns, const char *name)

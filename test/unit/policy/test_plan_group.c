@@ -32,6 +32,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
+	struct plan_memory keep;
 };
 
 static void world_init(struct world *w, int nodes)
@@ -51,6 +52,7 @@ static void world_init(struct world *w, int nodes)
 static void world_free(struct world *w)
 {
 	plan_free(&w->plan);
+	plan_memory_free(&w->keep);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
 	synth_free(&w->s);
@@ -112,7 +114,7 @@ static void cycle(struct world *w, int volcano_groups)
 	    .volcano_groups = (uint8_t)volcano_groups,
 	};
 
-	assert_int_equal(plan_cycle(&w->plan, &in), 0);
+	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
 }
 
 static const struct plan_gang *gang(struct world *w, const char *name)

@@ -55,6 +55,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
+	struct plan_memory keep;
 	struct idmap pdbs;
 };
 
@@ -84,6 +85,7 @@ static void world_free(struct world *w)
 	}
 	idmap_free(&w->pdbs);
 	plan_free(&w->plan);
+	plan_memory_free(&w->keep);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
 	synth_free(&w->s);
@@ -210,7 +212,7 @@ static void cycle(struct world *w)
 	    .pdbs = &w->pdbs,
 	};
 
-	assert_int_equal(plan_cycle(&w->plan, &in), 0);
+	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
 }
 
 static const struct plan_gang *find(struct world *w, const char *ns, const char *name)
