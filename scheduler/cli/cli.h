@@ -2,10 +2,11 @@
  * `muster status` and `muster explain NS/NAME`: clients of a running
  * Muster's debug API (scheduler/debug/DEBUG.md), for people at a terminal.
  *
- * Two layers, so the output is testable without a server: the commands
- * (cli.c) fetch documents with libcurl (blocking, 10 s timeouts, at most
- * 64 MiB a response) and hand the parsed cJSON to the formatters
- * (cli_format.c), which are pure: a document in, text on a FILE * out. A
+ * Layers, so the output is testable without a server: the commands
+ * (cli.c) fetch documents through the one HTTP client (client.c: libcurl,
+ * blocking, 10 s timeouts, at most 64 MiB a response) and hand the parsed
+ * cJSON to the formatters (format.c), which are pure: a document in, text
+ * on a FILE * out. A
  * formatter never trusts its document: a missing or mistyped field prints
  * as `?` and the rest still prints.
  */

@@ -1,5 +1,5 @@
 /*
- * kubeapi/quantity: tables of quantity strings and the exact value and
+ * base/quantity: tables of quantity strings and the exact value and
  * milli-value each must produce, or the error.
  *
  * Expected numbers were worked out by hand and cross-checked against

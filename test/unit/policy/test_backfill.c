@@ -1,5 +1,5 @@
 /*
- * scheduler/plan over time: reservations and backfill as a policy, checked
+ * policy/plan over time: reservations and backfill as a policy, checked
  * by a small discrete-event simulator around plan_cycle() that text
  * scenarios drive (test/unit/policy/scenarios/, one .txt file each, and
  * a README).

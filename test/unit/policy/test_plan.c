@@ -1,5 +1,5 @@
 /*
- * scheduler/plan: one cycle over a synthetic cluster decoded from API
+ * policy/plan: one cycle over a synthetic cluster decoded from API
  * server JSON. Gangs admitted whole or not at all, with the reason; the
  * smallest topology domain; quotas; pods of other schedulers; assumed
  * placements; minMember; CPU-only pods kept off GPU nodes.

@@ -1,5 +1,5 @@
 /*
- * scheduler/plan: preemption, reclaim, the room held for a preemptor,
+ * policy/plan: preemption, reclaim, the room held for a preemptor,
  * protections, and reservations with backfill, on synthetic clusters
  * decoded from API server JSON. Each test lays the cluster out so that one
  * answer is right, says which in a comment, and checks exactly that.

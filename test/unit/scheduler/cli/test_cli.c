@@ -1,5 +1,5 @@
 /*
- * scheduler/cli and scheduler/debug_page: what `muster status` and
+ * scheduler/cli and scheduler/debug/page: what `muster status` and
  * `muster explain` print for canned debug API documents (DEBUG.md),
  * compared with the exact text a person sees; documents of the wrong
  * shape, which must print without crashing; the commands against a
