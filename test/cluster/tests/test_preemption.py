@@ -209,6 +209,11 @@ def assert_preempted(core, history, ns, victims, preemptor):
     the Eviction API (the API server's own DisruptionTarget reason), and it
     has a Preempted Event naming the preemptor."""
     wait_for(f"victims {victims} gone", lambda: all_gone(core, ns, victims), timeout=BIND_TIMEOUT)
+    # The watch behind `history` may lag the GETs of all_gone: its last
+    # versions of a victim (the Eviction API's condition, the deletion)
+    # can still be on their way. Every victim's DELETED event comes last.
+    wait_for("the watch has seen every victim deleted", lambda: all(v in history.deleted for v in victims),
+             timeout=BIND_TIMEOUT)
     for v in victims:
         seen = [condition(p, "DisruptionTarget") for _, p in history.of(v)]
         assert history.ever(v, lambda p: disruption_by_muster(p, ns, preemptor)), \
