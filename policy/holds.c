@@ -30,7 +30,7 @@
 #include "base/intern.h"
 #include "policy/plan_internal.h"
 
-/* ---- acting on it ---------------------------------------------------- */
+/* ---- evictions ------------------------------------------------------- */
 
 static int add_eviction(struct plan_run *r, const struct plan_bound *x, uint32_t victim,
                         uint32_t preemptor)
@@ -112,8 +112,14 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
                   size_t n)
 {
 	int64_t req[QUEUE_MAX_SLOTS];
-	struct preempt_ask ask = {&r->p->nodes, &r->fits, &r->p->arena, r->tree, r->nslots,
-	                          g->queue,     req,      NULL,         n};
+	struct preempt_ask ask = {.nodes = &r->p->nodes,
+	                          .fits = &r->fits,
+	                          .arena = &r->p->arena,
+	                          .tree = r->tree,
+	                          .nslots = r->nslots,
+	                          .queue = g->queue,
+	                          .req = req,
+	                          .n = n};
 	struct plan_facts f = {.why = PLAN_WHY_PREEMPTING};
 	struct preempt_answer ans;
 	struct preempt_cand *c;
