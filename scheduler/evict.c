@@ -3,8 +3,10 @@
  *
  * Each victim pod first gets the condition DisruptionTarget=True
  * (reason PreemptionByScheduler, as kube-scheduler writes it) naming the
- * preemptor and a Preempted Event, then a POST to pods/eviction, so
- * PodDisruptionBudgets have the last word.
+ * preemptor and a Preempted Event; once the condition's patch has been
+ * answered, a POST to pods/eviction, so PodDisruptionBudgets have the last
+ * word. One after the other, as kube-scheduler does it: sent together,
+ * the eviction can win, and the pod be gone before it says why.
  *
  * Each pod is asked once. What can go wrong:
  *   - 429, a budget refused: the victim gang is marked refused for
@@ -32,6 +34,8 @@ struct sched_evicted {
 	uint64_t key;    /* the pod's */
 	uint64_t victim; /* gang keys */
 	uint64_t preemptor;
+	uint32_t ns, name; /* the pod's, and its uid: the eviction's precondition */
+	char uid[40];
 	char note[320];
 	uint8_t done;
 	struct kubeapi_http_call *call;
@@ -78,12 +82,35 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 		s->n.evictions++;
 }
 
+/* The eviction of e's pod (the pod the planner chose: its uid). */
+static void send_evict(struct sched_evicted *e)
+{
+	struct sched *s = e->s;
+	struct kubeapi_target t = {sched_str(s, e->ns), sched_str(s, e->name), e->uid, NULL};
+
+	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) < 0) {
+		s->n.write_errors++;
+		forget(s, e->key); /* the next cycle asks again while the hold stands */
+	}
+}
+
+/* The condition is written (or not: the eviction goes anyway, the
+ * condition is the pod's explanation, not its permission). A 404: the pod
+ * is gone already, which is what was wanted. */
 static void on_condition(void *data, const struct kubeapi_response *r)
 {
-	struct sched *s = data;
+	struct sched_evicted *e = data;
+	struct sched *s = e->s;
 
-	if (!s->stopping && (r->err || r->status >= 300) && r->status != 404)
+	if (s->stopping)
+		return; /* sched_evicted_free() frees it */
+	if (r->status == 404) {
+		e->done = 1;
+		return;
+	}
+	if (r->err || r->status >= 300)
 		s->n.write_errors++;
+	send_evict(e);
 }
 
 static int send_eviction(struct sched *s, const struct plan_evict *v)
@@ -93,7 +120,7 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	uint64_t key = (uint64_t)v->pod->ns << 32 | v->pod->name;
 	struct sched_evicted *e = calloc(1, sizeof(*e));
 	struct kubeapi_target t;
-	char uid[40], msg[300];
+	char msg[300];
 	int rc;
 
 	if (!e)
@@ -102,20 +129,14 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	e->key = key;
 	e->victim = victim->key;
 	e->preemptor = g->key;
+	e->ns = v->pod->ns;
+	e->name = v->pod->name;
 	snprintf(msg, sizeof(msg), "Muster: preempted by gang %s/%s", sched_str(s, g->ns),
 	         sched_str(s, g->name));
 	snprintf(e->note, sizeof(e->note), "Preempted by gang %s/%s to make room on node %s",
 	         sched_str(s, g->ns), sched_str(s, g->name), sched_str(s, v->node));
 	if ((rc = idmap_put(&s->evicted, key, e)) < 0) {
 		free(e);
-		return rc;
-	}
-	sched_target(s, v->pod, &t, uid);
-	/* The condition goes first so the pod says why before it goes. */
-	kubeapi_patch_pod_condition(s->http, &t, "DisruptionTarget", "True",
-	                            "PreemptionByScheduler", msg, time(NULL), on_condition, s);
-	if ((rc = kubeapi_evict(s->http, &t, -1, on_evicted, e)) < 0) {
-		forget(s, key);
 		return rc;
 	}
 	/* The Event goes now, as kube-scheduler's does at its decision: once
@@ -127,6 +148,14 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	               sched_str(s, v->pod->ns), sched_str(s, v->pod->name),
 	               sched_str(s, victim->ns), sched_str(s, victim->name), sched_str(s, g->ns),
 	               sched_str(s, g->name));
+	sched_target(s, v->pod, &t, e->uid);
+	/* The condition first, so the pod says why before it goes; the
+	 * eviction when it is answered (on_condition). send_evict() may free
+	 * e: nothing here reads it after. */
+	if (kubeapi_patch_pod_condition(s->http, &t, "DisruptionTarget", "True",
+	                                "PreemptionByScheduler", msg, time(NULL), on_condition,
+	                                e) < 0)
+		send_evict(e);
 	return 0;
 }
 
