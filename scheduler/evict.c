@@ -31,14 +31,12 @@
 
 struct sched_evicted {
 	struct sched *s;
-	uint64_t key;    /* the pod's */
+	uint64_t key;    /* the pod's: namespace id << 32 | name id */
 	uint64_t victim; /* gang keys */
 	uint64_t preemptor;
-	uint32_t ns, name; /* the pod's, and its uid: the eviction's precondition */
-	char uid[40];
+	char uid[40]; /* the pod's: the eviction's precondition */
 	char note[320];
 	uint8_t done;
-	struct kubeapi_http_call *call;
 };
 
 static void forget(struct sched *s, uint64_t key)
@@ -57,7 +55,6 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 	struct sched *s = e->s;
 	const struct kubeapi_pod *pod;
 
-	e->call = NULL;
 	if (s->stopping)
 		return; /* sched_evicted_free() frees it */
 	pod = cached_pod(s, e->key);
@@ -86,7 +83,8 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 static void send_evict(struct sched_evicted *e)
 {
 	struct sched *s = e->s;
-	struct kubeapi_target t = {sched_str(s, e->ns), sched_str(s, e->name), e->uid, NULL};
+	struct kubeapi_target t = {sched_str(s, (uint32_t)(e->key >> 32)),
+	                           sched_str(s, (uint32_t)e->key), e->uid, NULL};
 
 	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) < 0) {
 		s->n.write_errors++;
@@ -129,8 +127,6 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	e->key = key;
 	e->victim = victim->key;
 	e->preemptor = g->key;
-	e->ns = v->pod->ns;
-	e->name = v->pod->name;
 	snprintf(msg, sizeof(msg), "Muster: preempted by gang %s/%s", sched_str(s, g->ns),
 	         sched_str(s, g->name));
 	snprintf(e->note, sizeof(e->note), "Preempted by gang %s/%s to make room on node %s",
