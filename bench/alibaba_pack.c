@@ -50,17 +50,22 @@
  * Output: a table per trace, and one key=value line per trace.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/synth.h"
+#include "policy/frag.h"
 #include "policy/policy.h"
 #include "base/arena.h"
 
 #define MAX_PODS    20000
 #define MAX_NODES   4096
+#define MAX_MODELS  63 /* bit 63: a model no node has */
+#define GPU_SPLIT   20 /* shares per GPU: the smallest ask is 50 milli */
+#define MAX_SHARES  8
 #define MAX_TRACES  32
 #define MAX_SEEDS   100
 #define FIRST_SEED  42
@@ -110,7 +115,10 @@ struct tpod {
 	long cpu_m, mem_mib;
 	int num_gpu, gpu_milli;
 	char gpu_spec[160];
-	const struct kubeapi_podspec *spec; /* Muster's: whole GPUs */
+	const struct kubeapi_podspec *spec;  /* Muster's: whole GPUs */
+	const struct kubeapi_podspec *fspec; /* CPU and memory only: GPUs are vGPU asks */
+	struct policy_vgpu_ask ask;          /* its GPUs as vGPU shares (nums 0: none) */
+	struct policy_mix_kind kind;         /* what it adds to the mix */
 };
 
 struct trace {
@@ -124,6 +132,11 @@ struct cluster {
 	const struct kubeapi_node *node[MAX_NODES];
 	size_t n;
 	long gpus;
+	uint8_t ngpu[MAX_NODES];     /* node i's GPUs */
+	uint32_t gpu_mem[MAX_NODES]; /* MiB each */
+	uint64_t model[MAX_NODES];   /* its model's bit, 0 for none */
+	char model_name[MAX_MODELS][32];
+	int nmodels;
 };
 
 static long milli_of(const struct tpod *p)
@@ -174,6 +187,30 @@ static FILE *open_in(const char *dir, const char *file)
 	return f;
 }
 
+/* The bit of GPU model name, registered on first sight; bit 63 (a model
+ * no node has) when the table is full or add is false. */
+static uint64_t model_bit(struct cluster *c, const char *name, bool add)
+{
+	for (int k = 0; k < c->nmodels; k++)
+		if (strcmp(c->model_name[k], name) == 0)
+			return UINT64_C(1) << k;
+	if (!add || c->nmodels == MAX_MODELS)
+		return UINT64_C(1) << MAX_MODELS;
+	snprintf(c->model_name[c->nmodels], sizeof(c->model_name[0]), "%s", name);
+	return UINT64_C(1) << c->nmodels++;
+}
+
+/* MiB per GPU by model: the published sizes; the undisclosed G1..G3 as
+ * 16 GiB. Shares ask a percentage of it, so the size never binds. */
+static uint32_t model_mib(const char *model)
+{
+	if (strcmp(model, "V100M32") == 0)
+		return 32768;
+	if (strcmp(model, "A10") == 0)
+		return 24576;
+	return 16384;
+}
+
 /* One node of the CSV: its GPU model as a label, pods 1001 as the
  * simulator's node YAML has. */
 static void add_node(struct cluster *c, char **f, int sn, int cm, int mm, int g, int mo)
@@ -188,6 +225,9 @@ static void add_node(struct cluster *c, char **f, int sn, int cm, int mm, int g,
 		snprintf(labels, sizeof(labels), "\"kubernetes.io/hostname\":\"%s\"", f[sn]);
 	snprintf(cpu, sizeof(cpu), "%sm", f[cm]);
 	snprintf(mem, sizeof(mem), "%sMi", f[mm]);
+	c->ngpu[c->n] = (uint8_t)atoi(f[g]);
+	c->gpu_mem[c->n] = model_mib(f[mo]);
+	c->model[c->n] = *f[mo] ? model_bit(c, f[mo], true) : 0;
 	c->node[c->n++] = synth_node_sized(&c->s, f[sn], cpu, mem, 1001, atoi(f[g]), labels);
 	c->gpus += atoi(f[g]);
 }
@@ -217,7 +257,7 @@ static int load_nodes(struct cluster *c, const char *dir)
 		return -EINVAL;
 	}
 	while (fgets(line, sizeof(line), in) && c->n < MAX_NODES)
-		if (split(line, f, 8) >= nh)
+		if (split(line, f, 8) >= nh && atoi(f[g]) <= POLICY_FRAG_MAX_GPUS)
 			add_node(c, f, sn, cm, mm, g, mo);
 	fclose(in);
 	return c->n > 0 ? 0 : -EINVAL;
@@ -244,11 +284,43 @@ static void affinity_of(const char *gpu_spec, char *out, size_t len)
 	    models);
 }
 
-/* Muster's spec for a trace pod: whole GPUs (gpu_milli < 1000 asks 1).
- * The pod object stays in the synth store (keyed by ns and name). */
+/* The GPU models a gpu_spec "A|B|C" allows, a bit each; 0 for any. */
+static uint64_t models_of(struct cluster *c, const char *gpu_spec)
+{
+	char buf[160];
+	uint64_t bits = 0;
+
+	snprintf(buf, sizeof(buf), "%s", gpu_spec);
+	for (char *save = NULL, *m = strtok_r(buf, "|", &save); m; m = strtok_r(NULL, "|", &save))
+		bits |= model_bit(c, m, false);
+	return bits;
+}
+
+/* A trace pod's vGPU ask and its kind for the mix: a share (gpu_milli <
+ * 1000) is one GPU at gpu_milli / 10 percent of its cores and memory;
+ * whole GPUs are num_gpu GPUs at 100 percent. */
+static void decode_ask(struct cluster *c, struct tpod *p)
+{
+	uint32_t pct = (uint32_t)(p->gpu_milli / 10);
+	uint32_t nums = p->gpu_milli > 0 ? (uint32_t)p->num_gpu : 0;
+
+	p->ask = (struct policy_vgpu_ask){nums, 0, nums ? pct : POLICY_VGPU_NO_PCT, pct};
+	p->kind = (struct policy_mix_kind){
+	    .cpu_m = policy_spec_request(p->fspec, KUBEAPI_RES_CPU),
+	    .mem = policy_spec_request(p->fspec, KUBEAPI_RES_MEMORY),
+	    .nums = nums,
+	    .cores = nums ? pct : 0,
+	    .gpu_mem_pct = nums ? pct : 0,
+	    .models = models_of(c, p->gpu_spec),
+	};
+}
+
+/* Muster's specs for a trace pod: whole GPUs (gpu_milli < 1000 asks 1),
+ * and the same without GPUs for the vGPU placement. The pod objects stay
+ * in the synth store (keyed by ns and name). */
 static void decode_spec(struct cluster *c, const char *ns, struct tpod *p)
 {
-	char mem[32], aff[768];
+	char mem[32], aff[768], fname[48];
 	const struct kubeapi_pod *pod;
 
 	snprintf(mem, sizeof(mem), "%ldMi", p->mem_mib);
@@ -256,6 +328,11 @@ static void decode_spec(struct cluster *c, const char *ns, struct tpod *p)
 	pod = synth_pod_sized(&c->s, ns, p->name, NULL, "muster", p->cpu_m, mem,
 	                      p->gpu_milli > 0 ? p->num_gpu : 0, NULL, 0, *aff ? aff : NULL);
 	p->spec = pod->spec;
+	snprintf(fname, sizeof(fname), "%s-v", p->name);
+	pod = synth_pod_sized(&c->s, ns, fname, NULL, "muster", p->cpu_m, mem, 0, NULL, 0,
+	                      *aff ? aff : NULL);
+	p->fspec = pod->spec;
+	decode_ask(c, p);
 }
 
 static int by_name(const void *a, const void *b)
@@ -411,11 +488,101 @@ static void bucket_means(const struct buckets *b, struct replay *out)
 	}
 }
 
-/* Replay one seed's arrivals through policy_place() on a fresh table. */
-static int replay(struct cluster *c, const struct trace *t, uint64_t seed, struct replay *out)
+/* How the replay places pods. */
+enum mode { MODE_FRAC, MODE_WHOLE };
+
+/* One replay's vGPU state: node i's GPUs are gpu[at[i] .. at[i] + ngpu[i]),
+ * and the mix of the arrivals so far. */
+struct vgpus {
+	struct policy_gpu *gpu;
+	uint32_t at[MAX_NODES];
+	struct policy_mix mix;
+};
+
+static int vgpus_init(struct vgpus *v, const struct cluster *c)
+{
+	uint32_t k = 0;
+
+	memset(&v->mix, 0, sizeof(v->mix));
+	if (!(v->gpu = calloc((size_t)c->gpus, sizeof(*v->gpu))))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		v->at[i] = k;
+		for (uint32_t j = 0; j < c->ngpu[i]; j++)
+			v->gpu[k++] = (struct policy_gpu){
+			    .id = j, .memory = c->gpu_mem[i], .split = GPU_SPLIT, .healthy = true};
+	}
+	return 0;
+}
+
+/* The vGPU placement, the loop policy_place() is to run for nodes with
+ * GPU devices: every node that admits p statically and has its CPU and
+ * memory free is scored by policy_frag_best(); the lowest score wins,
+ * ties to the lower node index; its CPU and memory are counted into the
+ * table and its shares onto the GPUs. 0, or -ENOSPC when no node takes p. */
+static int place_frac(const struct cluster *c, struct policy_nodes *t, struct policy_fitcache *fc,
+                      struct arena *a, struct vgpus *v, const struct tpod *p)
+{
+	const struct policy_fit *fit = policy_fit_get(fc, a, t, p->fspec);
+	struct policy_vgpu_share sh[MAX_SHARES], best_sh[MAX_SHARES];
+	struct policy_frag_ask fa = {p->kind.cpu_m, p->kind.mem, &p->ask, p->ask.nums > 0};
+	size_t nsh, best_n = 0;
+	long best = -1;
+	double score, best_score = 0;
+
+	if (!fit)
+		return -ENOMEM;
+	policy_mix_add(&v->mix, &p->kind, 1);
+	policy_mix_done(&v->mix);
+	for (size_t x = 0; x < fit->count; x++) {
+		uint32_t i = fit->nodes[x];
+		const int64_t *free = &t->free[(size_t)i * t->nres];
+		struct policy_frag_node fn = {free[KUBEAPI_RES_CPU], free[KUBEAPI_RES_MEMORY],
+		                              &v->gpu[v->at[i]], c->ngpu[i], c->model[i]};
+		int rc;
+
+		if (!policy_fits_free(t, i, p->fspec))
+			continue;
+		rc = policy_frag_best(&v->mix, &fn, &fa, sh, MAX_SHARES, &nsh, &score);
+		if (rc == -ENOSPC)
+			continue;
+		if (rc < 0)
+			return rc;
+		if (best < 0 || score < best_score) {
+			best = i;
+			best_score = score;
+			best_n = nsh;
+			memcpy(best_sh, sh, nsh * sizeof(*sh));
+		}
+	}
+	if (best < 0)
+		return -ENOSPC;
+	policy_nodes_use(t, (size_t)best, p->fspec, NULL, -1);
+	for (size_t k = 0; k < best_n; k++)
+		policy_vgpu_use(&v->gpu[v->at[best] + best_sh[k].gpu], best_sh[k].mem,
+		                best_sh[k].cores, +1);
+	return 0;
+}
+
+/* The old placement: whole GPUs by policy_place() (best fit). */
+static int place_whole(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
+                       const struct tpod *p)
+{
+	const struct kubeapi_podspec *specs[1] = {p->spec};
+	const struct policy_held *held[1];
+	struct policy_why why;
+	uint32_t at;
+
+	return policy_place(t, fc, a, specs, 1, &at, held, &why);
+}
+
+/* Replay one seed's arrivals on a fresh table. */
+static int replay(struct cluster *c, const struct trace *t, uint64_t seed, enum mode mode,
+                  struct replay *out)
 {
 	uint32_t *order = calloc(MAX_PODS * 2, sizeof(*order));
 	struct buckets *b = calloc(1, sizeof(*b));
+	struct vgpus *v = calloc(1, sizeof(*v));
 	struct arena a = {0};
 	struct policy_nodes nodes = {0};
 	struct policy_fitcache fc = {0};
@@ -423,23 +590,21 @@ static int replay(struct cluster *c, const struct trace *t, uint64_t seed, struc
 	int rc = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
-	if (!order || !b)
+	if (!order || !b || !v || vgpus_init(v, c) < 0)
 		goto out;
 	out->npods = arrivals(t, c->gpus * 1000, seed, order, MAX_PODS * 2);
 	if ((rc = policy_nodes_build(&nodes, &a, c->s.model, NULL, c->node, c->n)) < 0)
 		goto out;
 	for (size_t k = 0; k < out->npods; k++) {
 		const struct tpod *p = &t->pod[order[k]];
-		const struct kubeapi_podspec *specs[1] = {p->spec};
-		struct policy_why why;
-		uint32_t at;
 
 		arrived += milli_of(p);
 		out->arrived_n[class_of(p)]++;
-		rc = policy_place(&nodes, &fc, &a, specs, 1, &at, &why);
+		rc = mode == MODE_FRAC ? place_frac(c, &nodes, &fc, &a, v, p)
+		                       : place_whole(&nodes, &fc, &a, p);
 		if (rc == 0) {
 			used += milli_of(p);
-			held += policy_spec_gpus(p->spec);
+			held += mode == MODE_FRAC ? milli_of(p) / 1000 : policy_spec_gpus(p->spec);
 		} else if (rc == -ENOSPC) {
 			if (milli_of(p) > 0 && out->first_fail_pct == 0)
 				out->first_fail_pct =
@@ -456,6 +621,9 @@ out:
 	policy_fitcache_free(&fc);
 	policy_nodes_release(&nodes);
 	arena_free(&a);
+	if (v)
+		free(v->gpu);
+	free(v);
 	free(order);
 	free(b);
 	return rc;
@@ -574,17 +742,44 @@ static void trace_mix(const struct trace *t, long *count)
 		count[class_of(&t->pod[k])]++;
 }
 
+/* Muster's rows for one mode: the ratios, then how they grew and what
+ * was left out. */
+static void print_muster(const struct cluster *c, const char *label, const struct summary *s,
+                         enum mode mode)
+{
+	printf("%-28s %11.2f%% %11.2f%% %18.0f   (seeds: %.2f..%.2f%%)\n", label, s->at100,
+	       s->at130, unallocated(s->at130, c->gpus), s->min130, s->max130);
+	if (mode == MODE_WHOLE)
+		printf("%-28s %11.2f%% %11.2f%%   GPUs Muster holds, a sharing pod holding a whole "
+		       "one\n",
+		       "  held by Muster", s->held100, s->held130);
+	printf("  by arrival:");
+	for (int x = 50; x <= MAX_PCT; x += 10)
+		printf(" %d%%: %.2f%%", x, s->curve[x]);
+	printf("; the first GPU pod left out at %.1f%% arrived\n", s->first_fail);
+	printf("  left out by 130%% (mean per seed, of arrived):");
+	for (int k = 0; k < CLS_COUNT; k++)
+		printf(" %s %.0f/%.0f", class_name[k], s->failed[k], s->arrived[k]);
+	printf("\n");
+}
+
+static double at_or_none(const struct published *p, int at130)
+{
+	return p ? (at130 ? p->at130 : p->at100) : -1;
+}
+
 static void print_report(const struct cluster *c, const struct trace *t, const struct published *p,
-                         int np, const struct summary *s)
+                         int np, const struct summary *frac, const struct summary *whole)
 {
 	long mix[CLS_COUNT];
 	const struct published *fgd = NULL, *best = NULL;
+	const struct summary *any = frac->seeds ? frac : whole;
 
 	trace_mix(t, mix);
 	printf("\n== %s: %zu nodes, %ld GPUs; %zu pods (cpu %ld, share %ld, 1-GPU %ld, 2-GPU %ld, "
 	       "4-GPU %ld, 8-GPU %ld); %.0f arrivals per seed (to %.0f%%), %d seeds from %d\n",
 	       t->name, c->n, c->gpus, t->n, mix[CLS_CPU], mix[CLS_SHARE], mix[CLS_1], mix[CLS_2],
-	       mix[CLS_4], mix[CLS_8], s->npods, TUNE * 100, s->seeds, FIRST_SEED);
+	       mix[CLS_4], mix[CLS_8], any->npods, TUNE * 100, any->seeds, FIRST_SEED);
 	printf("%-28s %12s %12s %18s\n", "policy", "alloc @100%", "alloc @130%",
 	       "unallocated @130%");
 	for (int k = 0; k < np; k++) {
@@ -595,56 +790,64 @@ static void print_report(const struct cluster *c, const struct trace *t, const s
 		if (strstr(p[k].policy, "BestFit"))
 			best = &p[k];
 	}
-	printf("%-28s %11.2f%% %11.2f%% %18.0f   (seeds: %.2f..%.2f%%)\n", "Muster (whole GPUs)",
-	       s->at100, s->at130, unallocated(s->at130, c->gpus), s->min130, s->max130);
-	printf("%-28s %11.2f%% %11.2f%%   GPUs Muster holds, a sharing pod holding a whole one\n",
-	       "  held by Muster", s->held100, s->held130);
-	printf("  Muster by arrival:");
-	for (int x = 50; x <= MAX_PCT; x += 10)
-		printf(" %d%%: %.2f%%", x, s->curve[x]);
-	printf("; the first GPU pod left out at %.1f%% arrived\n", s->first_fail);
-	printf("  left out by 130%% (mean per seed, of arrived):");
-	for (int k = 0; k < CLS_COUNT; k++)
-		printf(" %s %.0f/%.0f", class_name[k], s->failed[k], s->arrived[k]);
-	printf("\n");
-	printf("bench=alibaba_pack trace=%s nodes=%zu gpus=%ld seeds=%d arrivals=%.0f "
-	       "muster_alloc_100=%.2f muster_alloc_130=%.2f muster_unallocated_130=%.0f "
-	       "muster_held_100=%.2f muster_held_130=%.2f muster_first_gpu_fail_pct=%.1f "
-	       "fgd_alloc_100=%.2f fgd_alloc_130=%.2f bestfit_alloc_100=%.2f "
+	if (frac->seeds)
+		print_muster(c, "Muster (vGPU shares)", frac, MODE_FRAC);
+	if (whole->seeds)
+		print_muster(c, "Muster (whole GPUs)", whole, MODE_WHOLE);
+	printf("bench=alibaba_pack trace=%s nodes=%zu gpus=%ld seeds=%d arrivals=%.0f", t->name,
+	       c->n, c->gpus, any->seeds, any->npods);
+	if (frac->seeds)
+		printf(" muster_alloc_100=%.2f muster_alloc_130=%.2f muster_unallocated_130=%.0f "
+		       "muster_first_gpu_fail_pct=%.1f",
+		       frac->at100, frac->at130, unallocated(frac->at130, c->gpus),
+		       frac->first_fail);
+	if (whole->seeds)
+		printf(" whole_alloc_100=%.2f whole_alloc_130=%.2f whole_held_100=%.2f "
+		       "whole_held_130=%.2f",
+		       whole->at100, whole->at130, whole->held100, whole->held130);
+	printf(" fgd_alloc_100=%.2f fgd_alloc_130=%.2f bestfit_alloc_100=%.2f "
 	       "bestfit_alloc_130=%.2f\n",
-	       t->name, c->n, c->gpus, s->seeds, s->npods, s->at100, s->at130,
-	       unallocated(s->at130, c->gpus), s->held100, s->held130, s->first_fail,
-	       fgd ? fgd->at100 : -1, fgd ? fgd->at130 : -1, best ? best->at100 : -1,
-	       best ? best->at130 : -1);
+	       at_or_none(fgd, 0), at_or_none(fgd, 1), at_or_none(best, 0), at_or_none(best, 1));
 	fflush(stdout);
 }
 
-static int run_trace(struct cluster *c, const char *dir, const char *name, int seeds)
+/* Every seed of one mode into s. */
+static int run_mode(struct cluster *c, const struct trace *t, int seeds, enum mode mode,
+                    struct summary *s)
+{
+	struct replay *r = calloc(1, sizeof(*r));
+	int rc = r ? 0 : -ENOMEM;
+
+	for (int k = 0; k < seeds && rc == 0; k++)
+		if ((rc = replay(c, t, FIRST_SEED + (uint64_t)k, mode, r)) == 0)
+			add_replay(s, r);
+	if (s->seeds > 0)
+		finish(s);
+	free(r);
+	return rc;
+}
+
+static int run_trace(struct cluster *c, const char *dir, const char *name, int seeds,
+                     unsigned modes)
 {
 	struct published pub[16];
-	struct summary sum = {0};
+	struct summary frac = {0}, whole = {0};
 	struct trace t = {0};
-	struct replay *r = calloc(1, sizeof(*r));
-	int np, rc;
+	int np, rc = 0;
 
 	snprintf(t.name, sizeof(t.name), "%s", name);
 	np = load_published(dir, name, pub, 16);
-	if (!r || np < 0 || (rc = load_trace(c, dir, &t)) < 0) {
+	if (np < 0 || load_trace(c, dir, &t) < 0) {
 		fprintf(stderr, "alibaba_pack: %s: cannot load the trace or the results\n", name);
-		free(r);
 		free(t.pod);
 		return -EINVAL;
 	}
-	for (int k = 0; k < seeds; k++) {
-		if ((rc = replay(c, &t, FIRST_SEED + (uint64_t)k, r)) < 0)
-			break;
-		add_replay(&sum, r);
-	}
-	if (sum.seeds > 0) {
-		finish(&sum);
-		print_report(c, &t, pub, np, &sum);
-	}
-	free(r);
+	if (modes & (1u << MODE_FRAC))
+		rc = run_mode(c, &t, seeds, MODE_FRAC, &frac);
+	if (rc == 0 && (modes & (1u << MODE_WHOLE)))
+		rc = run_mode(c, &t, seeds, MODE_WHOLE, &whole);
+	if (frac.seeds > 0 || whole.seeds > 0)
+		print_report(c, &t, pub, np, &frac, &whole);
 	free(t.pod);
 	return rc;
 }
@@ -680,6 +883,7 @@ int main(int argc, char **argv)
 	const char *dir = getenv("MUSTER_ALIBABA_DIR");
 	struct cluster *c = calloc(1, sizeof(*c));
 	int ntraces = 0, seeds = 10, rc = 0, bad = 0;
+	unsigned modes = 1u << MODE_FRAC | 1u << MODE_WHOLE;
 
 	if (!dir || !*dir)
 		dir = DEFAULT_DIR;
@@ -688,13 +892,18 @@ int main(int argc, char **argv)
 			snprintf(names[ntraces++], 64, "%s", argv[++i]);
 		else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
 			seeds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--whole") == 0)
+			modes = 1u << MODE_WHOLE;
+		else if (strcmp(argv[i], "--frac") == 0)
+			modes = 1u << MODE_FRAC;
 		else if (argv[i][0] != '-')
 			dir = argv[i];
 		else
 			bad = 1;
 	}
 	if (!c || bad || seeds < 1 || seeds > MAX_SEEDS) {
-		fprintf(stderr, "usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N]\n");
+		fprintf(stderr, "usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N] "
+		                "[--whole | --frac]\n");
 		free(c);
 		return 2;
 	}
@@ -704,11 +913,12 @@ int main(int argc, char **argv)
 	}
 	if (ntraces == 0)
 		ntraces = default_traces(dir, names, MAX_TRACES);
-	printf("alibaba_pack: %s; Muster places each pod with policy_place(); sharing pods "
-	       "(gpu_milli < 1000) get a whole GPU and count their gpu_milli as used\n",
+	printf("alibaba_pack: %s; vGPU shares: each pod onto the node where policy_frag_best() "
+	       "scores lowest; whole GPUs: policy_place(), a sharing pod (gpu_milli < 1000) "
+	       "holding a whole GPU\n",
 	       dir);
 	for (int k = 0; k < ntraces && rc == 0; k++)
-		rc = run_trace(c, dir, names[k], seeds);
+		rc = run_trace(c, dir, names[k], seeds, modes);
 	synth_free(&c->s);
 	free(c);
 	return rc < 0;

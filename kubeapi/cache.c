@@ -200,6 +200,11 @@ static void on_upsert(void *data, const cJSON *obj)
 	}
 	if (err.untracked)
 		report_untracked(c, &err);
+	if (err.warning[0]) {
+		snprintf(line, sizeof(line), "%s %s%s%s: %s", err.kind, err.ns, *err.ns ? "/" : "",
+		         err.name, err.warning);
+		log_line(c, line);
+	}
 	resolve_unoffered(c);
 	key = s->desc->key(&tmp);
 	old = idmap_get(&s->map, key);

@@ -38,6 +38,9 @@ struct kubeapi_decode_error {
 	 * KUBEAPI_MAX_NEW_RESOURCES); the Node is kept without them. */
 	unsigned untracked;
 	char untracked_name[64]; /* the first, cut at 63 bytes */
+	/* After a successful decode: a part of the object that was ignored
+	 * because it could not be read (a malformed vGPU annotation), or "". */
+	char warning[192];
 };
 
 /** Format "Kind ns/name: msg" into buf (for log lines). Returns buf. */

@@ -22,6 +22,7 @@ struct kubeapi__scratch {
 	struct kubeapi_term terms[KUBEAPI_MAX_LIST];
 	struct kubeapi_requirement reqs[KUBEAPI_MAX_LIST];
 	uint32_t values[KUBEAPI_MAX_LIST];
+	struct kubeapi_vgpu_ask vgpu[KUBEAPI_MAX_CONTAINERS];
 	struct kubeapi_kv labels[KUBEAPI_MAX_LABELS];
 };
 
@@ -217,6 +218,19 @@ static inline void kubeapi__blob_buf_init(struct buf *b)
 /* Reserve n zeroed bytes aligned to 8 at the end of b; returns their
  * offset, or (size_t)-1 when out of memory. */
 size_t kubeapi__buf_add(struct buf *b, size_t n);
+
+/* The vGPU device protocol (decode_vgpu.c). A Node's registered GPUs and
+ * a pod's held shares: NULL when absent or unreadable (then
+ * err->warning says so); 0 or -ENOMEM. What container c (at path) asks:
+ * 0 with *out, 1 when it asks for no vGPU, -EINVAL. */
+int kubeapi__node_gpus(struct kubeapi__dec *d, const cJSON *annotations,
+                       const struct kubeapi__amounts *allocatable, const struct kubeapi_gpus **out);
+int kubeapi__pod_vgpu(struct kubeapi__dec *d, const cJSON *annotations,
+                      const struct kubeapi_vgpu_held **out);
+int kubeapi__container_vgpu(struct kubeapi__dec *d, const cJSON *c, const char *path,
+                            struct kubeapi_vgpu_ask *out);
+void kubeapi__gpus_unref(struct intern *in, const struct kubeapi_gpus *g);
+void kubeapi__vgpu_held_unref(struct intern *in, const struct kubeapi_vgpu_held *h);
 
 /* Release the string ids held inside blobs before their last unref. */
 void kubeapi__labels_unref(struct intern *in, const struct kubeapi_labels *l);

@@ -127,7 +127,8 @@ static int node_fields(struct kubeapi__dec *d, const cJSON *obj, const struct ku
 	d->offers = false;
 	if (rc < 0 || (rc = node_ready(d, status, n)) < 0 ||
 	    (rc = kubeapi__reslist(d, &a, &n->allocatable)) < 0 ||
-	    (rc = node_taints(d, spec, &n->taints)) < 0)
+	    (rc = node_taints(d, spec, &n->taints)) < 0 ||
+	    (rc = kubeapi__node_gpus(d, md->annotations, &a, &n->gpus)) < 0)
 		return rc;
 	return kubeapi__labels(d, md->labels, NULL, "", &n->labels);
 }
@@ -163,6 +164,7 @@ void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n)
 	kubeapi__reslist_unref(m, n->allocatable);
 	kubeapi__taints_unref(m->in, n->taints);
 	kubeapi__labels_unref(m->in, n->labels);
+	kubeapi__gpus_unref(m->in, n->gpus);
 	memset(n, 0, sizeof(*n));
 }
 

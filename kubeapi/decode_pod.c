@@ -33,7 +33,8 @@ struct spec_builder {
 	struct kubeapi_term *terms; /* required, then preferred */
 	struct kubeapi_requirement *reqs;
 	uint32_t *values;
-	size_t ntol, nsel, nterms, nreqs, nvalues;
+	struct kubeapi_vgpu_ask *vgpu;
+	size_t ntol, nsel, nterms, nreqs, nvalues, nvgpu;
 	struct kubeapi__ids ids;
 };
 
@@ -53,6 +54,7 @@ static void builder_init(struct kubeapi__dec *d, struct spec_builder *b)
 	b->terms = s->terms;
 	b->reqs = s->reqs;
 	b->values = s->values;
+	b->vgpu = s->vgpu;
 }
 
 /* ---- requests -------------------------------------------------------------- */
@@ -148,7 +150,21 @@ static int pod_level_requests(struct kubeapi__dec *d, const cJSON *spec,
 	return 0;
 }
 
-static int pod_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi__amounts *out)
+/* Containers' vGPU asks, in container order (init containers ask none:
+ * Volcano reads spec.containers only). */
+static int container_vgpu(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *c,
+                          const char *path)
+{
+	int rc = kubeapi__container_vgpu(d, c, path, &b->vgpu[b->nvgpu]);
+
+	if (rc < 0)
+		return rc;
+	b->nvgpu += rc == 0;
+	return 0;
+}
+
+static int pod_requests(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec,
+                        struct kubeapi__amounts *out)
 {
 	struct kubeapi__amounts init = {0}, sidecars = {0}, r, overhead = {0};
 	const cJSON *list, *c, *oh;
@@ -163,7 +179,8 @@ static int pod_requests(struct kubeapi__dec *d, const cJSON *spec, struct kubeap
 	{
 		snprintf(path, sizeof(path), "spec.containers[%d]", i++);
 		if ((rc = container_requests(d, c, path, &r)) < 0 ||
-		    (rc = kubeapi__amounts_add(d, out, &r, path)) < 0)
+		    (rc = kubeapi__amounts_add(d, out, &r, path)) < 0 ||
+		    (rc = container_vgpu(d, b, c, path)) < 0)
 			return rc;
 	}
 	if ((rc = init_requests(d, spec, &init, &sidecars)) < 0 ||
@@ -481,7 +498,7 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 {
 	struct buf buf;
 	struct kubeapi_res res[KUBEAPI_MAX_RESOURCES];
-	size_t o_h, o_req, o_tol, o_sel, o_terms, o_reqs, o_vals;
+	size_t o_h, o_req, o_tol, o_sel, o_terms, o_reqs, o_vals, o_vgpu;
 	unsigned nres = kubeapi__amounts_list(&b->req, res);
 
 	kubeapi__blob_buf_init(&buf);
@@ -492,9 +509,10 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 	o_terms = kubeapi__buf_add(&buf, b->nterms * sizeof(b->terms[0]));
 	o_reqs = kubeapi__buf_add(&buf, b->nreqs * sizeof(b->reqs[0]));
 	o_vals = kubeapi__buf_add(&buf, b->nvalues * sizeof(b->values[0]));
+	o_vgpu = kubeapi__buf_add(&buf, b->nvgpu * sizeof(b->vgpu[0]));
 	if (o_h == (size_t)-1 || o_req == (size_t)-1 || o_tol == (size_t)-1 ||
 	    o_sel == (size_t)-1 || o_terms == (size_t)-1 || o_reqs == (size_t)-1 ||
-	    o_vals == (size_t)-1) {
+	    o_vals == (size_t)-1 || o_vgpu == (size_t)-1) {
 		buf_free(&buf);
 		return -ENOMEM;
 	}
@@ -503,6 +521,8 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 	b->h.nselector = (uint16_t)b->nsel;
 	b->h.nrequirements = (uint16_t)b->nreqs;
 	b->h.nvalues = (uint32_t)b->nvalues;
+	b->h.nvgpu = (uint16_t)b->nvgpu;
+	b->h.off_vgpu = (uint32_t)o_vgpu;
 	b->h.off_requests = (uint32_t)o_req;
 	b->h.off_tolerations = (uint32_t)o_tol;
 	b->h.off_selector = (uint32_t)o_sel;
@@ -516,6 +536,7 @@ static int spec_blob(struct kubeapi__dec *d, struct spec_builder *b,
 	memcpy(buf.p + o_terms, b->terms, b->nterms * sizeof(b->terms[0]));
 	memcpy(buf.p + o_reqs, b->reqs, b->nreqs * sizeof(b->reqs[0]));
 	memcpy(buf.p + o_vals, b->values, b->nvalues * sizeof(b->values[0]));
+	memcpy(buf.p + o_vgpu, b->vgpu, b->nvgpu * sizeof(b->vgpu[0]));
 	b->ids.res = kubeapi__res_mask(res, nres);
 	*out = kubeapi__blob(d, buf.p, buf.len, &b->ids);
 	buf_free(&buf);
@@ -528,7 +549,7 @@ static int pod_spec(struct kubeapi__dec *d, const cJSON *spec, const struct kube
 	int rc;
 
 	builder_init(d, &b);
-	if ((rc = spec_scalars(d, &b, spec)) < 0 || (rc = pod_requests(d, spec, &b.req)) < 0 ||
+	if ((rc = spec_scalars(d, &b, spec)) < 0 || (rc = pod_requests(d, &b, spec, &b.req)) < 0 ||
 	    (rc = tolerations(d, &b, spec)) < 0 || (rc = node_selector(d, &b, spec)) < 0 ||
 	    (rc = node_affinity(d, &b, spec)) < 0)
 		goto out;
@@ -728,7 +749,8 @@ static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kub
 	    (rc = pod_owner(d, md->owners, p)) < 0 || (rc = pod_phase(d, status, p)) < 0 ||
 	    (rc = pod_scheduled_condition(d, status, p)) < 0 ||
 	    (rc = pod_start_time(d, status, p)) < 0 ||
-	    (rc = kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &p->muster)) < 0)
+	    (rc = kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &p->muster)) < 0 ||
+	    (rc = kubeapi__pod_vgpu(d, md->annotations, &p->vgpu)) < 0)
 		return rc;
 	d->skip_long_labels = true;
 	rc = kubeapi__labels(d, md->labels, NULL, "", &p->labels);
@@ -781,5 +803,6 @@ void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
 	kubeapi__podspec_unref(m, p->spec);
 	kubeapi__labels_unref(in, p->muster);
 	kubeapi__labels_unref(in, p->labels);
+	kubeapi__vgpu_held_unref(in, p->vgpu);
 	memset(p, 0, sizeof(*p));
 }

@@ -131,11 +131,25 @@ struct kubeapi_podspec {
 	uint8_t preempt_never; /* preemptionPolicy: Never */
 	uint16_t nrequests, ntolerations, nselector;
 	uint16_t nrequired, npreferred, nrequirements;
-	uint16_t pad_;
+	uint16_t nvgpu; /* containers that ask for vGPUs (kubeapi_podspec_vgpu) */
 	uint32_t nvalues;
 	uint32_t off_requests, off_tolerations, off_selector, off_terms, off_requirements,
-	    off_values;
+	    off_values, off_vgpu, pad2_;
 	int64_t active_deadline_s; /* -1 when unset */
+};
+
+/* What one container asks for vGPUs (the device protocol of
+ * kubeapi/vgpu.h), read from its limits (then requests) as Volcano
+ * v1.15.1's ExtractResourceRequest does: nums GPUs, on each mem MiB or,
+ * when mem_pct is not KUBEAPI_VGPU_NO_PCT, that percent of the GPU's
+ * memory (neither asked: 100 percent), and cores percent of its cores. */
+#define KUBEAPI_VGPU_NO_PCT 101
+/* Devices per node and shares per pod read at most: a node has a handful
+ * of GPUs, a pod a few per container. */
+#define KUBEAPI_VGPU_MAX_DEVICES 64
+#define KUBEAPI_VGPU_MAX_SHARES  64
+struct kubeapi_vgpu_ask {
+	uint32_t nums, mem, mem_pct, cores;
 };
 
 static inline const struct kubeapi_res *kubeapi_podspec_requests(const struct kubeapi_podspec *s)
@@ -166,6 +180,22 @@ static inline const uint32_t *kubeapi_podspec_values(const struct kubeapi_podspe
 {
 	return (const void *)((const char *)s + s->off_values);
 }
+/* One ask per container that asks for vGPUs, in container order. */
+static inline const struct kubeapi_vgpu_ask *kubeapi_podspec_vgpu(const struct kubeapi_podspec *s)
+{
+	return (const void *)((const char *)s + s->off_vgpu);
+}
+
+/* The vGPU shares a pod holds (annotation volcano.sh/vgpu-ids-new, as the
+ * scheduler that placed it wrote it): container (among those that ask),
+ * the GPU's UUID id, MiB and cores percent. A blob. */
+struct kubeapi_vgpu_hold {
+	uint32_t container, uuid, mem, cores;
+};
+struct kubeapi_vgpu_held {
+	uint32_t n, ncontainers;
+	struct kubeapi_vgpu_hold e[];
+};
 
 enum kubeapi_pod_phase {
 	KUBEAPI_POD_PENDING,
@@ -208,6 +238,22 @@ struct kubeapi_pod {
 	/* All labels, for PodDisruptionBudget selectors. Shared: the pods of a
 	 * gang mostly carry the same set. */
 	const struct kubeapi_labels *labels;
+	const struct kubeapi_vgpu_held *vgpu; /* NULL: none (or unreadable, logged) */
+};
+
+/* One physical GPU as the node's vGPU device plugin registered it
+ * (volcano.sh/node-vgpu-register), in registration order: its UUID and
+ * model ids, memory in MiB, how many pods may share it. */
+struct kubeapi_gpu {
+	uint32_t uuid, type;
+	uint32_t memory, split;
+	uint8_t healthy, mig;
+	uint8_t pad_[6];
+};
+struct kubeapi_gpus {
+	uint32_t n;
+	uint32_t pad_;
+	struct kubeapi_gpu e[];
 };
 
 struct kubeapi_node {
@@ -219,6 +265,9 @@ struct kubeapi_node {
 	const struct kubeapi_reslist *allocatable;
 	const struct kubeapi_taints *taints;
 	const struct kubeapi_labels *labels;
+	/* The registered GPUs, or NULL: the node keeps whole-GPU accounting
+	 * (no registration, or one that could not be read, which is logged). */
+	const struct kubeapi_gpus *gpus;
 };
 
 enum kubeapi_dialect {

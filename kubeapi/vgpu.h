@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "kubeapi/model.h"
 
 #define KUBEAPI_VGPU_REGISTER    "volcano.sh/node-vgpu-register"
 #define KUBEAPI_VGPU_IDS         "volcano.sh/vgpu-ids-new"
@@ -54,11 +55,6 @@
 #define KUBEAPI_VGPU_MEMORY     "volcano.sh/vgpu-memory"
 #define KUBEAPI_VGPU_MEMORY_PCT "volcano.sh/vgpu-memory-percentage"
 #define KUBEAPI_VGPU_CORES      "volcano.sh/vgpu-cores"
-
-/* Devices per node and shares per pod read at most: a node has a handful
- * of GPUs, a pod a few per container. */
-#define KUBEAPI_VGPU_MAX_DEVICES 64
-#define KUBEAPI_VGPU_MAX_SHARES  64
 
 /* Bytes of the decoded text, not NUL-terminated. */
 struct kubeapi_vgpu_text {

@@ -188,6 +188,31 @@ int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_tar
 	return submit_json(h, KUBEAPI_PATCH_STRATEGIC, path, p, KUBEAPI_REQ_RETRY, cb, data);
 }
 
+int kubeapi_patch_pod_annotations(struct kubeapi_http *h, const struct kubeapi_target *t,
+                                  const char *const *keys, const char *const *values, size_t n,
+                                  kubeapi_http_done_cb cb, void *data)
+{
+	char path[640];
+	cJSON *p, *md, *an;
+
+	if (!valid_target(t) || !n)
+		return -EINVAL;
+	p = cJSON_CreateObject();
+	md = p ? cJSON_AddObjectToObject(p, "metadata") : NULL;
+	an = md ? cJSON_AddObjectToObject(md, "annotations") : NULL;
+	if (!an || (t->uid && !cJSON_AddStringToObject(md, "uid", t->uid))) {
+		cJSON_Delete(p);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < n; k++)
+		if (!cJSON_AddStringToObject(an, keys[k], values[k])) {
+			cJSON_Delete(p);
+			return -ENOMEM;
+		}
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", t->ns, t->name);
+	return submit_json(h, KUBEAPI_PATCH_MERGE, path, p, KUBEAPI_REQ_RETRY, cb, data);
+}
+
 int kubeapi_patch_podgroup_status(struct kubeapi_http *h, enum kubeapi_dialect dialect,
                                   const struct kubeapi_target *t, const char *status_json,
                                   kubeapi_http_done_cb cb, void *data)

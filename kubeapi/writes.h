@@ -50,6 +50,14 @@ int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_tar
                                 const char *message, time_t now, kubeapi_http_done_cb cb,
                                 void *data);
 
+/** Merge patch of a pod's annotations keys[k] = values[k], k < n: how the
+ *  vGPU shares chosen are written before the binding. With t->uid the
+ *  patch names it, and the server refuses (409) a pod recreated under the
+ *  same name. */
+int kubeapi_patch_pod_annotations(struct kubeapi_http *h, const struct kubeapi_target *t,
+                                  const char *const *keys, const char *const *values, size_t n,
+                                  kubeapi_http_done_cb cb, void *data);
+
 /** Merge patch of a PodGroup's status in its own dialect (the status
  *  subresource for scheduler-plugins; the object itself for Volcano, whose
  *  CRD has none); status_json is the JSON object to put under "status". */

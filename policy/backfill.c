@@ -44,20 +44,20 @@ static int by_end(const void *a, const void *b)
 }
 
 int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node,
-                          const struct kubeapi_podspec *spec)
+                          const struct kubeapi_podspec *spec, const struct policy_held *held)
 {
 	if (end_s == POLICY_NEVER) {
 		if (arena_grow(b->arena, &b->forever, b->nforever, &b->cap_forever,
 		               sizeof(*b->forever), 1024) < 0)
 			return -ENOMEM;
-		b->forever[b->nforever++] = (struct backfill_end){end_s, node, spec};
+		b->forever[b->nforever++] = (struct backfill_end){end_s, node, spec, held};
 		return 0;
 	}
 	if (arena_grow(b->arena, &b->ends, b->nends, &b->cap_ends, sizeof(*b->ends), 1024) < 0)
 		return -ENOMEM;
 	if (end_s < b->now_s)
 		end_s = b->now_s; /* past its estimate: any moment now */
-	b->ends[b->nends++] = (struct backfill_end){end_s, node, spec};
+	b->ends[b->nends++] = (struct backfill_end){end_s, node, spec, held};
 	return 0;
 }
 
@@ -79,6 +79,7 @@ struct search {
 	const struct kubeapi_podspec **specs;
 	size_t n;
 	uint32_t *out;
+	const struct policy_held **held;
 };
 
 static int merge_events(struct backfill *b, struct search *x)
@@ -97,7 +98,7 @@ static int merge_events(struct backfill *b, struct search *x)
 		for (uint32_t m = 0; b->resv[v].end_s != POLICY_NEVER && m < b->resv[v].nmembers;
 		     m++)
 			mine[k++] = (struct backfill_end){b->resv[v].end_s, b->resv[v].at[m],
-			                                  b->resv[v].specs[m]};
+			                                  b->resv[v].specs[m], b->resv[v].held[m]};
 	qsort(mine, k, sizeof(*mine), by_end);
 	while (i < b->nends || j < k)
 		x->ev[x->nev++] = j >= k || (i < b->nends && b->ends[i].end_s <= mine[j].end_s)
@@ -110,16 +111,18 @@ static int merge_events(struct backfill *b, struct search *x)
 static void seek(struct search *x, size_t m)
 {
 	for (; x->at < m; x->at++)
-		policy_nodes_use(&x->s, x->ev[x->at].node, x->ev[x->at].spec, +1);
+		policy_nodes_use(&x->s, x->ev[x->at].node, x->ev[x->at].spec, x->ev[x->at].held,
+		                 +1);
 	for (; x->at > m; x->at--)
-		policy_nodes_use(&x->s, x->ev[x->at - 1].node, x->ev[x->at - 1].spec, -1);
+		policy_nodes_use(&x->s, x->ev[x->at - 1].node, x->ev[x->at - 1].spec,
+		                 x->ev[x->at - 1].held, -1);
 }
 
 /* Does the gang fit the scratch table now? keep: leave it placed. */
 static int fits(struct backfill *b, struct search *x, bool keep)
 {
 	struct policy_why why;
-	int rc = policy_place(&x->s, b->fits, b->arena, x->specs, x->n, x->out, &why);
+	int rc = policy_place(&x->s, b->fits, b->arena, x->specs, x->n, x->out, x->held, &why);
 
 	b->tries++;
 	if (rc == -ENOMEM)
@@ -127,7 +130,7 @@ static int fits(struct backfill *b, struct search *x, bool keep)
 	if (rc < 0)
 		return 0;
 	for (size_t k = 0; !keep && k < x->n; k++)
-		policy_nodes_use(&x->s, x->out[k], x->specs[k], +1);
+		policy_nodes_use(&x->s, x->out[k], x->specs[k], x->held[k], +1);
 	return 1;
 }
 
@@ -144,11 +147,13 @@ static int search_init(struct backfill *b, struct search *x,
 		return rc;
 	for (size_t v = 0; v < b->nresv; v++)
 		for (uint32_t m = 0; m < b->resv[v].nmembers; m++)
-			policy_nodes_use(&x->s, b->resv[v].at[m], b->resv[v].specs[m], -1);
+			policy_nodes_use(&x->s, b->resv[v].at[m], b->resv[v].specs[m],
+			                 b->resv[v].held[m], -1);
 	x->n = n;
 	x->specs = arena_alloc(b->arena, n * sizeof(*x->specs));
 	x->out = arena_alloc(b->arena, n * sizeof(*x->out));
-	if (!x->specs || !x->out)
+	x->held = arena_calloc(b->arena, n, sizeof(*x->held));
+	if (!x->specs || !x->out || !x->held)
 		return -ENOMEM;
 	memcpy(x->specs, specs, n * sizeof(*x->specs));
 	return 0;
@@ -166,7 +171,8 @@ static int64_t search_start(struct backfill *b, struct search *x, int *err)
 	if ((rc = fits(b, x, false)) <= 0) {
 		/* Not even when all timed work ends: give back the rest too. */
 		for (size_t k = 0; rc == 0 && k < b->nforever; k++)
-			policy_nodes_use(&x->s, b->forever[k].node, b->forever[k].spec, +1);
+			policy_nodes_use(&x->s, b->forever[k].node, b->forever[k].spec,
+			                 b->forever[k].held, +1);
 		if (rc == 0 && (rc = fits(b, x, true)) == 1)
 			return POLICY_NEVER;
 		*err = rc < 0 ? rc : -ENOSPC;
@@ -246,6 +252,7 @@ static int install(struct backfill *b, uint32_t id, struct search *x, int64_t st
 	    start == POLICY_NEVER || runtime_s == POLICY_NEVER ? POLICY_NEVER : start + runtime_s;
 	v->nmembers = (uint32_t)x->n;
 	v->specs = x->specs;
+	v->held = x->held;
 	v->at = x->out;
 	if ((rc = undo_room(b)) < 0)
 		return rc;
@@ -333,16 +340,16 @@ static void take_extra(struct backfill *b, int64_t end_s, uint32_t node,
 }
 
 int backfill_place(struct backfill *b, int64_t end_s, const struct kubeapi_podspec *const *specs,
-                   size_t n, uint32_t *out, struct policy_why *why)
+                   size_t n, uint32_t *out, const struct policy_held **held, struct policy_why *why)
 {
 	struct policy_nodes *t = b->nodes;
 	size_t nu;
 	int rc;
 
 	if (!b->nresv)
-		return policy_place(t, b->fits, b->arena, specs, n, out, why);
+		return policy_place(t, b->fits, b->arena, specs, n, out, held, why);
 	nu = lower(b, end_s);
-	rc = policy_place(t, b->fits, b->arena, specs, n, out, why);
+	rc = policy_place(t, b->fits, b->arena, specs, n, out, held, why);
 	while (nu--)
 		policy_nodes_adjust(t, b->undo[nu].node, b->undo[nu].res, b->undo[nu].delta);
 	if (rc < 0)

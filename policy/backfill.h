@@ -35,16 +35,17 @@
 #include "policy/policy.h"
 
 /* Running work that ends at end_s (POLICY_NEVER: no estimate), freeing
- * spec on node index `node`. */
+ * spec and its vGPU shares (held, or NULL) on node index `node`. */
 struct backfill_end {
 	int64_t end_s;
 	uint32_t node;
 	const struct kubeapi_podspec *spec;
+	const struct policy_held *held;
 };
 
 /* A reservation (a decision): the caller's gang `id` starts at start_s
  * (POLICY_NEVER: only once work without an estimate ends too), member k
- * (specs[k]) on node index at[k], and ends at end_s (POLICY_NEVER when
+ * (specs[k], its shares held[k]) on node index at[k], and ends at end_s (POLICY_NEVER when
  * either is unknown). node[0..n) are the distinct nodes, extra[j x nres
  * + res] what is left of res on node[j] at start_s for anyone else. */
 struct backfill_resv {
@@ -52,6 +53,7 @@ struct backfill_resv {
 	int64_t start_s, end_s;
 	uint32_t nmembers;
 	const struct kubeapi_podspec **specs;
+	const struct policy_held **held;
 	uint32_t *at;
 	uint32_t n;
 	uint32_t *node;
@@ -95,7 +97,7 @@ bool backfill_full(const struct backfill *b);
  *  backfill_timeline_done(), which sorts it; only then may a reservation
  *  be made. */
 int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node,
-                          const struct kubeapi_podspec *spec);
+                          const struct kubeapi_podspec *spec, const struct policy_held *held);
 void backfill_timeline_done(struct backfill *b);
 
 /**
@@ -115,6 +117,7 @@ int backfill_reserve(struct backfill *b, uint32_t id, const struct kubeapi_podsp
  * reservations' extra. Returns as policy_place().
  */
 int backfill_place(struct backfill *b, int64_t end_s, const struct kubeapi_podspec *const *specs,
-                   size_t n, uint32_t *out, struct policy_why *why);
+                   size_t n, uint32_t *out, const struct policy_held **held,
+                   struct policy_why *why);
 
 #endif /* MUSTER_POLICY_BACKFILL_H */

@@ -25,8 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kubeapi/model.h"
+
 /* Volcano's DefaultMemPercentage: no percentage asked, memory is. */
-#define POLICY_VGPU_NO_PCT 101
+#define POLICY_VGPU_NO_PCT KUBEAPI_VGPU_NO_PCT
 
 /* One physical GPU and what is allocated on it. */
 struct policy_gpu {

@@ -165,9 +165,10 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 	const struct preempt_cand **gone =
 	    arena_alloc(&r->p->arena, (h->nvictims + 1) * sizeof(*gone));
 	uint32_t left = 0, ngone = 0, *out = arena_alloc(&r->p->arena, (need + 1) * sizeof(*out));
+	const struct policy_held **held = arena_calloc(&r->p->arena, need + 1, sizeof(*held));
 	int rc;
 
-	if (!gone || !out)
+	if (!gone || !out || !held)
 		return -ENOMEM;
 	if (g->state != PLAN_RUNNING || !need || need > g->npending ||
 	    r->in->now_s - h->since_s > PLAN_HOLD_TIMEOUT_S ||
@@ -184,7 +185,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 		left += v->bound;
 		preempt_release(&r->p->nodes, r->tree, gone[ngone++], +1);
 	}
-	if ((rc = plan__place(r, g, g->pending, need, out)) <= 0) {
+	if ((rc = plan__place(r, g, g->pending, need, out, held)) <= 0) {
 		while (ngone--) /* the room is gone: plan afresh */
 			preempt_release(&r->p->nodes, r->tree, gone[ngone], -1);
 		return rc;
@@ -199,7 +200,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 	}
 	if (left == 0) {
 		g->first_bind = (uint32_t)r->p->nbinds;
-		if ((rc = plan__add_binds(r, g, g->pending, need, out)) < 0)
+		if ((rc = plan__add_binds(r, g, g->pending, need, out, held)) < 0)
 			return rc;
 		g->nbind = need;
 		g->state = PLAN_ADMITTED;

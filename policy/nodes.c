@@ -7,7 +7,7 @@
  * a few bytes more; 5,000 nodes with 8 resources and 4 levels take about
  * 450 KB of arena.
  */
-#include "policy/policy.h"
+#include "policy/table.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -177,7 +177,7 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 	for (unsigned l = 0; l < t->nlevels; l++)
 		if ((rc = build_level(t, a, l)) < 0)
 			return rc;
-	return 0;
+	return policy__nodes_devices(t, a);
 }
 
 void policy_nodes_release(struct policy_nodes *t)
@@ -203,7 +203,7 @@ int64_t policy_spec_request(const struct kubeapi_podspec *spec, unsigned res)
 }
 
 void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
-                      int sign)
+                      const struct policy_held *held, int sign)
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
 	int64_t *f = &t->free[i * t->nres];
@@ -217,6 +217,7 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 			gpus = r[k].amount;
 	}
 	f[KUBEAPI_RES_PODS] += sign;
+	policy__held_use(t, held, sign);
 	for (unsigned l = 0; gpus && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -246,6 +247,10 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	if (!dst->free)
 		return -ENOMEM;
 	memcpy(dst->free, src->free, src->n * src->nres * sizeof(*dst->free));
+	dst->gpu = arena_alloc(a, (src->gpu_first[src->n] + 1) * sizeof(*dst->gpu));
+	if (!dst->gpu)
+		return -ENOMEM;
+	memcpy(dst->gpu, src->gpu, src->gpu_first[src->n] * sizeof(*dst->gpu));
 	for (unsigned l = 0; l < src->nlevels; l++) {
 		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
 

@@ -7,10 +7,15 @@
  * for real. The greedy choice is deterministic, so the second run lands
  * exactly where the first did.
  */
-#include "policy/policy.h"
+#include "policy/table.h"
 
 #include <errno.h>
 #include <string.h>
+
+#include "policy/frag.h"
+
+/* Shares one member may get at most: what a pod's annotation holds. */
+#define MAX_SHARES KUBEAPI_VGPU_MAX_SHARES
 
 struct trial {
 	struct policy_nodes *t;
@@ -19,12 +24,16 @@ struct trial {
 	const uint32_t *order; /* members, largest GPU request first */
 	size_t n;
 	uint32_t *out;
+	/* Per member that asks for vGPUs, room for its shares (from the
+	 * arena once per call, not per trial); NULL for the others. */
+	struct policy_held **held;
 	size_t placed; /* members placed so far, in order */
 };
 
 /* The node score of policy.h, as a tuple compared left to right. */
 struct score {
 	int cpu_on_gpu;
+	double frag;
 	int64_t gpu_left, cpu_left;
 	int32_t pref;
 };
@@ -33,6 +42,8 @@ static int score_cmp(const struct score *a, const struct score *b)
 {
 	if (a->cpu_on_gpu != b->cpu_on_gpu)
 		return a->cpu_on_gpu < b->cpu_on_gpu ? -1 : 1;
+	if (a->frag != b->frag)
+		return a->frag < b->frag ? -1 : 1;
 	if (a->gpu_left != b->gpu_left)
 		return a->gpu_left < b->gpu_left ? -1 : 1;
 	if (a->cpu_left != b->cpu_left)
@@ -60,24 +71,79 @@ static bool feasible(const struct policy_fit *f, size_t i)
 	return f->bits[i / 64] >> (i % 64) & 1;
 }
 
-/* The best node for member m among cand[0..ncand), or -1. */
+/* Member m's shares on node i (which has registered GPUs) into
+ * out[0..*n), and the rise of the node's fragmentation they cause.
+ * Without a mix, Volcano's default order and a rise of 0. 0, -ENOSPC. */
+static int shares_on(const struct trial *tr, size_t m, size_t i, struct policy_vgpu_share *out,
+                     size_t *n, double *frag)
+{
+	const struct kubeapi_podspec *s = tr->specs[m];
+	const struct kubeapi_vgpu_ask *ka = kubeapi_podspec_vgpu(s);
+	struct policy_vgpu_ask asks[MAX_SHARES];
+	struct policy_gpu scratch[KUBEAPI_VGPU_MAX_DEVICES];
+	size_t ngpus, nasks = s->nvgpu;
+	const struct policy_gpu *g = policy_nodes_gpus(tr->t, i, &ngpus);
+
+	if (nasks > MAX_SHARES || ngpus > KUBEAPI_VGPU_MAX_DEVICES)
+		return -ENOSPC;
+	for (size_t k = 0; k < nasks; k++)
+		asks[k] =
+		    (struct policy_vgpu_ask){ka[k].nums, ka[k].mem, ka[k].mem_pct, ka[k].cores};
+	*frag = 0;
+	if (tr->t->mix) {
+		const int64_t *f = &tr->t->free[i * tr->t->nres];
+		struct policy_frag_node fn = {.cpu_m = f[KUBEAPI_RES_CPU],
+		                              .mem = f[KUBEAPI_RES_MEMORY],
+		                              .gpu = g,
+		                              .ngpus = ngpus};
+		struct policy_frag_ask fa = {.cpu_m = policy_spec_request(s, KUBEAPI_RES_CPU),
+		                             .mem = policy_spec_request(s, KUBEAPI_RES_MEMORY),
+		                             .asks = asks,
+		                             .nasks = nasks};
+
+		return policy_frag_best(tr->t->mix, &fn, &fa, out, MAX_SHARES, n, frag);
+	}
+	memcpy(scratch, g, ngpus * sizeof(*g)); /* policy_vgpu_place counts them in */
+	return policy_vgpu_place(scratch, ngpus, asks, nasks, out, MAX_SHARES, n);
+}
+
+/* Keep node i's shares for member m as its held record. */
+static void keep_shares(struct policy_held *h, const struct policy_nodes *t, size_t i,
+                        const struct policy_vgpu_share *v, size_t n, uint32_t ncontainers)
+{
+	h->n = (uint32_t)n;
+	h->ncontainers = ncontainers;
+	for (size_t k = 0; k < n; k++)
+		h->s[k] = (struct policy_share){t->gpu_first[i] + v[k].gpu, v[k].container,
+		                                v[k].mem, v[k].cores};
+}
+
+/* The best node for member m among cand[0..ncand), or -1; the shares it
+ * gets there are in tr->held[m]. */
 static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, size_t ncand)
 {
 	const struct kubeapi_podspec *s = tr->specs[m];
 	const struct policy_fit *f = tr->fits[m];
 	int64_t gpus = policy_spec_gpus(s);
+	struct policy_vgpu_share v[MAX_SHARES];
 	struct score best = {0}, sc;
 	long pick = -1;
 
 	for (size_t k = 0; k < ncand; k++) {
-		size_t i = cand[k];
+		size_t i = cand[k], nv = 0, ng = tr->t->gpu_first[i + 1] - tr->t->gpu_first[i];
+		double frag = 0;
 
-		if (!feasible(f, i) || !policy_fits_free(tr->t, i, s))
+		if (!feasible(f, i) || !policy_fits_free(tr->t, i, s) || (s->nvgpu && !ng))
+			continue;
+		if (ng && shares_on(tr, m, i, v, &nv, &frag) < 0)
 			continue;
 		sc = score_of(tr->t, i, s, gpus);
+		sc.frag = frag;
 		if (pick < 0 || score_cmp(&sc, &best) < 0) {
 			best = sc;
 			pick = (long)i;
+			if (tr->held[m])
+				keep_shares(tr->held[m], tr->t, i, v, nv, s->nvgpu);
 		}
 	}
 	return pick;
@@ -88,7 +154,7 @@ static void undo(struct trial *tr)
 	while (tr->placed > 0) {
 		size_t m = tr->order[--tr->placed];
 
-		policy_nodes_use(tr->t, tr->out[m], tr->specs[m], +1);
+		policy_nodes_use(tr->t, tr->out[m], tr->specs[m], tr->held[m], +1);
 	}
 }
 
@@ -104,7 +170,7 @@ static bool run(struct trial *tr, const uint32_t *cand, size_t ncand)
 
 		if (i < 0)
 			return false;
-		policy_nodes_use(tr->t, (size_t)i, tr->specs[m], -1);
+		policy_nodes_use(tr->t, (size_t)i, tr->specs[m], tr->held[m], -1);
 		tr->out[m] = (uint32_t)i;
 		tr->placed++;
 	}
@@ -127,9 +193,24 @@ static void order_members(uint32_t *order, const struct kubeapi_podspec *const *
 	}
 }
 
+/* Whether member m's vGPUs lack room on node i (no GPUs, or none that
+ * take its shares). */
+static bool vgpu_short(const struct trial *tr, size_t m, size_t i)
+{
+	struct policy_vgpu_share v[MAX_SHARES];
+	size_t nv;
+	double frag;
+
+	if (!tr->specs[m]->nvgpu)
+		return false;
+	return tr->t->gpu_first[i + 1] == tr->t->gpu_first[i] ||
+	       shares_on(tr, m, i, v, &nv, &frag) < 0;
+}
+
 /* Why the first unplaced member failed, for the message: in one pass
  * over its feasible nodes, how many lack room, and which of its requests
- * is short on the most of them. O(feasible nodes x requests). */
+ * (or room on one GPU, for vGPUs: POLICY_SHORT_VGPU) is short on the most
+ * of them. O(feasible nodes x requests), and x GPUs for vGPUs. */
 static void explain(struct trial *tr, struct policy_why *why)
 {
 	size_t m = tr->order[tr->placed < tr->n ? tr->placed : 0];
@@ -137,7 +218,7 @@ static void explain(struct trial *tr, struct policy_why *why)
 	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
 	const struct policy_fit *f = tr->fits[m];
 	const struct policy_nodes *t = tr->t;
-	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0;
+	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0;
 	unsigned nreq = s->nrequests < KUBEAPI_MAX_RESOURCES ? s->nrequests : KUBEAPI_MAX_RESOURCES;
 
 	why->placed = tr->placed;
@@ -155,6 +236,10 @@ static void explain(struct trial *tr, struct policy_why *why)
 			lacking[q] += lack;
 			short_here |= lack;
 		}
+		if (!short_here && vgpu_short(tr, m, f->nodes[k])) {
+			lack_vgpu++;
+			short_here = true;
+		}
 		why->short_nodes += short_here;
 	}
 	for (unsigned q = 0; q < nreq; q++)
@@ -162,6 +247,8 @@ static void explain(struct trial *tr, struct policy_why *why)
 			worst = lacking[q];
 			why->short_res = r[q].res;
 		}
+	if (lack_vgpu > worst)
+		why->short_res = POLICY_SHORT_VGPU;
 }
 
 /* The tightest domain of level l that holds the gang, or -1. */
@@ -195,11 +282,16 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 	uint32_t *order = arena_alloc(a, tr->n * sizeof(*order));
 
 	tr->fits = arena_alloc(a, tr->n * sizeof(*tr->fits));
-	if (!order || !tr->fits)
+	tr->held = arena_calloc(a, tr->n, sizeof(*tr->held));
+	if (!order || !tr->fits || !tr->held)
 		return -ENOMEM;
 	*gpus = 0;
 	for (size_t k = 0; k < tr->n; k++) {
 		if (!(tr->fits[k] = policy_fit_get(fc, a, tr->t, tr->specs[k])))
+			return -ENOMEM;
+		if (tr->specs[k]->nvgpu &&
+		    !(tr->held[k] = arena_alloc(a, sizeof(struct policy_held) +
+		                                       MAX_SHARES * sizeof(struct policy_share))))
 			return -ENOMEM;
 		*gpus += policy_spec_gpus(tr->specs[k]);
 		if (tr->fits[k]->count == 0) {
@@ -212,9 +304,16 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 	return 0;
 }
 
+/* The members' shares, for the caller. */
+static void give_held(const struct trial *tr, const struct policy_held **held)
+{
+	for (size_t k = 0; k < tr->n; k++)
+		held[k] = tr->held[k];
+}
+
 int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
                  const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
-                 struct policy_why *why)
+                 const struct policy_held **held, struct policy_why *why)
 {
 	struct trial tr = {.t = t, .specs = specs, .n = n, .out = out};
 	int64_t gpus;
@@ -232,11 +331,14 @@ int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct aren
 			const struct policy_level *lv = &t->level[l];
 
 			run(&tr, lv->members + lv->start[d], lv->start[d + 1] - lv->start[d]);
+			give_held(&tr, held);
 			return 0;
 		}
 	}
-	if (run(&tr, NULL, 0))
+	if (run(&tr, NULL, 0)) {
+		give_held(&tr, held);
 		return 0;
+	}
 	explain(&tr, why);
 	undo(&tr);
 	return -ENOSPC;

@@ -107,7 +107,9 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 	    .members = (uint32_t)n,
 	    .short_nodes = why->short_nodes,
 	    .nodes = r->p->nodes.n,
-	    .res = kubeapi_model_resource_name(r->in->model, why->short_res),
+	    .res = why->short_res == POLICY_SHORT_VGPU
+	               ? "room on one GPU for a vGPU share"
+	               : kubeapi_model_resource_name(r->in->model, why->short_res),
 	};
 
 	g->state = PLAN_WAITING;
@@ -123,13 +125,14 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 	plan__say(r, g, &words);
 }
 
-static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node)
+static int add_bind(struct plan_run *r, uint32_t gang, const struct kubeapi_pod *pod, uint32_t node,
+                    const struct policy_held *held)
 {
 	struct plan *p = r->p;
 
 	if (arena_grow(&p->arena, &p->binds, p->nbinds, &r->cap_binds, sizeof(*p->binds), 1024) < 0)
 		return -ENOMEM;
-	p->binds[p->nbinds++] = (struct plan_bind){pod, node, gang};
+	p->binds[p->nbinds++] = (struct plan_bind){pod, node, gang, held};
 	return 0;
 }
 
@@ -164,7 +167,7 @@ const struct kubeapi_podspec **plan__specs(struct plan_run *r,
  * their nodes again and the message set. */
 static int flavor_quota(struct plan_run *r, struct plan_gang *g,
                         const struct kubeapi_podspec *const *specs, size_t n, const uint32_t *out,
-                        int64_t *req)
+                        const struct policy_held *const *held, int64_t *req)
 {
 	struct policy_nodes *t = &r->p->nodes;
 	struct queue_verdict v;
@@ -178,7 +181,7 @@ static int flavor_quota(struct plan_run *r, struct plan_gang *g,
 	if (v.fits)
 		return 1;
 	for (size_t k = 0; k < n; k++)
-		policy_nodes_use(t, out[k], specs[k], +1);
+		policy_nodes_use(t, out[k], specs[k], held[k], +1);
 	quota_message(r, g, &v, req);
 	return 0;
 }
@@ -187,7 +190,7 @@ static int flavor_quota(struct plan_run *r, struct plan_gang *g,
  * node table and the queue's usage: 1 placed (out[k] is member k's node
  * index), 0 not (the gang's message says why), or -ENOMEM. */
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
-                size_t n, uint32_t *out)
+                size_t n, uint32_t *out, const struct policy_held **held)
 {
 	const struct kubeapi_podspec **specs;
 	const struct kubeapi_podspec *same = one_spec(pods, n);
@@ -223,7 +226,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (!(specs = plan__specs(r, pods, n)))
 		return -ENOMEM;
 	r->p->stats.placement_tries++;
-	rc = backfill_place(&r->bf, r->bf.nresv ? plan__end(r, g) : 0, specs, n, out, &why);
+	rc = backfill_place(&r->bf, r->bf.nresv ? plan__end(r, g) : 0, specs, n, out, held, &why);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
@@ -232,20 +235,20 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 			plan__memo_add(r, fit, same, n, plan__runtime(r, g), g->message, &g->block);
 		return 0;
 	}
-	if (!flavor_quota(r, g, specs, n, out, req))
+	if (!flavor_quota(r, g, specs, n, out, held, req))
 		return 0;
 	queue_tree_charge(r->tree, g->queue, req, +1);
 	return 1;
 }
 
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
-                    size_t n, const uint32_t *out)
+                    size_t n, const uint32_t *out, const struct policy_held *const *held)
 {
 	int rc;
 
 	for (size_t k = 0; k < n; k++)
 		if ((rc = add_bind(r, (uint32_t)(g - r->p->gangs), pods[k],
-		                   r->p->nodes.node[out[k]]->name)) < 0)
+		                   r->p->nodes.node[out[k]]->name, held[k])) < 0)
 			return rc;
 	return 0;
 }
@@ -255,13 +258,14 @@ static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_p
                  size_t n)
 {
 	uint32_t *out = arena_alloc(&r->p->arena, n * sizeof(*out));
+	const struct policy_held **held = arena_calloc(&r->p->arena, n, sizeof(*held));
 	int rc;
 
-	if (!out)
+	if (!out || !held)
 		return -ENOMEM;
-	if ((rc = plan__place(r, g, pods, n, out)) <= 0)
+	if ((rc = plan__place(r, g, pods, n, out, held)) <= 0)
 		return rc;
-	return (rc = plan__add_binds(r, g, pods, n, out)) < 0 ? rc : 1;
+	return (rc = plan__add_binds(r, g, pods, n, out, held)) < 0 ? rc : 1;
 }
 
 /* A gang that does not fit: make room by preemption if its queue allows,
@@ -539,7 +543,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 
 	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__count_pods(&r)) == 0 &&
 	    (rc = plan__group_gangs(&r)) == 0 && (rc = plan__collect_pending(&r)) == 0 &&
-	    (rc = plan__enqueue(&r)) == 0) {
+	    (rc = plan__mix(&r)) == 0 && (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);

@@ -60,6 +60,10 @@ struct plan_input {
 	/* Pods Muster bound and has not yet seen bound: pod key -> node
 	 * name id (as uintptr_t). May be NULL. */
 	const struct idmap *assumed;
+	/* Of those, the vGPU shares Muster gave each (pod key -> const
+	 * struct kubeapi_vgpu_held *), counted until the pod is seen bound
+	 * with them in its annotation. May be NULL. */
+	const struct idmap *assumed_vgpu;
 	/* Gangs backing off after a timeout: gang key -> anything. The
 	 * planner leaves them alone. May be NULL. */
 	const struct idmap *backoff;
@@ -165,6 +169,9 @@ struct plan_bind {
 	const struct kubeapi_pod *pod;
 	uint32_t node; /* name id */
 	uint32_t gang; /* index into plan.gangs */
+	/* Its vGPU shares on the node's GPUs (plan.nodes), NULL for none:
+	 * written on the pod before the binding (plan_bind_vgpu()). */
+	const struct policy_held *held;
 };
 
 /* Evict pod, a member of gang `victim`, to make room for `preemptor`
@@ -242,6 +249,14 @@ uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single);
 /** Run one cycle into p (whose previous result it replaces), with and
  *  updating the memory of the cycles before, keep. 0, -ENOMEM. */
 int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *keep);
+
+/**
+ * Bind b's vGPU shares as the protocol names them (the GPU's UUID id)
+ * into out[0..cap): how many (0 for none), with *ncontainers the
+ * containers that ask; -E2BIG past cap. Valid until the next cycle.
+ */
+int plan_bind_vgpu(const struct plan *p, const struct plan_bind *b, struct kubeapi_vgpu_hold *out,
+                   size_t cap, uint32_t *ncontainers);
 
 /** Free everything p holds (not the memory). */
 void plan_free(struct plan *p);

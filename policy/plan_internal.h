@@ -24,9 +24,10 @@
 /* A bound (or assumed) pod on a node of the table. */
 struct plan_bound {
 	const struct kubeapi_pod *pod;
-	uint32_t node; /* index into the node table */
-	uint32_t gang; /* index into plan.gangs, or UINT32_MAX (not Muster's) */
-	uint32_t next; /* the gang's next bound pod + 1, or 0 */
+	const struct policy_held *held; /* its vGPU shares there, or NULL */
+	uint32_t node;                  /* index into the node table */
+	uint32_t gang;                  /* index into plan.gangs, or UINT32_MAX (not Muster's) */
+	uint32_t next;                  /* the gang's next bound pod + 1, or 0 */
 };
 
 /* The room held for a preemptor while its victims end (plan_memory.holds). */
@@ -162,9 +163,19 @@ long plan__gang_index(const struct plan_run *r, uint64_t key);
  * O(keys). */
 void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *));
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
-                size_t n, uint32_t *out);
+                size_t n, uint32_t *out, const struct policy_held **held);
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
-                    size_t n, const uint32_t *out);
+                    size_t n, const uint32_t *out, const struct policy_held *const *held);
+
+/* vGPUs (shares.c). The shares pod holds on node index i: a bound pod's
+ * from its annotation, an assumed one's from the run layer. 0 or
+ * -ENOMEM. */
+int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
+                  const struct policy_held **out);
+/* The recent mix of requests, for the placement's fragmentation score:
+ * every pod of ours, pending or bound, once there are registered GPUs.
+ * 0 or -ENOMEM. */
+int plan__mix(struct plan_run *r);
 const struct kubeapi_podspec **plan__specs(struct plan_run *r,
                                            const struct kubeapi_pod *const *pods, size_t n);
 

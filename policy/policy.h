@@ -24,6 +24,9 @@
 #include "base/idmap.h"
 #include "config/config.h"
 #include "kubeapi/model.h"
+#include "policy/gpus.h"
+
+struct policy_mix; /* frag.h */
 
 /** Topology levels read from the configuration, coarse to fine. */
 #define POLICY_MAX_LEVELS 8
@@ -48,7 +51,15 @@ struct policy_nodes {
 	int64_t *free;     /* n x nres: allocatable minus what pods use */
 	uint32_t *domain;  /* n x nlevels */
 	uint16_t *flavor;  /* config flavor index or POLICY_NO_FLAVOR */
-	uint8_t *gpu_node; /* allocatable nvidia.com/gpu > 0 */
+	uint8_t *gpu_node; /* allocatable nvidia.com/gpu > 0, or registered GPUs */
+	/* Every node's registered GPUs (kubeapi_node.gpus): node i's are
+	 * gpu[gpu_first[i] .. gpu_first[i + 1]). A node with none keeps
+	 * whole-GPU accounting through free[]. */
+	struct policy_gpu *gpu;
+	uint32_t *gpu_first;
+	/* The recent mix of requests that placement on GPUs minimises the
+	 * fragmentation for (frag.h); the caller sets it, NULL: none. */
+	const struct policy_mix *mix;
 	struct policy_level level[POLICY_MAX_LEVELS];
 	struct kubeapi_model *model;
 	uint32_t unsched_key; /* id of node.kubernetes.io/unschedulable */
@@ -68,14 +79,44 @@ long policy_nodes_find(const struct policy_nodes *t, uint32_t name);
 /** Free what the table holds outside the arena (its name index). */
 void policy_nodes_release(struct policy_nodes *t);
 
+/* A vGPU share in the table: container (among the pod's that ask) holds
+ * mem MiB and cores percent of GPU t->gpu[gpu]. */
+struct policy_share {
+	uint32_t gpu, container;
+	uint32_t mem, cores;
+};
+
+/* The shares one pod holds or is given, on one node. */
+struct policy_held {
+	uint32_t n, ncontainers;
+	struct policy_share s[];
+};
+
 /**
- * Count a pod's requests (spec) in (sign -1) or out (+1) of node i's free
- * resources, domain GPU totals included. One pod slot ("pods") is always
- * part of the request. Free may go negative (pods bound by others over
- * what we think is allocatable): such a node fits nothing until it frees.
+ * Count a pod's requests (spec) and its vGPU shares (held, NULL for none)
+ * in (sign -1) or out (+1) of node i's free resources and GPUs, domain
+ * GPU totals included. One pod slot ("pods") is always part of the
+ * request. Free may go negative (pods bound by others over what we think
+ * is allocatable): such a node fits nothing until it frees.
  */
 void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
-                      int sign);
+                      const struct policy_held *held, int sign);
+
+/**
+ * The shares kh (a pod's, by GPU UUID) on node i's GPUs into *out (NULL
+ * when none is on them: a share naming another node's GPU is no share
+ * here), from arena a. 0 or -ENOMEM. O(shares x GPUs of the node).
+ */
+int policy_nodes_held(const struct policy_nodes *t, size_t i, const struct kubeapi_vgpu_held *kh,
+                      struct arena *a, const struct policy_held **out);
+
+/** Node i's registered GPUs, and how many. */
+static inline struct policy_gpu *policy_nodes_gpus(const struct policy_nodes *t, size_t i,
+                                                   size_t *n)
+{
+	*n = t->gpu_first[i + 1] - t->gpu_first[i];
+	return &t->gpu[t->gpu_first[i]];
+}
 
 /** Add delta to node i's free amount of resource res (domain GPU totals
  *  follow when res is nvidia.com/gpu): how a reservation lowers what a
@@ -84,9 +125,10 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 
 /**
  * Make dst a scratch copy of src for what-if placements (a reservation's
- * search, a preemption's): its own free amounts and domain GPU totals,
- * everything else shared with src. Never pass a copy to
- * policy_nodes_release(). 0 or -ENOMEM. O(nodes x resources + domains).
+ * search, a preemption's): its own free amounts, GPUs and domain GPU
+ * totals, everything else shared with src. Never pass a copy to
+ * policy_nodes_release(). 0 or -ENOMEM. O(nodes x resources + GPUs +
+ * domains).
  */
 int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a);
 
@@ -151,6 +193,10 @@ void policy_fitcache_free(struct policy_fitcache *fc);
 
 /* ---- placement ------------------------------------------------------- */
 
+/* policy_why.short_res when what the member lacked is room on one GPU
+ * (its vGPU memory, cores or a share slot), not a node's resource. */
+#define POLICY_SHORT_VGPU KUBEAPI_MAX_RESOURCES
+
 /** Why a gang could not be placed. */
 struct policy_why {
 	size_t placed;                /* members that fit in the best attempt */
@@ -162,6 +208,13 @@ struct policy_why {
 /**
  * Place specs[0..n) (one per member) all together, or none.
  *
+ * A member that asks for vGPUs (kubeapi_podspec_vgpu) goes only onto a
+ * node with registered GPUs that take its shares. On such nodes every
+ * member is scored first by the rise of the node's expected GPU
+ * fragmentation under t->mix (frag.h; 0 without a mix, and on nodes
+ * without registered GPUs), and its shares are the ones that raise it
+ * least (without a mix: Volcano's default order).
+ *
  * The gang goes into the smallest topology domain that can hold it: the
  * configured levels are tried from the finest (a host) to the coarsest
  * (a zone), then the whole cluster. At a level, every domain whose free
@@ -172,6 +225,7 @@ struct policy_why {
  * node that scores lowest on, in order:
  *   1. a CPU-only member on a GPU node: GPU nodes are a last resort for
  *      pods that need no GPU;
+ *   1b. the rise of the node's GPU fragmentation, as above;
  *   2. free GPUs left on the node after it (best fit: partly used nodes
  *      fill up first and whole nodes stay whole for whole-node requests);
  *   3. free CPU left after it, in millicores (best fit again);
@@ -181,12 +235,13 @@ struct policy_why {
  * O(levels x members x feasible nodes).
  *
  * On success the members are counted into t (policy_nodes_use), out[k] is
- * member k's node index, and 0 is returned. Otherwise t is unchanged, why
+ * member k's node index, held[k] its shares (NULL for a member without
+ * vGPUs; from arena a), and 0 is returned. Otherwise t is unchanged, why
  * says how far it got, and -ENOSPC is returned (-ENOMEM when out of
  * memory).
  */
 int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
                  const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
-                 struct policy_why *why);
+                 const struct policy_held **held, struct policy_why *why);
 
 #endif /* MUSTER_POLICY_POLICY_H */

@@ -54,7 +54,7 @@ void preempt_release(struct policy_nodes *t, struct queue_tree *tree, const stru
                      int sign)
 {
 	for (uint32_t k = 0; k < v->npods; k++)
-		policy_nodes_use(t, v->node[k], v->spec[k], sign);
+		policy_nodes_use(t, v->node[k], v->spec[k], v->held ? v->held[k] : NULL, sign);
 	if (v->npods)
 		queue_tree_charge(tree, v->queue, v->req, -sign);
 }
@@ -67,6 +67,7 @@ struct attempt {
 	struct preempt_budget *b;
 	size_t checks;
 	uint32_t *out;
+	const struct policy_held **held;
 };
 
 static void release(struct attempt *x, const struct preempt_cand *v, int sign)
@@ -90,13 +91,13 @@ static int fits_now(struct attempt *x, bool budget)
 	x->b->tries++;
 	if (!queue_tree_fits(a->tree, a->queue, a->req).fits)
 		return 0;
-	rc = policy_place(a->nodes, a->fits, a->arena, a->specs, a->n, x->out, &why);
+	rc = policy_place(a->nodes, a->fits, a->arena, a->specs, a->n, x->out, x->held, &why);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0)
 		return 0;
 	for (size_t k = 0; k < a->n; k++)
-		policy_nodes_use(a->nodes, x->out[k], a->specs[k], +1);
+		policy_nodes_use(a->nodes, x->out[k], a->specs[k], x->held[k], +1);
 	return 1;
 }
 
@@ -368,14 +369,15 @@ static int search(struct attempt *x, const struct preempt_cand *c, size_t nc, st
 int preempt_search(const struct preempt_ask *a, const struct preempt_cand *c, size_t nc,
                    struct preempt_budget *bud, struct preempt_answer *out)
 {
-	struct attempt x = {a, bud, 0, NULL};
+	struct attempt x = {a, bud, 0, NULL, NULL};
 	struct best b = {0};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	x.out = arena_alloc(a->arena, a->n * sizeof(*x.out));
+	x.held = arena_calloc(a->arena, a->n, sizeof(*x.held));
 	b.set = arena_alloc(a->arena, nc * sizeof(*b.set));
-	if (!x.out || !b.set)
+	if (!x.out || !x.held || !b.set)
 		return -ENOMEM;
 	if ((rc = search(&x, c, nc, &b)) < 0 || b.count == 0)
 		return rc;
@@ -387,7 +389,7 @@ int preempt_search(const struct preempt_ask *a, const struct preempt_cand *c, si
 	if (rc == 1) {
 		/* The room is the preemptor's from now on. */
 		for (size_t k = 0; k < a->n; k++)
-			policy_nodes_use(a->nodes, x.out[k], a->specs[k], -1);
+			policy_nodes_use(a->nodes, x.out[k], a->specs[k], x.held[k], -1);
 		queue_tree_charge(a->tree, a->queue, a->req, +1);
 	}
 	/* The victims run until they are gone: what they free beyond the
@@ -397,6 +399,6 @@ int preempt_search(const struct preempt_ask *a, const struct preempt_cand *c, si
 		release(&x, &b.set[k], -1);
 	if (rc != 1)
 		return rc < 0 ? rc : 0;
-	*out = (struct preempt_answer){b.set, b.count, x.out};
+	*out = (struct preempt_answer){b.set, b.count, x.out, x.held};
 	return 1;
 }

@@ -48,11 +48,12 @@ struct preempt_cand {
 	double over; /* its queue's use beyond nominal, as a fraction of it */
 	int32_t priority;
 	int64_t started_s;
-	/* Its bound pods (node index and spec of each), and what they
-	 * charge its queue together, per queue slot. */
+	/* Its bound pods (node index, spec and vGPU shares of each), and
+	 * what they charge its queue together, per queue slot. */
 	uint32_t npods;
 	const uint32_t *node;
 	const struct kubeapi_podspec *const *spec;
+	const struct policy_held *const *held; /* NULL: none holds vGPU shares */
 	const int64_t *req;
 };
 
@@ -76,11 +77,12 @@ struct preempt_budget {
 };
 
 /* An answer: victims[0..nvictims) (copies of candidates), and the node
- * index of each preemptor member, at[k]. */
+ * index of each preemptor member, at[k], with its vGPU shares held[k]. */
 struct preempt_answer {
 	struct preempt_cand *victims;
 	size_t nvictims;
 	uint32_t *at;
+	const struct policy_held **held;
 };
 
 /** Sort c[0..n) into the cost order (Kueue's: other queues' first, from

@@ -106,7 +106,7 @@ static int build_timeline(struct plan_run *r)
 		int64_t run = plan__pod_runtime(r, b->pod, g);
 		int64_t end = run == PLAN_NEVER ? PLAN_NEVER : plan__pod_start(b->pod) + run;
 
-		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->pod->spec)) < 0)
+		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->pod->spec, b->held)) < 0)
 			return rc;
 	}
 	for (size_t k = 0; k < r->p->nbinds; k++) {
@@ -115,7 +115,8 @@ static int build_timeline(struct plan_run *r)
 		int64_t end = plan__end(r, &r->p->gangs[b->gang]);
 
 		if (i >= 0 && end != PLAN_NEVER &&
-		    (rc = backfill_timeline_add(&r->bf, end, (uint32_t)i, b->pod->spec)) < 0)
+		    (rc = backfill_timeline_add(&r->bf, end, (uint32_t)i, b->pod->spec, b->held)) <
+		        0)
 			return rc;
 	}
 	backfill_timeline_done(&r->bf);

@@ -155,6 +155,7 @@ const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang)
 	const struct plan_gang *g = &r->p->gangs[gang];
 	uint32_t *node;
 	const struct kubeapi_podspec **spec;
+	const struct policy_held **held;
 	int64_t *req;
 	uint32_t n = 0;
 
@@ -168,13 +169,15 @@ const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang)
 		n++;
 	node = arena_alloc(&r->p->arena, (n + 1) * sizeof(*node));
 	spec = arena_alloc(&r->p->arena, (n + 1) * sizeof(*spec));
+	held = arena_alloc(&r->p->arena, (n + 1) * sizeof(*held));
 	req = arena_calloc(&r->p->arena, r->nslots + 1, sizeof(*req));
-	if (!node || !spec || !req)
+	if (!node || !spec || !held || !req)
 		return NULL;
 	n = 0;
 	for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next, n++) {
 		node[n] = r->bound[b - 1].node;
 		spec[n] = r->bound[b - 1].pod->spec;
+		held[n] = r->bound[b - 1].held;
 		plan__add_pod(r, req, spec[n], POLICY_NO_FLAVOR);
 	}
 	*v = (struct preempt_cand){.id = gang,
@@ -184,6 +187,7 @@ const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang)
 	                           .npods = n,
 	                           .node = node,
 	                           .spec = spec,
+	                           .held = held,
 	                           .req = req};
 	return v;
 }

@@ -96,7 +96,7 @@ static uint32_t node_of(const struct plan_run *r, const struct kubeapi_pod *pod)
 }
 
 static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long node,
-                     struct plan_gang *g)
+                     const struct policy_held *held, struct plan_gang *g)
 {
 	struct plan_bound *b;
 
@@ -104,6 +104,7 @@ static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long nod
 		return -ENOMEM;
 	b = &r->bound[r->nbound++];
 	b->pod = pod;
+	b->held = held;
 	b->node = (uint32_t)node;
 	b->gang = g ? (uint32_t)(g - r->p->gangs) : UINT32_MAX;
 	b->next = 0;
@@ -125,10 +126,13 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 	int64_t req[QUEUE_MAX_SLOTS] = {0};
 	struct queue_resolution res;
 	struct plan_gang *g = NULL;
+	const struct policy_held *held = NULL;
 	int rc, queue = QUEUE_NONE;
 
+	if (i >= 0 && (rc = plan__held_of(r, pod, (size_t)i, &held)) < 0)
+		return rc;
 	if (i >= 0)
-		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, -1);
+		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, held, -1);
 	r->p->stats.bound_pods++;
 	if (is_ours(r, pod) && (pod->group || r->preemption)) {
 		if (!(g = plan__gang_of(r, pod)))
@@ -143,7 +147,7 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 		 * again: its queue is all it needs, not a gang record. */
 		queue = plan__queue_of(r, NULL, pod, &res);
 	}
-	if (i >= 0 && (rc = add_bound(r, pod, i, g)) < 0)
+	if (i >= 0 && (rc = add_bound(r, pod, i, held, g)) < 0)
 		return rc;
 	if (queue == QUEUE_NONE)
 		return 0;

@@ -17,6 +17,8 @@
  *     its answer was lost) or was replaced (uid precondition). Treated as
  *     sent; the watch tells which, and an assumption the cache does not
  *     confirm within 30 s is dropped.
+ *   - a member given vGPU shares is bound in two writes (shares.c): its
+ *     annotations, then the binding; the first failing fails the bind.
  *   - 404 or another 4xx: this member can never be bound here. The rest
  *     of the gang's binds still in flight are cancelled and their room
  *     released; members already bound stay bound (Kubernetes has no
@@ -37,6 +39,8 @@ static void drop(struct sched *s, uint64_t key)
 {
 	struct sched_assumed *e = idmap_del(&s->assumed, key);
 
+	if (e)
+		sched_shares_free(s, e);
 	free(e);
 }
 
@@ -84,6 +88,57 @@ static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_po
 	sched_kick(s);
 }
 
+static int send_bind(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod);
+
+/* The answer to a write of e's (ok409: a 409 counts as done): 1 it went
+ * through, 0 handled here (a retry, a cancel, a failure that released
+ * the gang). */
+static int answered(struct sched_assumed *e, const struct kubeapi_response *r, const char *what,
+                    bool ok409)
+{
+	struct sched *s = e->s;
+	const struct kubeapi_pod *pod = cached_pod(s, e->key);
+	char why[160];
+	uint64_t gang = e->gang;
+
+	e->call = NULL;
+	if (s->stopping)
+		return 0; /* sched_assumed_free() frees it */
+	if (r->err == -ECANCELED) {
+		drop(s, e->key);
+		return 0;
+	}
+	if (r->err || r->status >= 500 || r->status == 429) {
+		e->state = SCHED_BIND_RETRY;
+		s->n.binds_retried++;
+		return 0;
+	}
+	if ((r->status >= 200 && r->status < 300) || (r->status == 409 && ok409))
+		return 1;
+	s->n.binds_failed++;
+	snprintf(why, sizeof(why), "%s to %s failed: HTTP %ld", what, sched_str(s, e->node),
+	         r->status);
+	drop(s, e->key);
+	release_gang(s, gang, pod, why);
+	return 0;
+}
+
+/* The vGPU annotations are written: now the binding. */
+static void on_annotated(void *data, const struct kubeapi_response *r)
+{
+	struct sched_assumed *e = data;
+	const struct kubeapi_pod *pod;
+
+	if (!answered(e, r, "writing the vGPU shares for binding", false))
+		return;
+	e->annotated = 1;
+	pod = cached_pod(e->s, e->key);
+	if (pod && !pod->node && !pod->deleting)
+		send_bind(e->s, e, pod);
+	else
+		e->state = SCHED_BIND_RETRY; /* the sweep drops it */
+}
+
 static void on_bound(void *data, const struct kubeapi_response *r)
 {
 	struct sched_assumed *e = data;
@@ -91,41 +146,19 @@ static void on_bound(void *data, const struct kubeapi_response *r)
 	const struct kubeapi_pod *pod;
 	char why[160];
 
-	e->call = NULL;
-	if (s->stopping)
-		return; /* sched_assumed_free() frees it */
+	if (!answered(e, r, "binding", true))
+		return;
+	/* 409: bound already (our earlier attempt, its answer lost) or
+	 * replaced; the watch tells which. It gets SCHED_UNCONFIRMED_MS from
+	 * now, not from when the bind was queued, to show the pod bound. */
 	pod = cached_pod(s, e->key);
-	if (r->err == -ECANCELED) {
-		drop(s, e->key);
-		return;
-	}
-	if (r->err || r->status >= 500 || r->status == 429) {
-		e->state = SCHED_BIND_RETRY;
-		s->n.binds_retried++;
-		return;
-	}
-	if (r->status == 201 || r->status == 200 || r->status == 409) {
-		/* The watch gets SCHED_UNCONFIRMED_MS from now, not from when
-		 * the bind was queued, to show the pod bound. */
-		e->state = SCHED_BIND_DONE;
-		e->since_ms = sched_now_ms(s);
-		s->n.binds_ok += r->status != 409;
-		if (r->status != 409 && pod) {
-			snprintf(why, sizeof(why), "Successfully assigned %s/%s to %s",
-			         sched_str(s, pod->ns), sched_str(s, pod->name),
-			         sched_str(s, e->node));
-			sched_event(s, pod, "Normal", "Scheduled", "Binding", why);
-		}
-		return;
-	}
-	s->n.binds_failed++;
-	snprintf(why, sizeof(why), "binding to %s failed: HTTP %ld", sched_str(s, e->node),
-	         r->status);
-	{
-		uint64_t gang = e->gang;
-
-		drop(s, e->key);
-		release_gang(s, gang, pod, why);
+	e->state = SCHED_BIND_DONE;
+	e->since_ms = sched_now_ms(s);
+	s->n.binds_ok += r->status != 409;
+	if (r->status != 409 && pod) {
+		snprintf(why, sizeof(why), "Successfully assigned %s/%s to %s",
+		         sched_str(s, pod->ns), sched_str(s, pod->name), sched_str(s, e->node));
+		sched_event(s, pod, "Normal", "Scheduled", "Binding", why);
 	}
 }
 
@@ -137,7 +170,10 @@ static int send_bind(struct sched *s, struct sched_assumed *e, const struct kube
 
 	sched_target(s, pod, &t, uid);
 	e->state = SCHED_BIND_INFLIGHT;
-	rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e);
+	if (e->vgpu && !e->annotated)
+		rc = sched_shares_write(s, e, pod, on_annotated);
+	else
+		rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e);
 	if (rc < 0) {
 		e->state = SCHED_BIND_RETRY;
 		return rc;
@@ -179,6 +215,10 @@ void sched_bind_all(struct sched *s)
 		                            .node = b->node,
 		                            .gang = s->plan.gangs[b->gang].key,
 		                            .since_ms = sched_now_ms(s)};
+		if (sched_shares_keep(s, e, b) < 0) {
+			drop(s, key); /* not assumed: the next cycle places it again */
+			continue;
+		}
 		send_bind(s, e, b->pod);
 	}
 }
@@ -213,7 +253,9 @@ void sched_assumed_free(struct sched *s)
 {
 	const struct idmap_slot *sl;
 
-	IDMAP_FOREACH(&s->assumed, i, sl)
+	IDMAP_FOREACH(&s->assumed, i, sl) {
+		sched_shares_free(s, sl->value);
 		free(sl->value);
+	}
 	idmap_free(&s->assumed);
 }

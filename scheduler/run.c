@@ -197,10 +197,10 @@ static void scheduler_ids(const struct sched *s, struct plan_input *in, uint32_t
 	in->schedulers = ids;
 }
 
-/* The planner's input: the cache's stores, and two maps built here for
+/* The planner's input: the cache's stores, and three maps built here for
  * it (the caller frees them). 0 or -ENOMEM. */
 static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, struct idmap *assumed,
-                       struct idmap *backoff)
+                       struct idmap *vgpu, struct idmap *backoff)
 {
 	const struct kubeapi_cache *c = s->cache;
 	const struct idmap_slot *slot;
@@ -214,6 +214,7 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
 	    .priorityclasses = kubeapi_cache_store(c, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .qs = s->qs,
 	    .assumed = assumed,
+	    .assumed_vgpu = vgpu,
 	    .backoff = backoff,
 	    .now_s = (int64_t)time(NULL),
 	    .pdbs = kubeapi_cache_store(c, KUBEAPI_STORE_PDBS),
@@ -224,7 +225,8 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
 	IDMAP_FOREACH(&s->assumed, i, slot) {
 		const struct sched_assumed *e = slot->value;
 
-		if (idmap_put(assumed, slot->key, (void *)(uintptr_t)e->node) < 0)
+		if (idmap_put(assumed, slot->key, (void *)(uintptr_t)e->node) < 0 ||
+		    (e->vgpu && idmap_put(vgpu, slot->key, e->vgpu) < 0))
 			return -ENOMEM;
 	}
 	return sched_backoff_map(s, backoff);
@@ -254,7 +256,7 @@ static void carry_out(struct sched *s, uint64_t t0)
 static void cycle(struct sched *s)
 {
 	struct plan_input in;
-	struct idmap assumed = {0}, backoff = {0};
+	struct idmap assumed = {0}, vgpu = {0}, backoff = {0};
 	uint32_t ids[SCHED_MAX_NAMES];
 	uint64_t t0 = uv_hrtime();
 	int rc;
@@ -270,7 +272,7 @@ static void cycle(struct sched *s)
 		sched_status_sweep(s);
 		sched_evict_sweep(s);
 	}
-	if (cycle_input(s, &in, ids, &assumed, &backoff) < 0)
+	if (cycle_input(s, &in, ids, &assumed, &vgpu, &backoff) < 0)
 		goto out;
 	if ((rc = plan_cycle(&s->plan, &in, &s->plan_keep)) < 0) {
 		sched_log(s, "cycle failed: %s", strerror(-rc));
@@ -280,6 +282,7 @@ static void cycle(struct sched *s)
 	carry_out(s, t0);
 out:
 	idmap_free(&assumed);
+	idmap_free(&vgpu);
 	idmap_free(&backoff);
 }
 

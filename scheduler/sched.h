@@ -82,7 +82,11 @@ struct sched_assumed {
 	uint64_t gang;     /* plan_gang_key */
 	uint64_t since_ms; /* when the bind was first sent */
 	uint8_t state;     /* enum sched_bind_state */
+	uint8_t annotated; /* its vGPU shares are written on the pod */
 	struct kubeapi_http_call *call;
+	/* The vGPU shares it was given (NULL for none), holding a reference
+	 * on each GPU UUID id: written before the binding (shares.c). */
+	struct kubeapi_vgpu_held *vgpu;
 };
 
 enum sched_bind_state {
@@ -145,6 +149,14 @@ int sched_run(const struct sched_options *opt);
 void sched_bind_all(struct sched *s);
 void sched_assumed_sweep(struct sched *s);
 void sched_assumed_free(struct sched *s);
+
+/* shares.c: a bind's vGPU shares kept with its assumption (0, or
+ * -ENOMEM: bind it not), freed, and written on the pod (the engine's
+ * error, or 0 and cb called with e). */
+int sched_shares_keep(struct sched *s, struct sched_assumed *e, const struct plan_bind *b);
+void sched_shares_free(struct sched *s, struct sched_assumed *e);
+int sched_shares_write(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod,
+                       kubeapi_http_done_cb cb);
 
 /* evict.c */
 void sched_evict_all(struct sched *s);

@@ -13,7 +13,17 @@ optional GPU facts and a topology from which the labels are generated:
 
 GPU pools get the GPU Feature Discovery labels (nvidia.com/gpu.product,
 .memory, .count, .family, nvidia.com/mig.capable) and the taint
-nvidia.com/gpu=present:NoSchedule. Every node carries the annotation
+nvidia.com/gpu=present:NoSchedule.
+
+A pool with `vgpu: {gpus, memory, split, type}` plays nodes of the vGPU
+device plugin (Project-HAMi's volcano-vgpu-device-plugin) instead of
+NVIDIA's: what the plugin writes on its node, exactly as Volcano v1.15.1
+reads it (pkg/scheduler/api/devices/nvidia/vgpu: NewGPUDevices,
+decodeNodeDevices): the registration annotation volcano.sh/node-vgpu-register
+("UUID,split,memory MiB,type,true,hami-core:" per GPU, UUIDs derived from
+the node name) and the allocatable resources volcano.sh/vgpu-number (GPUs x
+split), volcano.sh/vgpu-memory (MiB in all) and volcano.sh/vgpu-cores (100
+a GPU). It gets the GPU taint too, and no nvidia.com/gpu. Every node carries the annotation
 kwok.x-k8s.io/node=fake, which is how kwok knows it plays that node.
 
   python nodes.py manifest PROFILE          print the nodes as a JSON List
@@ -26,6 +36,7 @@ import json
 import os
 import sys
 import time
+import uuid
 
 import yaml
 
@@ -114,6 +125,24 @@ def topology_labels(pool, index, total):
     return labels
 
 
+VGPU_REGISTER = "volcano.sh/node-vgpu-register"
+
+
+def gpu_uuid(node, k):
+    """A stable GPU UUID in NVIDIA's form (GPU-8-4-4-4-12 hex)."""
+    return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{node}.gpu{k}.muster.dev"))
+
+
+def vgpu_node(name, vgpu, capacity, annotations):
+    """What the vGPU device plugin publishes on node `name`."""
+    gpus, memory, split = int(vgpu["gpus"]), int(vgpu["memory"]), int(vgpu.get("split", 10))
+    annotations[VGPU_REGISTER] = "".join(
+        f"{gpu_uuid(name, k)},{split},{memory},{vgpu['type']},true,hami-core:" for k in range(gpus))
+    capacity.update({"volcano.sh/vgpu-number": str(gpus * split),
+                     "volcano.sh/vgpu-memory": str(gpus * memory),
+                     "volcano.sh/vgpu-cores": str(100 * gpus)})
+
+
 def node_manifest(pool, index, total, name, capacity, gpu):
     labels = {
         "type": "kwok",
@@ -128,13 +157,19 @@ def node_manifest(pool, index, total, name, capacity, gpu):
         labels.update(gpu_labels(gpu, capacity))
         taints.append(GPU_TAINT)
     labels.update(pool.get("labels", {}))
+    annotations = {FAKE_ANNOTATION[0]: FAKE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"}
+    if pool.get("vgpu"):
+        capacity = dict(capacity)
+        vgpu_node(name, pool["vgpu"], capacity, annotations)
+        labels["nvidia.com/gpu.product"] = pool["vgpu"]["type"].replace(" ", "-")
+        taints.append(GPU_TAINT)
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": {FAKE_ANNOTATION[0]: FAKE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+            "annotations": annotations,
         },
         "spec": {"taints": taints} if taints else {},
         "status": {"capacity": capacity, "allocatable": capacity},

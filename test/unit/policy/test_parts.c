@@ -93,15 +93,16 @@ static void test_reserve_then_backfill(void **state)
 	struct policy_why why;
 	struct world w;
 	uint32_t out[1];
+	const struct policy_held *held[1];
 
 	(void)state;
 	world_init(&w, 3);
 	gang[0] = gang[1] = gang[2] = w.eight;
-	policy_nodes_use(&w.t, 0, w.eight, -1);
-	policy_nodes_use(&w.t, 1, w.eight, -1);
+	policy_nodes_use(&w.t, 0, w.eight, NULL, -1);
+	policy_nodes_use(&w.t, 1, w.eight, NULL, -1);
 	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 1), 0);
-	assert_int_equal(backfill_timeline_add(&b, NOW_S + 200, 1, w.eight), 0);
-	assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 0, w.eight), 0);
+	assert_int_equal(backfill_timeline_add(&b, NOW_S + 200, 1, w.eight, NULL), 0);
+	assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 0, w.eight, NULL), 0);
 	assert_int_equal(backfill_reserve(&b, 7, gang, 3, 50, &v), -EINVAL); /* no timeline yet */
 	backfill_timeline_done(&b);
 	assert_int_equal(backfill_reserve(&b, 7, gang, 3, 50, &v), 1);
@@ -117,10 +118,10 @@ static void test_reserve_then_backfill(void **state)
 	assert_int_equal(free_gpus(&w, 2), 8);
 
 	one[0] = w.eight;
-	assert_int_equal(backfill_place(&b, NOW_S + 300, one, 1, out, &why), -ENOSPC);
-	assert_int_equal(backfill_place(&b, POLICY_NEVER, one, 1, out, &why), -ENOSPC);
+	assert_int_equal(backfill_place(&b, NOW_S + 300, one, 1, out, held, &why), -ENOSPC);
+	assert_int_equal(backfill_place(&b, POLICY_NEVER, one, 1, out, held, &why), -ENOSPC);
 	assert_int_equal(free_gpus(&w, 2), 8); /* given back after the refusal */
-	assert_int_equal(backfill_place(&b, NOW_S + 150, one, 1, out, &why), 0);
+	assert_int_equal(backfill_place(&b, NOW_S + 150, one, 1, out, held, &why), 0);
 	assert_int_equal(out[0], 2);
 	assert_int_equal(free_gpus(&w, 2), 0);
 	assert_int_equal(b.backfilled, 1);
@@ -139,9 +140,9 @@ static void test_reserve_unknown_and_never(void **state)
 	(void)state;
 	world_init(&w, 2);
 	two[0] = two[1] = three[0] = three[1] = three[2] = w.eight;
-	policy_nodes_use(&w.t, 0, w.eight, -1);
+	policy_nodes_use(&w.t, 0, w.eight, NULL, -1);
 	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 2), 0);
-	assert_int_equal(backfill_timeline_add(&b, POLICY_NEVER, 0, w.eight), 0);
+	assert_int_equal(backfill_timeline_add(&b, POLICY_NEVER, 0, w.eight, NULL), 0);
 	backfill_timeline_done(&b);
 	assert_int_equal(backfill_reserve(&b, 1, three, 3, 60, &v), 0);
 	assert_null(v);

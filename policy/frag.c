@@ -1,0 +1,366 @@
+/*
+ * GPU fragmentation (frag.h): the mix of requests, a node's expected
+ * fragmentation under it, and the placement of one pod that raises it
+ * least.
+ *
+ * A node is scored through a small working state: a copy of its GPUs,
+ * per GPU the kinds it takes (a bit per kind) and its free percent, and
+ * per kind how many GPUs take it and how much free GPU the others hold.
+ * One more share changes one GPU, so its effect on F is O(kinds) from that
+ * state; GPUs in identical state (the empty ones, above all) are checked
+ * against the kinds once.
+ */
+#include "policy/frag.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <stdlib.h>
+static double envd(const char *n, double d)
+{
+	const char *v = getenv(n);
+	return v ? atof(v) : d;
+}
+
+#define NO_GPU SIZE_MAX
+
+/* Tie-break weights of the score (frag.h): per free GPU percent, per
+ * free millicore, both after the placement. */
+#define TIE_GPU 1e-9
+#define TIE_CPU 1e-16
+
+/* ---- the mix ---------------------------------------------------------- */
+
+static bool same_kind(const struct policy_mix_kind *a, const struct policy_mix_kind *b)
+{
+	return a->cpu_m == b->cpu_m && a->mem == b->mem && a->nums == b->nums &&
+	       a->cores == b->cores && a->gpu_mem == b->gpu_mem &&
+	       a->gpu_mem_pct == b->gpu_mem_pct && a->models == b->models;
+}
+
+static uint64_t absdiff(int64_t a, int64_t b)
+{
+	return a > b ? (uint64_t)(a - b) : (uint64_t)(b - a);
+}
+
+/* How far kind b is from a, as a tuple compared in order: the tier (0:
+ * the same models, nums and cores; 1: the same nums and cores; 2: other),
+ * then the GPU demand, the CPU and the memory apart. */
+static void distance(const struct policy_mix_kind *a, const struct policy_mix_kind *b,
+                     uint64_t d[4])
+{
+	bool shape = a->nums == b->nums && a->cores == b->cores;
+
+	d[0] = shape ? (a->models == b->models ? 0 : 1) : 2;
+	d[1] = absdiff((int64_t)a->nums * a->cores, (int64_t)b->nums * b->cores);
+	d[2] = absdiff(a->cpu_m, b->cpu_m);
+	d[3] = absdiff(a->mem, b->mem);
+}
+
+static bool closer(const uint64_t a[4], const uint64_t b[4])
+{
+	for (int i = 0; i < 4; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i];
+	return false;
+}
+
+/* The kind of m nearest to k (m is full). */
+static size_t nearest(const struct policy_mix *m, const struct policy_mix_kind *k)
+{
+	uint64_t best[4], d[4];
+	size_t at = 0;
+
+	distance(k, &m->kind[0], best);
+	for (size_t i = 1; i < m->n; i++) {
+		distance(k, &m->kind[i], d);
+		if (closer(d, best)) {
+			memcpy(best, d, sizeof(best));
+			at = i;
+		}
+	}
+	return at;
+}
+
+void policy_mix_add(struct policy_mix *m, const struct policy_mix_kind *k, double count)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (same_kind(&m->kind[i], k))
+			break;
+	if (i == m->n && m->n < POLICY_MIX_KINDS) {
+		m->kind[m->n] = *k;
+		m->kind[m->n].count = 0;
+		m->kind[m->n++].weight = 0;
+	} else if (i == m->n) {
+		i = nearest(m, k);
+	}
+	m->kind[i].count += count;
+	m->total += count;
+}
+
+void policy_mix_done(struct policy_mix *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		m->kind[i].weight = m->total > 0 ? m->kind[i].count / m->total : 0;
+}
+
+/* ---- one node's working state ----------------------------------------- */
+
+struct frag {
+	const struct policy_mix *m;
+	struct policy_vgpu_ask kask[POLICY_MIX_KINDS]; /* kind k's ask on one GPU */
+	uint32_t gpu_kinds;                            /* bit k: kind k asks for GPUs */
+	uint32_t usable; /* bit k: the node's model, CPU and memory admit kind k */
+	size_t ng;
+	int64_t cpu, mem, total; /* free; total: free GPU percent of all GPUs */
+	struct policy_gpu g[POLICY_FRAG_MAX_GPUS];
+	uint32_t fit[POLICY_FRAG_MAX_GPUS]; /* bit k: this GPU takes kind k */
+	int32_t free[POLICY_FRAG_MAX_GPUS]; /* percent */
+	uint32_t nfit[POLICY_MIX_KINDS];    /* GPUs that take kind k */
+	int64_t unfit[POLICY_MIX_KINDS];    /* free percent on the GPUs that do not */
+};
+
+/* The part of g left, in percent: the scarcer of its cores and memory. */
+static int32_t gpu_free(const struct policy_gpu *g)
+{
+	int64_t cores = 100 - (int64_t)g->used_core, mem;
+
+	if (!g->healthy || cores <= 0)
+		return 0;
+	if (g->memory == 0)
+		return (int32_t)cores;
+	mem = ((int64_t)g->memory - (int64_t)g->used_mem) * 100 / g->memory;
+	mem = mem < 0 ? 0 : mem;
+	return (int32_t)(mem < cores ? mem : cores);
+}
+
+static bool same_state(const struct policy_gpu *a, const struct policy_gpu *b)
+{
+	return a->memory == b->memory && a->split == b->split && a->used_num == b->used_num &&
+	       a->used_mem == b->used_mem && a->used_core == b->used_core &&
+	       a->healthy == b->healthy;
+}
+
+/* The kinds GPU g takes one more share of. O(kinds). */
+static uint32_t kinds_fitting(const struct frag *f, const struct policy_gpu *g)
+{
+	uint32_t mask = 0;
+
+	for (size_t k = 0; k < f->m->n; k++)
+		if ((f->gpu_kinds >> k & 1) && policy_vgpu_fits(g, &f->kask[k]))
+			mask |= 1u << k;
+	return mask;
+}
+
+static bool model_admits(uint64_t models, uint64_t model)
+{
+	return models == 0 || model == 0 || (models & model) != 0;
+}
+
+/* The kinds the node's model and its free CPU and memory admit. */
+static uint32_t kinds_usable(const struct frag *f, uint64_t model)
+{
+	uint32_t mask = 0;
+
+	for (size_t k = 0; k < f->m->n; k++) {
+		const struct policy_mix_kind *kd = &f->m->kind[k];
+
+		if (kd->cpu_m <= f->cpu && (envd("NOMEM", 0) || kd->mem <= f->mem) &&
+		    (envd("NOMODEL", 0) || model_admits(kd->models, model)))
+			mask |= 1u << k;
+	}
+	return mask;
+}
+
+/* Count GPU j into (sign +1) or out of (-1) the per-kind sums. O(kinds). */
+static void account(struct frag *f, size_t j, int sign)
+{
+	f->total += sign * f->free[j];
+	for (size_t k = 0; k < f->m->n; k++) {
+		if (f->fit[j] >> k & 1)
+			f->nfit[k] += (uint32_t)sign;
+		else
+			f->unfit[k] += sign * f->free[j];
+	}
+}
+
+/* Per kind, the GPUs that take it and the free percent of the rest. */
+static void count_kinds(struct frag *f)
+{
+	memset(f->nfit, 0, sizeof(f->nfit));
+	memset(f->unfit, 0, sizeof(f->unfit));
+	f->total = 0;
+	for (size_t j = 0; j < f->ng; j++)
+		account(f, j, +1);
+}
+
+/* The working state of node n under mix m. O(kinds x distinct GPU states
+ * + GPUs^2 + GPUs x kinds). */
+static int frag_start(struct frag *f, const struct policy_mix *m, const struct policy_frag_node *n)
+{
+	if (n->ngpus > POLICY_FRAG_MAX_GPUS || m->n > POLICY_MIX_KINDS)
+		return -EINVAL;
+	f->m = m;
+	f->ng = n->ngpus;
+	f->cpu = n->cpu_m;
+	f->mem = n->mem;
+	f->gpu_kinds = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct policy_mix_kind *kd = &m->kind[k];
+
+		f->kask[k] =
+		    (struct policy_vgpu_ask){kd->nums, kd->gpu_mem, kd->gpu_mem_pct, kd->cores};
+		if (kd->nums > 0 && kd->weight >= envd("MINW", 0) && kd->nums <= envd("MAXN", 99))
+			f->gpu_kinds |= 1u << k;
+	}
+	f->usable = kinds_usable(f, n->model);
+	for (size_t j = 0; j < f->ng; j++) {
+		size_t i = 0;
+
+		f->g[j] = n->gpu[j];
+		f->free[j] = gpu_free(&f->g[j]);
+		while (i < j && !same_state(&f->g[i], &f->g[j]))
+			i++;
+		f->fit[j] = i < j ? f->fit[i] : kinds_fitting(f, &f->g[j]);
+	}
+	count_kinds(f);
+	return 0;
+}
+
+/*
+ * F x the mix's total count, were GPU j (NO_GPU: none) to take the kinds
+ * fit_j and have free_j percent free. Exact while counts are whole
+ * numbers. O(kinds).
+ */
+static double value_if(const struct frag *f, size_t j, uint32_t fit_j, int32_t free_j)
+{
+	uint32_t old = j == NO_GPU ? 0 : f->fit[j];
+	int64_t old_free = j == NO_GPU ? 0 : f->free[j];
+	int64_t total = f->total + (j == NO_GPU ? 0 : free_j - old_free);
+	double s = 0;
+
+	for (size_t k = 0; k < f->m->n; k++) {
+		int64_t nfit = f->nfit[k], unfit = f->unfit[k];
+		bool hosts;
+
+		if (!(f->gpu_kinds >> k & 1))
+			continue;
+		if (j != NO_GPU) {
+			nfit += (int64_t)(fit_j >> k & 1) - (int64_t)(old >> k & 1);
+			unfit += ((fit_j >> k & 1) ? 0 : free_j) - ((old >> k & 1) ? 0 : old_free);
+		}
+		hosts = (f->usable >> k & 1) && nfit >= (int64_t)f->m->kind[k].nums;
+		s += f->m->kind[k].count * (double)(hosts ? unfit : total);
+	}
+	return s;
+}
+
+/* Count a share of mem MiB and cores onto GPU j of the state. */
+static void frag_use(struct frag *f, size_t j, uint32_t mem, uint32_t cores)
+{
+	account(f, j, -1);
+	policy_vgpu_use(&f->g[j], mem, cores, +1);
+	f->free[j] = gpu_free(&f->g[j]);
+	f->fit[j] = kinds_fitting(f, &f->g[j]);
+	account(f, j, +1);
+}
+
+/* Whether an earlier candidate (of cand[0..n)) is in the state of g. */
+static bool seen(const struct frag *f, const size_t *cand, size_t n, const struct policy_gpu *g)
+{
+	for (size_t i = 0; i < n; i++)
+		if (same_state(&f->g[cand[i]], g))
+			return true;
+	return false;
+}
+
+/* The GPU (not in taken) whose share of ask a raises F least, then is
+ * left with the least free, then has the higher index; NO_GPU if none
+ * takes it. O(GPUs^2 + kinds x distinct candidates). */
+static size_t best_gpu(const struct frag *f, const struct policy_vgpu_ask *a, uint64_t taken)
+{
+	size_t cand[POLICY_FRAG_MAX_GPUS], ncand = 0, best = NO_GPU;
+	double best_v = 0;
+	int32_t best_free = 0;
+
+	for (size_t j = f->ng; j-- > 0;) {
+		struct policy_gpu g = f->g[j];
+		int32_t free_j;
+		double v;
+
+		if ((taken >> j & 1) || !policy_vgpu_fits(&g, a) || seen(f, cand, ncand, &g))
+			continue;
+		cand[ncand++] = j;
+		policy_vgpu_use(&g, policy_vgpu_mem_for(&g, a), a->cores, +1);
+		free_j = gpu_free(&g);
+		v = value_if(f, j, kinds_fitting(f, &g), free_j);
+		if (best == NO_GPU || v < best_v || (v == best_v && free_j < best_free)) {
+			best = j;
+			best_v = v;
+			best_free = free_j;
+		}
+	}
+	return best;
+}
+
+/* Container c's ask onto distinct GPUs of the state, its shares appended
+ * to out[*n..). */
+static int place_container(struct frag *f, const struct policy_vgpu_ask *a, uint32_t c,
+                           struct policy_vgpu_share *out, size_t *n)
+{
+	uint64_t taken = 0;
+
+	for (uint32_t s = 0; s < a->nums; s++) {
+		size_t j = best_gpu(f, a, taken);
+		uint32_t mem;
+
+		if (j == NO_GPU)
+			return -ENOSPC;
+		mem = policy_vgpu_mem_for(&f->g[j], a);
+		frag_use(f, j, mem, a->cores);
+		out[(*n)++] = (struct policy_vgpu_share){c, (uint32_t)j, mem, a->cores};
+		taken |= UINT64_C(1) << j;
+	}
+	return 0;
+}
+
+double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node *n)
+{
+	struct frag f;
+
+	if (m->total <= 0 || frag_start(&f, m, n) < 0)
+		return 0;
+	return value_if(&f, NO_GPU, 0, 0) / m->total;
+}
+
+int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *n,
+                     const struct policy_frag_ask *a, struct policy_vgpu_share *out, size_t cap,
+                     size_t *nout, double *score)
+{
+	struct frag f;
+	size_t shares = 0, k = 0;
+	double before;
+	int rc;
+
+	*nout = 0;
+	for (size_t c = 0; c < a->nasks; c++)
+		shares += a->asks[c].nums;
+	if (shares > cap)
+		return -E2BIG;
+	if ((rc = frag_start(&f, m, n)) < 0)
+		return rc;
+	before = value_if(&f, NO_GPU, 0, 0);
+	f.cpu -= a->cpu_m;
+	f.mem -= a->mem;
+	f.usable = kinds_usable(&f, n->model);
+	for (size_t c = 0; c < a->nasks && rc == 0; c++)
+		rc = place_container(&f, &a->asks[c], (uint32_t)c, out, &k);
+	if (rc < 0)
+		return rc;
+	*nout = k;
+	*score = (m->total > 0 ? (value_if(&f, NO_GPU, 0, 0) - before) / m->total : 0) +
+	         envd("TG", TIE_GPU) * (double)f.total + envd("TC", TIE_CPU) * (double)f.cpu;
+	return 0;
+}

@@ -1,0 +1,134 @@
+/*
+ * GPU fragmentation: how much of a node's free GPU capacity the recent mix
+ * of requests could not use, and where on a node one pod raises it least.
+ * The idea is the FGD paper's (Weng et al., "Beware of Fragmentation",
+ * USENIX ATC'23): free GPU capacity is fragmented for a kind of request
+ * when that request cannot use it (too little of a GPU left, or the node
+ * lacks the CPU or memory to host it), and the expected fragmentation of a
+ * node is the mix-weighted sum over kinds. A placement is good when it
+ * raises the node's expected fragmentation least.
+ *
+ * Exactly, for a node with CPU c and memory m free and GPUs g, each with
+ * free(g) percent left (the scarcer of its cores and its memory; 0 for an
+ * unhealthy GPU), and a kind k asking nums_k GPUs:
+ *
+ *   fits_k(g)  = policy_vgpu_fits(g, k's per-GPU ask)      (Volcano's rules)
+ *   hosts_k    = cpu_k <= c, mem_k <= m, the node's model is one k may use,
+ *                and #{g : fits_k(g)} >= nums_k
+ *   f_k        = hosts_k ? sum of free(g) over g with !fits_k(g)
+ *                        : sum of free(g) over all g
+ *   F(node)    = sum_k weight_k * f_k          (kinds without GPUs: f_k = 0)
+ *
+ * The score of a placement is F after it minus F before it (lower is
+ * better; it is negative when the pod fills what others could not use),
+ * plus tie-breaks too small to reorder any two different rises (see
+ * policy_frag_best). Where FGD's simulator differs: it checks CPU only,
+ * counts all free GPU as fragment for pods without GPUs (a constant that
+ * never reorders nodes), rounds the score to an integer of 0..100 through
+ * a sigmoid and breaks the resulting ties at random.
+ *
+ * Plain data and arithmetic over gpus.h: no model, no clock, no memory of
+ * its own, no allocation. The planner builds the mix from the requests it
+ * sees; the Alibaba benchmark from the trace's arrivals so far.
+ */
+#ifndef MUSTER_POLICY_FRAG_H
+#define MUSTER_POLICY_FRAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/gpus.h"
+
+/* Kinds of request a mix keeps apart; the rest merge into the nearest. */
+#define POLICY_MIX_KINDS 32
+
+/* GPUs of one node the score handles (a bit each in a uint64_t). */
+#define POLICY_FRAG_MAX_GPUS 64
+
+/* One kind of request: a pod's CPU and memory and its GPUs, nums GPUs of
+ * cores percent each (100: whole GPUs; nums 0: a pod without GPUs), and
+ * on each of them gpu_mem MiB or gpu_mem_pct percent of its memory, as
+ * policy_vgpu_ask's mem and mem_pct (zero: none asked). */
+struct policy_mix_kind {
+	int64_t cpu_m; /* millicores */
+	int64_t mem;   /* bytes */
+	uint32_t nums;
+	uint32_t cores;
+	uint32_t gpu_mem, gpu_mem_pct;
+	uint64_t models; /* GPU models it may use, a bit each; 0: any */
+	double count;    /* requests counted by policy_mix_add() */
+	double weight;   /* its share of the mix once policy_mix_done() ran */
+};
+
+/* The recent mix of requests. Zero-initialise, add, then done; adding
+ * more later is fine (done again before scoring). */
+struct policy_mix {
+	size_t n;
+	double total; /* of the counts */
+	struct policy_mix_kind kind[POLICY_MIX_KINDS];
+};
+
+/**
+ * Count `count` requests of kind k (its count and weight are ignored) into
+ * m. A kind equal to one already there adds to it; when all
+ * POLICY_MIX_KINDS are taken, to the nearest one: the same models, nums
+ * and cores if any such kind is there (then the nearest CPU, then memory),
+ * else the nearest GPU demand (nums x cores). That kind keeps its shape.
+ * O(POLICY_MIX_KINDS).
+ */
+void policy_mix_add(struct policy_mix *m, const struct policy_mix_kind *k, double count);
+
+/** Turn m's counts into weights that sum to 1 (an empty mix stays empty:
+ *  every score is then 0 and placement falls back to its tie-breaks). */
+void policy_mix_done(struct policy_mix *m);
+
+/* A node as the score sees it: what is free, and its GPUs. */
+struct policy_frag_node {
+	int64_t cpu_m, mem;
+	const struct policy_gpu *gpu;
+	size_t ngpus;
+	uint64_t model; /* its GPU model's bit (see models); 0: any kind may use it */
+};
+
+/* One pod: its CPU and memory, and one ask per container that asks for
+ * vGPUs (none for a pod without GPUs). */
+struct policy_frag_ask {
+	int64_t cpu_m, mem;
+	const struct policy_vgpu_ask *asks;
+	size_t nasks;
+};
+
+/** The expected fragmentation F of node n under mix m (in GPU percent).
+ *  O(kinds x distinct GPU states + GPUs^2). */
+double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node *n);
+
+/**
+ * The best placement of pod a on node n's GPUs: the shares (as
+ * policy_vgpu_place() gives them, by Volcano's rules) into out[0..*nout)
+ * and its score into *score, lower is better. The caller has checked that
+ * the node's CPU, memory and static fit admit a; n's GPUs are not changed.
+ *
+ * Shares are chosen one at a time, container by container: of the GPUs
+ * that take the share (each container's GPUs distinct), the one whose
+ * share raises F least, then the one left with the least free (best fit),
+ * then the higher index (Volcano's order). GPUs in identical state are
+ * scored once. Greedy, as Volcano is: -ENOSPC when it runs out of GPUs,
+ * even where another choice for an earlier container would have fit.
+ *
+ * *score = (F after - F before)
+ *        + 1e-9 x the GPU percent the node has free after (best fit)
+ *        + 1e-16 x its free millicores after (best fit on CPU).
+ * The rise is a sum of weight x whole percents, so two different rises
+ * differ by at least 1/the mix's total count (1e-4 for 10,000 requests),
+ * above the tie-breaks; the CPU term resolves about 100 millicores.
+ *
+ * 0; -ENOSPC when the GPUs do not take a; -E2BIG past cap shares;
+ * -EINVAL past POLICY_FRAG_MAX_GPUS GPUs or POLICY_MIX_KINDS kinds.
+ * Cost: O(kinds x distinct GPU states + GPUs^2) to start, then per share
+ * O(GPUs^2 + kinds x distinct candidate GPUs); no allocation.
+ */
+int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *n,
+                     const struct policy_frag_ask *a, struct policy_vgpu_share *out, size_t cap,
+                     size_t *nout, double *score);
+
+#endif /* MUSTER_POLICY_FRAG_H */

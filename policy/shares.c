@@ -1,0 +1,111 @@
+/*
+ * vGPUs in the planner (plan_internal.h): the shares a bound or assumed
+ * pod holds, the recent mix of requests the placement scores
+ * fragmentation against, and a bind's shares by GPU UUID for the run
+ * layer to write.
+ *
+ * Cost: O(pods x kinds) for the mix, once per cycle, and only when some
+ * node has registered GPUs.
+ */
+#include <errno.h>
+
+#include "policy/frag.h"
+#include "policy/plan_internal.h"
+
+int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
+                  const struct policy_held **out)
+{
+	const struct kubeapi_vgpu_held *kh = pod->vgpu;
+
+	/* Assumed: the shares just given win over an annotation an earlier
+	 * attempt may have left. */
+	if (!pod->node && r->in->assumed_vgpu) {
+		const struct kubeapi_vgpu_held *mine =
+		    idmap_get(r->in->assumed_vgpu, (uint64_t)pod->ns << 32 | pod->name);
+		if (mine)
+			kh = mine;
+	}
+	return policy_nodes_held(&r->p->nodes, i, kh, &r->p->arena, out);
+}
+
+/* A pod's kind of request: its CPU and memory, and its GPUs as nums of
+ * cores percent each. A vGPU ask without cores counts by its memory
+ * percentage; whole GPUs (nvidia.com/gpu) are 100 percent each. */
+static struct policy_mix_kind kind_of(const struct kubeapi_podspec *s)
+{
+	struct policy_mix_kind k = {.cpu_m = policy_spec_request(s, KUBEAPI_RES_CPU),
+	                            .mem = policy_spec_request(s, KUBEAPI_RES_MEMORY)};
+	const struct kubeapi_vgpu_ask *a = kubeapi_podspec_vgpu(s);
+	int64_t gpus = policy_spec_gpus(s);
+
+	for (uint16_t c = 0; c < s->nvgpu; c++) {
+		uint32_t share = a[c].cores ? a[c].cores : a[c].mem_pct <= 100 ? a[c].mem_pct : 0;
+
+		k.nums += a[c].nums;
+		if (share > k.cores)
+			k.cores = share;
+	}
+	if (!s->nvgpu && gpus > 0) {
+		k.nums = gpus > UINT32_MAX ? UINT32_MAX : (uint32_t)gpus;
+		k.cores = 100;
+	}
+	return k;
+}
+
+static bool ours(const struct plan_run *r, const struct kubeapi_pod *pod)
+{
+	for (size_t k = 0; k < r->in->nschedulers; k++)
+		if (pod->spec->scheduler == r->in->schedulers[k])
+			return true;
+	return false;
+}
+
+int plan__mix(struct plan_run *r)
+{
+	struct policy_nodes *t = &r->p->nodes;
+	struct policy_mix *m;
+	const struct idmap_slot *e;
+
+	if (t->gpu_first[t->n] == 0)
+		return 0; /* no registered GPU: nothing to score */
+	if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))))
+		return -ENOMEM;
+	IDMAP_FOREACH(r->in->pods, s, e) {
+		const struct kubeapi_pod *pod = e->value;
+		struct policy_mix_kind k;
+
+		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
+		    pod->phase == KUBEAPI_POD_FAILED || !ours(r, pod))
+			continue;
+		k = kind_of(pod->spec);
+		policy_mix_add(m, &k, 1);
+	}
+	policy_mix_done(m);
+	t->mix = m;
+	return 0;
+}
+
+int plan_bind_vgpu(const struct plan *p, const struct plan_bind *b, struct kubeapi_vgpu_hold *out,
+                   size_t cap, uint32_t *ncontainers)
+{
+	const struct policy_nodes *t = &p->nodes;
+	long i = b->held ? policy_nodes_find(t, b->node) : -1;
+
+	*ncontainers = 0;
+	if (i < 0)
+		return 0;
+	if (b->held->n > cap)
+		return -E2BIG;
+	for (uint32_t k = 0; k < b->held->n; k++) {
+		const struct policy_share *s = &b->held->s[k];
+
+		out[k] = (struct kubeapi_vgpu_hold){
+		    .container = s->container,
+		    .uuid = t->node[i]->gpus->e[s->gpu - t->gpu_first[i]].uuid,
+		    .mem = s->mem,
+		    .cores = s->cores,
+		};
+	}
+	*ncontainers = b->held->ncontainers;
+	return (int)b->held->n;
+}

@@ -1,0 +1,178 @@
+"""Fractional GPUs end to end: `muster run` places pods that ask for vGPUs
+(volcano.sh/vgpu-number, -memory, -cores) on nodes the vGPU device plugin
+registered, and writes the shares on each pod before binding it, in the
+annotations the plugin reads. What is in the API server afterwards is
+checked by the vGPU oracle (test/cluster/modules/vgpu-oracle): Volcano
+v1.15.1's own code rebuilds every GPU and every share and finds no GPU
+over-committed and no pod holding other than it asked.
+
+The module adds two vGPU nodes to the cluster for its tests (4 V100 32 GB
+each, split 10; test/cluster/nodes.py writes what the plugin writes) and
+removes them afterwards. Pods that stand for work another scheduler placed
+are created bound, with the shares in their annotation, as Volcano would
+have left them: Muster must count them too.
+"""
+
+import time
+
+import pytest
+
+import nodes
+from conftest import Not, until, wait_for
+from test_vgpu_oracle import oracle  # noqa: F401  (the fixture: builds the oracle)
+
+V100 = "NVIDIA-Tesla V100-PCIE-32GB"
+VGPU = {"gpus": 4, "memory": 32768, "split": 10, "type": V100}
+NODES = ["vgpu-0000", "vgpu-0001"]
+IDS = "volcano.sh/vgpu-ids-new"
+TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+SP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+@pytest.fixture(scope="module")
+def vgpu_nodes(core):
+    pool = {"name": "vgpu", "vgpu": VGPU}
+    cap = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+    for i, name in enumerate(NODES):
+        core.create_node(nodes.node_manifest(pool, i, len(NODES), name, cap, None))
+    nodes.wait_ready(core, set(NODES), 120)
+    yield NODES
+    for name in NODES:
+        core.delete_node(name)
+    wait_for("vGPU nodes gone", lambda: not set(NODES) & {n.metadata.name for n in core.list_node().items})
+
+
+def uuids(node):
+    return [nodes.gpu_uuid(node, k) for k in range(VGPU["gpus"])]
+
+
+def vgpu_pod(name, mem, cores, number=1, node=None, gang=None, ids=None):
+    """A pod for Muster asking `number` vGPUs of mem MiB and cores percent;
+    with ids, one already bound to `node` holding those shares."""
+    limits = {"volcano.sh/vgpu-number": str(number), "volcano.sh/vgpu-memory": str(mem),
+              "volcano.sh/vgpu-cores": str(cores)}
+    spec = {"schedulerName": "muster", "restartPolicy": "Never", "tolerations": [TOLERATION],
+            "containers": [{"name": "main", "image": "busybox",
+                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": limits}}]}
+    meta = {"name": name, "labels": {}, "annotations": {}}
+    if gang:
+        meta["labels"][SP_LABEL] = gang
+    if ids is not None:
+        spec["nodeName"] = node
+        spec["schedulerName"] = "volcano"
+        meta["annotations"][IDS] = ids
+    elif node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def bound(core, ns, names):
+    pods = {p.metadata.name: p for p in core.list_namespaced_pod(ns).items}
+    return all(n in pods and pods[n].spec.node_name for n in names) and pods
+
+
+def shares(pod):
+    """The GPU UUIDs of a pod's annotation, in order."""
+    text = (pod.metadata.annotations or {}).get(IDS, "")
+    return [s.split(",")[0] for part in text.split(";") for s in part.split(":") if s]
+
+
+def cluster_state(core):
+    ser = core.api_client.sanitize_for_serialization
+    return {"nodes": [ser(n) for n in core.list_node().items if n.metadata.name in NODES],
+            "pods": [ser(p) for p in core.list_pod_for_all_namespaces().items]}
+
+
+def oracle_ok(oracle, core):  # noqa: F811
+    r = oracle(cluster_state(core))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_gang_of_four_half_gpu_pods_binds_onto_two_gpus_of_one_node(core, custom, namespace, muster,
+                                                                       vgpu_nodes, oracle):  # noqa: F811
+    custom.create_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups",
+                                           {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                                            "metadata": {"name": "halves"}, "spec": {"minMember": 4}})
+    names = [f"halves-{i}" for i in range(4)]
+    for n in names:
+        core.create_namespaced_pod(namespace, vgpu_pod(n, 16384, 50, gang="halves"))
+    pods = until(muster, "the four halves bound", lambda: bound(core, namespace, names) or Not("not yet"))
+    on = {pods[n].spec.node_name for n in names}
+    assert len(on) == 1 and on <= set(NODES), on
+    node = on.pop()
+    held = [shares(pods[n]) for n in names]
+    assert all(len(h) == 1 for h in held), held
+    gpus = [h[0] for h in held]
+    assert len(set(gpus)) == 2 and all(gpus.count(g) == 2 for g in gpus), gpus
+    assert set(gpus) <= set(uuids(node)), (gpus, node)
+    for n in names:
+        a = pods[n].metadata.annotations
+        assert a["volcano.sh/vgpu-node"] == node and a["volcano.sh/bind-phase"] == "allocating", a
+        assert a["volcano.sh/devices-to-allocate"] == a[IDS], a
+        assert a[IDS] == f"{gpus[names.index(n)]},{V100},16384,50:", a[IDS]
+    out = oracle_ok(oracle, core)
+    for g in set(gpus):
+        assert f"{g}: pods 2/10 memory 32768/32768 cores 100/100" in out, out
+    # The oracle is no rubber stamp: one share corrupted in what it reads.
+    state = cluster_state(core)
+    for p in state["pods"]:
+        if p["metadata"]["name"] == names[0] and p["metadata"]["namespace"] == namespace:
+            p["metadata"]["annotations"][IDS] = p["metadata"]["annotations"][IDS].replace(",50:", ",60:")
+    r = oracle(state)
+    assert r.returncode == 1 and "FINDING" in r.stdout, r.stdout
+
+
+def test_pod_asking_30_cores_and_10_gib_lands_only_on_a_gpu_with_both(core, namespace, muster, vgpu_nodes,
+                                                                      oracle):  # noqa: F811
+    node = NODES[1]
+    g = uuids(node)
+    # Work placed before (bound, shares in its annotation): GPU 0 short of
+    # memory, GPU 1 short of cores, GPU 2 taken whole. Only GPU 3 has both.
+    fillers = {"mem-heavy": (24576, 10, g[0]), "core-heavy": (4096, 80, g[1]), "whole": (32768, 100, g[2])}
+    for n, (mem, cores, uuid) in fillers.items():
+        core.create_namespaced_pod(namespace, vgpu_pod(n, mem, cores, node=node,
+                                                       ids=f"{uuid},{V100},{mem},{cores}:"))
+    wait_for("fillers bound", lambda: bound(core, namespace, list(fillers)))
+    core.create_namespaced_pod(namespace, vgpu_pod("small", 10240, 30, node=node))
+    pods = until(muster, "small bound", lambda: bound(core, namespace, ["small"]) or Not("not yet"))
+    assert shares(pods["small"]) == [g[3]], shares(pods["small"])
+    out = oracle_ok(oracle, core)
+    assert f"{g[3]}: pods 1/10 memory 10240/32768 cores 30/100" in out, out
+
+
+def test_deleting_a_pod_frees_exactly_its_share(core, namespace, muster, vgpu_nodes, oracle):  # noqa: F811
+    node = NODES[0]
+    names = [f"whole-{i}" for i in range(4)]
+    for n in names:
+        core.create_namespaced_pod(namespace, vgpu_pod(n, 32768, 100, node=node))
+    pods = until(muster, "four whole GPUs bound", lambda: bound(core, namespace, names) or Not("not yet"))
+    held = {n: shares(pods[n]) for n in names}
+    assert sorted(h[0] for h in held.values()) == sorted(uuids(node)), held
+    core.create_namespaced_pod(namespace, vgpu_pod("next", 32768, 100, node=node))
+    time.sleep(3)
+    assert not core.read_namespaced_pod("next", namespace).spec.node_name, "a fifth whole GPU on a node of four"
+    core.delete_namespaced_pod("whole-2", namespace, grace_period_seconds=0)
+    pods = until(muster, "next bound", lambda: bound(core, namespace, ["next"]) or Not("not yet"))
+    assert shares(pods["next"]) == held["whole-2"], (shares(pods["next"]), held["whole-2"])
+    oracle_ok(oracle, core)
+
+
+def test_a_malformed_registration_keeps_whole_gpu_accounting(core, namespace, muster, vgpu_nodes):
+    """A node whose registration cannot be read is logged and takes no vGPU
+    pod; Muster keeps running and places elsewhere."""
+    node = NODES[1]
+    core.patch_node(node, {"metadata": {"annotations": {nodes.VGPU_REGISTER: "GPU-x,ten,32768,V100,true,hami-core:"}}})
+    try:
+        core.create_namespaced_pod(namespace, vgpu_pod("lost", 1024, 10, node=node))
+        until(muster, "the log names the node", lambda: f"{node}: annotation {nodes.VGPU_REGISTER} ignored"
+              in open(muster.log).read() or Not("not logged"))
+        time.sleep(3)
+        assert not core.read_namespaced_pod("lost", namespace).spec.node_name
+    finally:
+        pool = {"name": "vgpu", "vgpu": VGPU}
+        good = nodes.node_manifest(pool, 1, 2, node, {}, None)["metadata"]["annotations"][nodes.VGPU_REGISTER]
+        core.patch_node(node, {"metadata": {"annotations": {nodes.VGPU_REGISTER: good}}})
+    until(muster, "lost bound once the registration is good again",
+          lambda: bound(core, namespace, ["lost"]) or Not("not yet"))
+    muster.check()
