@@ -96,6 +96,47 @@ static inline const struct kubeapi_node *synth_node_sized(struct synth *s, const
 	return n;
 }
 
+/* A Ready node the vGPU device plugin registered: `gpus` GPUs of mem_mib
+ * MiB shared by at most `split` pods, UUIDs GPU-<name>-<k>, with the
+ * plugin's three allocatable resources, 96 CPUs, 1 TiB and 110 pods; the
+ * GPU taint, and labels (the inside of metadata.labels). */
+static inline const struct kubeapi_node *synth_vgpu_node(struct synth *s, const char *name,
+                                                         int gpus, int mem_mib, int split,
+                                                         const char *labels)
+{
+	struct kubeapi_node *n = calloc(1, sizeof(*n));
+	struct kubeapi_decode_error err;
+	char reg[2048] = "";
+	size_t at = 0;
+	cJSON *o;
+
+	for (int k = 0; k < gpus && at < sizeof(reg); k++)
+		at += (size_t)snprintf(
+		    reg + at, sizeof(reg) - at,
+		    "GPU-%s-%d,%d,%d,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:", name, k, split,
+		    mem_mib);
+	o = synth_parse(
+	    "{\"metadata\":{\"name\":\"%s\","
+	    "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	    "\"labels\":{%s},\"annotations\":{\"volcano.sh/node-vgpu-register\":\"%s\"}},"
+	    "\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\",\"value\":\"present\","
+	    "\"effect\":\"NoSchedule\"}]},"
+	    "\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"1Ti\","
+	    "\"pods\":\"110\",\"volcano.sh/vgpu-number\":\"%d\","
+	    "\"volcano.sh/vgpu-memory\":\"%d\",\"volcano.sh/vgpu-cores\":\"%d\"},"
+	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	    name, ++s->seq, labels ? labels : "", reg, gpus * split, gpus * mem_mib, gpus * 100);
+	if (!n || kubeapi_node_decode(s->model, o, n, &err) != 0 || !n->gpus) {
+		char b[512];
+		fprintf(stderr, "synth: vgpu node: %s %s\n",
+		        kubeapi_decode_error_str(&err, b, sizeof(b)), err.warning);
+		abort();
+	}
+	cJSON_Delete(o);
+	idmap_put(&s->nodes, synth_key(s, NULL, name), n);
+	return n;
+}
+
 /* A Ready node with `gpus` GPUs (tainted nvidia.com/gpu=present when > 0),
  * 96 CPUs, 1 TiB, 110 pods, and the topology labels given (NULL: none). */
 static inline const struct kubeapi_node *synth_node(struct synth *s, const char *name,
@@ -257,6 +298,7 @@ struct synth_pod_desc {
 	int64_t started_s;       /* status.startTime; 0: absent */
 	int64_t deadline_s;      /* spec.activeDeadlineSeconds; 0: absent */
 	const char *annotations; /* the inside of metadata.annotations, or NULL */
+	const char *limits;      /* the inside of the container's resources.limits, or NULL */
 };
 
 /* The pod d describes, decoded and put in s->pods (replacing the pod of
@@ -266,7 +308,7 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	struct kubeapi_pod *p = calloc(1, sizeof(*p));
 	struct kubeapi_decode_error err;
 	char gpu[64] = "", created[32], started[64] = "", deadline[64] = "", node[320] = "";
-	char group[320] = "", ann[1024] = "";
+	char group[320] = "", ann[1024] = "", limits[512] = "";
 	const char *phase = d->phase ? d->phase : d->node ? "Running" : "Pending";
 	cJSON *o;
 
@@ -288,6 +330,8 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 		         ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s\"}", d->group);
 	if (d->annotations)
 		snprintf(ann, sizeof(ann), ",\"annotations\":{%s}", d->annotations);
+	if (d->limits)
+		snprintf(limits, sizeof(limits), ",\"limits\":{%s}", d->limits);
 	o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
 	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
 	                "\"creationTimestamp\":\"%s\"%s%s},"
@@ -295,11 +339,11 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	                "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
 	                "\"effect\":\"NoSchedule\"}],"
 	                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
-	                "\"cpu\":\"%ldm\",\"memory\":\"%s\"%s}}}]},"
+	                "\"cpu\":\"%ldm\",\"memory\":\"%s\"%s}%s}}]},"
 	                "\"status\":{\"phase\":\"%s\"%s}}",
 	                d->name, d->ns, ++s->seq,
 	                synth_time(created, sizeof(created), d->created_s), group, ann, d->sched,
-	                node, deadline, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, phase,
+	                node, deadline, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, limits, phase,
 	                started);
 	if (!p || kubeapi_pod_decode(s->model, o, p, &err) != 0) {
 		char b[512];

@@ -20,6 +20,23 @@ struct memo {
 	unsigned count, next; /* the oldest shape is replaced first */
 };
 
+/* Do spec's vGPU asks ask at least what sh's do, container by container
+ * (memory compared only when both ask it the same way)? */
+static bool vgpu_dominates(const struct kubeapi_podspec *spec, const struct kubeapi_podspec *sh)
+{
+	const struct kubeapi_vgpu_ask *a = kubeapi_podspec_vgpu(spec),
+	                              *b = kubeapi_podspec_vgpu(sh);
+
+	if (spec->nvgpu != sh->nvgpu)
+		return false;
+	for (uint16_t k = 0; k < spec->nvgpu; k++)
+		if (a[k].nums < b[k].nums || a[k].cores < b[k].cores || a[k].mem < b[k].mem ||
+		    (a[k].mem_pct != b[k].mem_pct &&
+		     (a[k].mem_pct == KUBEAPI_VGPU_NO_PCT || a[k].mem_pct < b[k].mem_pct)))
+			return false;
+	return true;
+}
+
 /* Does a gang of n members of spec, running runtime_s, ask at least what
  * shape did? (A longer runtime may use less reserved room, never more.) */
 static bool dominates(const struct kubeapi_podspec *spec, size_t n, int64_t runtime_s,
@@ -31,6 +48,8 @@ static bool dominates(const struct kubeapi_podspec *spec, size_t n, int64_t runt
 		return false;
 	if (spec == sh->spec)
 		return true;
+	if ((spec->nvgpu || sh->spec->nvgpu) && !vgpu_dominates(spec, sh->spec))
+		return false;
 	for (unsigned k = 0; k < sh->spec->nrequests; k++)
 		if (policy_spec_request(spec, r[k].res) < r[k].amount)
 			return false;
