@@ -128,15 +128,36 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 	return 0;
 }
 
-static void set_allocatable(struct policy_nodes *t, size_t i)
+/* The resources that are GPUs or parts of one: nvidia.com/gpu and what
+ * the device plugin renames it to (nvidia.com/gpu.shared, time-slicing's
+ * replicas), and MIG slices (nvidia.com/mig-<profile>, mixed strategy).
+ * A bit per resource index. */
+static uint64_t gpu_resources(const struct policy_nodes *t)
+{
+	uint64_t mask = 1ull << KUBEAPI_RES_GPU;
+
+	for (unsigned r = KUBEAPI_RES_WELL_KNOWN; r < t->nres && r < 64; r++) {
+		const char *name = kubeapi_model_resource_name(t->model, r);
+
+		if (name && (strncmp(name, "nvidia.com/gpu", 14) == 0 ||
+		             strncmp(name, "nvidia.com/mig-", 15) == 0))
+			mask |= 1ull << r;
+	}
+	return mask;
+}
+
+static void set_allocatable(struct policy_nodes *t, size_t i, uint64_t gpu_mask)
 {
 	const struct kubeapi_reslist *al = t->node[i]->allocatable;
 	int64_t *f = &t->free[i * t->nres];
 
+	t->gpu_node[i] = 0;
 	for (uint32_t k = 0; al && k < al->n; k++)
-		if (al->e[k].res < t->nres)
+		if (al->e[k].res < t->nres) {
 			f[al->e[k].res] = al->e[k].amount;
-	t->gpu_node[i] = f[KUBEAPI_RES_GPU] > 0;
+			t->gpu_node[i] |= al->e[k].res < 64 && (gpu_mask >> al->e[k].res & 1) &&
+			                  al->e[k].amount > 0;
+		}
 }
 
 int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_model *m,
@@ -144,6 +165,7 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 {
 	const struct config_strings *levels = cfg ? &cfg->topology.levels : NULL;
 	struct flavor_ids fi;
+	uint64_t gpu_mask;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -167,9 +189,10 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 	if (!t->node || !t->free || !t->domain || !t->flavor || !t->gpu_node ||
 	    flavor_ids(a, m, cfg, &fi) < 0)
 		return -ENOMEM;
+	gpu_mask = gpu_resources(t);
 	for (size_t i = 0; i < n; i++) {
 		t->node[i] = nodes[i];
-		set_allocatable(t, i);
+		set_allocatable(t, i, gpu_mask);
 		t->flavor[i] = flavor_of(&fi, nodes[i]);
 		if (idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
 			return -ENOMEM;

@@ -51,7 +51,7 @@ struct policy_nodes {
 	int64_t *free;     /* n x nres: allocatable minus what pods use */
 	uint32_t *domain;  /* n x nlevels */
 	uint16_t *flavor;  /* config flavor index or POLICY_NO_FLAVOR */
-	uint8_t *gpu_node; /* allocatable nvidia.com/gpu > 0, or registered GPUs */
+	uint8_t *gpu_node; /* has GPUs: nvidia.com/gpu*, MIG slices or registered GPUs */
 	/* Every node's registered GPUs (kubeapi_node.gpus): node i's are
 	 * gpu[gpu_first[i] .. gpu_first[i + 1]). A node with none keeps
 	 * whole-GPU accounting through free[]. */

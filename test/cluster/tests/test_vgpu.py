@@ -176,3 +176,64 @@ def test_a_malformed_registration_keeps_whole_gpu_accounting(core, namespace, mu
     until(muster, "lost bound once the registration is good again",
           lambda: bound(core, namespace, ["lost"]) or Not("not yet"))
     muster.check()
+
+
+# --- MIG slices beside whole GPUs ------------------------------------------------------
+
+MIG_NODE = "mig-0000"
+MIG = {"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "14", "nvidia.com/mig-3g.40gb": "2"}
+
+
+@pytest.fixture(scope="module")
+def mig_node(core):
+    """An H100 node of the NVIDIA device plugin's mixed strategy: four
+    GPUs whole, two cut into 1g.10gb slices, two into 3g.40gb (one each)."""
+    pool = {"name": "mig", "capacity": {}, "gpu": {"product": "NVIDIA-H100-80GB-HBM3", "migCapable": True}}
+    cap = {"cpu": "96", "memory": "1Ti", "pods": "110", **MIG}
+    core.create_node(nodes.node_manifest(pool, 0, 1, MIG_NODE, cap, pool["gpu"]))
+    nodes.wait_ready(core, {MIG_NODE}, 120)
+    yield MIG_NODE
+    core.delete_node(MIG_NODE)
+    wait_for("MIG node gone", lambda: MIG_NODE not in {n.metadata.name for n in core.list_node().items})
+
+
+def gpu_pod(name, resource, count=1, gang=None):
+    spec = {"schedulerName": "muster", "restartPolicy": "Never", "tolerations": [TOLERATION],
+            "containers": [{"name": "main", "image": "busybox",
+                            "resources": {"requests": {"cpu": "1", resource: str(count)},
+                                          "limits": {resource: str(count)}}}]}
+    labels = {SP_LABEL: gang} if gang else {}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def waiting(core, ns, name):
+    p = core.read_namespaced_pod(name, ns)
+    c = next((c for c in p.status.conditions or [] if c.type == "PodScheduled"), None)
+    return c and c.status == "False" and c.reason == "Unschedulable" and c.message
+
+
+def test_mig_slices_and_whole_gpus_coexist_on_the_right_nodes(core, custom, namespace, muster, mig_node):
+    pg = lambda name, n: {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",  # noqa: E731
+                          "metadata": {"name": name}, "spec": {"minMember": n}}
+    core.create_namespaced_pod(namespace, gpu_pod("slice-0", "nvidia.com/mig-1g.10gb"))
+    core.create_namespaced_pod(namespace, gpu_pod("eight", "nvidia.com/gpu", 8))
+    # A gang mixing a slice and a whole GPU.
+    custom.create_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups",
+                                           pg("mixed", 2))
+    core.create_namespaced_pod(namespace, gpu_pod("mixed-slice", "nvidia.com/mig-1g.10gb", gang="mixed"))
+    core.create_namespaced_pod(namespace, gpu_pod("mixed-whole", "nvidia.com/gpu", 1, gang="mixed"))
+    # Three 3g.40gb slices where the node has two: the gang waits whole.
+    custom.create_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups",
+                                           pg("big", 3))
+    for k in range(3):
+        core.create_namespaced_pod(namespace, gpu_pod(f"big-{k}", "nvidia.com/mig-3g.40gb", gang="big"))
+    names = ["slice-0", "eight", "mixed-slice", "mixed-whole"]
+    pods = until(muster, "slices and whole GPUs bound", lambda: bound(core, namespace, names) or Not("not yet"))
+    assert pods["slice-0"].spec.node_name == MIG_NODE
+    assert pods["mixed-slice"].spec.node_name == MIG_NODE
+    assert pods["eight"].spec.node_name.startswith("gpu-"), pods["eight"].spec.node_name
+    msg = until(muster, "big waits for room", lambda: "fit" in (waiting(core, namespace, "big-0") or "")
+                and waiting(core, namespace, "big-0") or Not("not waiting for room yet"))
+    assert "2 of 3 members fit" in msg and "nvidia.com/mig-3g.40gb" in msg, msg
+    assert not any(p.spec.node_name for p in core.list_namespaced_pod(namespace).items
+                   if p.metadata.name.startswith("big-"))
