@@ -298,7 +298,8 @@ struct synth_pod_desc {
 	int64_t started_s;       /* status.startTime; 0: absent */
 	int64_t deadline_s;      /* spec.activeDeadlineSeconds; 0: absent */
 	const char *annotations; /* the inside of metadata.annotations, or NULL */
-	const char *limits;      /* the inside of the container's resources.limits, or NULL */
+	const char *limits;      /* the inside of resources.limits (extended resources: the
+	                          * requests too, as the API server defaults them), or NULL */
 };
 
 /* The pod d describes, decoded and put in s->pods (replacing the pod of
@@ -308,7 +309,7 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	struct kubeapi_pod *p = calloc(1, sizeof(*p));
 	struct kubeapi_decode_error err;
 	char gpu[64] = "", created[32], started[64] = "", deadline[64] = "", node[320] = "";
-	char group[320] = "", ann[1024] = "", limits[512] = "";
+	char group[320] = "", ann[1024] = "", limits[512] = "", ext[512] = "";
 	const char *phase = d->phase ? d->phase : d->node ? "Running" : "Pending";
 	cJSON *o;
 
@@ -330,8 +331,10 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 		         ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s\"}", d->group);
 	if (d->annotations)
 		snprintf(ann, sizeof(ann), ",\"annotations\":{%s}", d->annotations);
-	if (d->limits)
+	if (d->limits) { /* the API server defaults requests to limits */
 		snprintf(limits, sizeof(limits), ",\"limits\":{%s}", d->limits);
+		snprintf(ext, sizeof(ext), ",%s", d->limits);
+	}
 	o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
 	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
 	                "\"creationTimestamp\":\"%s\"%s%s},"
@@ -339,12 +342,12 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	                "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
 	                "\"effect\":\"NoSchedule\"}],"
 	                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
-	                "\"cpu\":\"%ldm\",\"memory\":\"%s\"%s}%s}}]},"
+	                "\"cpu\":\"%ldm\",\"memory\":\"%s\"%s%s}%s}}]},"
 	                "\"status\":{\"phase\":\"%s\"%s}}",
 	                d->name, d->ns, ++s->seq,
 	                synth_time(created, sizeof(created), d->created_s), group, ann, d->sched,
-	                node, deadline, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, limits, phase,
-	                started);
+	                node, deadline, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, ext, limits,
+	                phase, started);
 	if (!p || kubeapi_pod_decode(s->model, o, p, &err) != 0) {
 		char b[512];
 		fprintf(stderr, "synth: pod: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));

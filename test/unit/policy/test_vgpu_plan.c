@@ -38,12 +38,25 @@ struct world {
 	struct idmap assumed, assumed_vgpu;
 };
 
-static void world_init(struct world *w)
+/* Fractions under quota: a GPU's cores in percent, as the device plugin
+ * counts them (volcano.sh/vgpu-cores: 100 a GPU). */
+static const char yaml_cores[] = "resources: [volcano.sh/vgpu-cores]\n"
+                                 "queues:\n"
+                                 "  - name: shared\n"
+                                 "    namespaces: [a]\n"
+                                 "    quota: {volcano.sh/vgpu-cores: {nominal: 100}}\n";
+
+static void world_init_with(struct world *w, const char *text)
 {
 	memset(w, 0, sizeof(*w));
 	assert_int_equal(synth_init(&w->s), 0);
-	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &w->cfg, NULL), 0);
+	assert_int_equal(config_parse("t.yaml", text, strlen(text), &w->cfg, NULL), 0);
 	assert_int_equal(queue_set_build(w->cfg, &w->qs), 0);
+}
+
+static void world_init(struct world *w)
+{
+	world_init_with(w, yaml);
 }
 
 static void world_free(struct world *w)
@@ -146,9 +159,9 @@ static void test_halves_pack_two_gpus_of_one_node(void **state)
 	world_free(&w);
 }
 
-/* Shares of pods bound by someone else, read from their annotation: one
- * GPU with 60% of its cores taken takes a 40% pod but not a 50% one,
- * which waits short of room on one GPU. */
+/* Shares of pods bound by someone else, read from their annotation: two
+ * GPUs with 60% of their cores taken take a 40% pod but not a 50% one,
+ * which waits short of room on one GPU though the node has 80% free. */
 static void test_bound_shares_are_counted(void **state)
 {
 	struct world w;
@@ -156,8 +169,9 @@ static void test_bound_shares_are_counted(void **state)
 
 	(void)state;
 	world_init(&w);
-	synth_vgpu_node(&w.s, "v0", 1, 32768, 10, NULL);
+	synth_vgpu_node(&w.s, "v0", 2, 32768, 10, NULL);
 	vpod(&w, "old", NULL, 8192, 60, "v0", "GPU-v0-0,NVIDIA,8192,60:");
+	vpod(&w, "old2", NULL, 8192, 60, "v0", "GPU-v0-1,NVIDIA,8192,60:");
 	vpod(&w, "fifty", NULL, 1024, 50, NULL, NULL);
 	cycle(&w);
 	assert_int_equal(w.plan.nbinds, 0);
@@ -166,7 +180,7 @@ static void test_bound_shares_are_counted(void **state)
 	vpod(&w, "forty", NULL, 1024, 40, NULL, NULL);
 	cycle(&w);
 	assert_int_equal(w.plan.nbinds, 1);
-	assert_string_equal(share(&w, 0, buf, sizeof(buf)), "v0 GPU-v0-0 1024 40");
+	assert_non_null(strstr(share(&w, 0, buf, sizeof(buf)), " 1024 40"));
 	world_free(&w);
 }
 
@@ -200,12 +214,37 @@ static void test_assumed_shares_are_counted(void **state)
 	world_free(&w);
 }
 
+/* A queue with one GPU's worth of cores takes two half GPUs, and the
+ * third waits on quota, not room (the node has four GPUs). */
+static void test_quota_counts_fractions(void **state)
+{
+	struct world w;
+	const struct plan_gang *g = NULL;
+
+	(void)state;
+	world_init_with(&w, yaml_cores);
+	synth_vgpu_node(&w.s, "v0", 4, 32768, 10, NULL);
+	vpod(&w, "h0", NULL, 16384, 50, NULL, NULL);
+	vpod(&w, "h1", NULL, 16384, 50, NULL, NULL);
+	vpod(&w, "h2", NULL, 16384, 50, NULL, NULL);
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 2);
+	for (size_t k = 0; k < w.plan.ngangs; k++)
+		if (w.plan.gangs[k].state == PLAN_WAITING)
+			g = &w.plan.gangs[k];
+	assert_non_null(g);
+	assert_non_null(
+	    strstr(g->message, "at 100/100 volcano.sh/vgpu-cores; the gang needs 50 more"));
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_halves_pack_two_gpus_of_one_node),
 	    cmocka_unit_test(test_bound_shares_are_counted),
 	    cmocka_unit_test(test_assumed_shares_are_counted),
+	    cmocka_unit_test(test_quota_counts_fractions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
