@@ -135,6 +135,9 @@
 #define RUNNING_PRIO   10
 #define HIGH_PRIO      100
 #define PREEMPT_RESV   4
+#define VGPU_SEED      0x6d75737465720003ull /* --vgpu's own stream */
+#define VGPU_MEM_MIB   81920                 /* an H100's memory */
+#define VGPU_SPLIT     10
 
 /* ---- a deterministic PRNG --------------------------------------------- */
 
@@ -242,6 +245,7 @@ struct opts {
 	int preempt;
 	int reservations; /* backfill.reservations, or -1: not written */
 	enum mix mix;
+	int vgpu_pct; /* --vgpu: registered GPUs, this % of gangs fractional; 0: off */
 };
 
 /* ---- the world -------------------------------------------------------- */
@@ -271,6 +275,13 @@ struct world {
 	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods;
 	long pending_gpus, gang_size_hist[7]; /* 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64 */
 	long running_prio, pending_prio, pending_short, pending_long; /* --preempt */
+	/* --vgpu: fractions drawn from a stream of their own, so the cluster's
+	 * shape is the same as without; the next free GPU of the node being
+	 * filled; pods and gangs asking a fraction */
+	int vgpu_pct;
+	struct rng vrng;
+	int next_gpu;
+	long frac_running, frac_gangs, frac_pods;
 	/* the running gang being filled */
 	char cur_name[32];
 	int cur_team, cur_left, cur_count; /* cur_team < 0: other scheduler */
@@ -278,12 +289,27 @@ struct world {
 	long seq;
 };
 
+/* s with every "nvidia.com/gpu" made "volcano.sh/vgpu-cores" (--vgpu:
+ * GPUs are under quota as the device plugin counts them, 100 a GPU). */
+static void vgpu_quota_names(char *s, size_t cap)
+{
+	static const char from[] = "nvidia.com/gpu", to[] = "volcano.sh/vgpu-cores";
+	char *at;
+
+	while ((at = strstr(s, from)) && strlen(s) + sizeof(to) - sizeof(from) < cap) {
+		memmove(at + sizeof(to) - 1, at + sizeof(from) - 1,
+		        strlen(at + sizeof(from) - 1) + 1);
+		memcpy(at, to, sizeof(to) - 1);
+	}
+}
+
 static int make_config(struct world *w, const struct opts *o)
 {
-	char yaml[sizeof(yaml_fmt) + 5 * sizeof(queue_keys_inner) + 512], backfill[64] = "";
+	char yaml[sizeof(yaml_fmt) + 5 * sizeof(queue_keys_inner) + 1024], backfill[64] = "";
 	const char *in = o->preempt ? queue_keys_inner : "",
 	           *out = o->preempt ? queue_keys_outer : "";
-	long gpus = (long)w->nodes * NODE_GPUS, cpus = (long)w->nodes * 96;
+	long gpus = (long)w->nodes * NODE_GPUS * (o->vgpu_pct ? 100 : 1),
+	     cpus = (long)w->nodes * 96;
 	long mem_gi = (long)w->nodes * 1024;
 	long q[NTEAMS][3];
 	struct config_errors errs;
@@ -300,6 +326,8 @@ static int make_config(struct world *w, const struct opts *o)
 	snprintf(yaml, sizeof(yaml), yaml_fmt, backfill, q[0][0], q[0][1], q[0][2], in, q[1][0],
 	         q[1][1], q[1][2], in, q[2][0], q[2][1], q[2][2], in, q[3][0], q[3][1], q[3][2],
 	         out, q[4][0], q[4][1], q[4][2], out);
+	if (o->vgpu_pct)
+		vgpu_quota_names(yaml, sizeof(yaml));
 	config_errors_init(&errs);
 	rc = config_parse("plan_cycle.yaml", yaml, strlen(yaml), &w->cfg, &errs);
 	if (rc < 0) {
@@ -326,7 +354,18 @@ static void make_nodes(struct world *w)
 		node_name(name, sizeof(name), i);
 		snprintf(zone, sizeof(zone), "zone-%d", r * ZONES / nracks);
 		snprintf(rack, sizeof(rack), "rack-%03d", r);
-		synth_node(&w->s, name, zone, rack, NODE_GPUS, NULL);
+		if (w->vgpu_pct) {
+			char labels[256];
+
+			snprintf(
+			    labels, sizeof(labels),
+			    "\"kubernetes.io/hostname\":\"%s\",\"topology.kubernetes.io/zone\":"
+			    "\"%s\",\"muster.dev/rack\":\"%s\"",
+			    name, zone, rack);
+			synth_vgpu_node(&w->s, name, NODE_GPUS, VGPU_MEM_MIB, VGPU_SPLIT, labels);
+		} else {
+			synth_node(&w->s, name, zone, rack, NODE_GPUS, NULL);
+		}
 	}
 }
 
@@ -450,6 +489,36 @@ static void open_running_gang(struct world *w)
 		running_times(w, w->cur_team >= 0, &w->cur_times);
 }
 
+/* --vgpu: a pod asking `nums` vGPUs of `cores` percent (and as much of
+ * the memory); bound to node's GPUs first.. (with their annotation) when
+ * node is given. */
+static void vgpu_pod(struct world *w, const char *ns, const char *name, const char *group,
+                     const char *sched, long cpu_m, int nums, int cores, const char *node,
+                     int first, long created_s)
+{
+	char limits[160], ann[1024] = "\"volcano.sh/vgpu-ids-new\":\"";
+	int mem = VGPU_MEM_MIB / 100 * cores;
+	size_t at = strlen(ann);
+
+	snprintf(limits, sizeof(limits),
+	         "\"volcano.sh/vgpu-number\":\"%d\",\"volcano.sh/vgpu-memory\":\"%d\","
+	         "\"volcano.sh/vgpu-cores\":\"%d\"",
+	         nums, mem, cores);
+	for (int k = 0; node && k < nums; k++)
+		at += (size_t)snprintf(ann + at, sizeof(ann) - at, "GPU-%s-%d,NVIDIA,%d,%d:", node,
+		                       first + k, mem, cores);
+	snprintf(ann + at, sizeof(ann) - at, "\"");
+	synth_pod_at(&w->s, &(struct synth_pod_desc){.ns = ns,
+	                                             .name = name,
+	                                             .group = group,
+	                                             .sched = sched,
+	                                             .cpu_m = cpu_m,
+	                                             .node = node,
+	                                             .created_s = DAY0_S + created_s,
+	                                             .annotations = node ? ann : NULL,
+	                                             .limits = limits});
+}
+
 /* One running GPU pod of `gpus` on node `node`, in the current gang. */
 static void running_gpu_pod(struct world *w, const char *node, int gpus)
 {
@@ -457,7 +526,15 @@ static void running_gpu_pod(struct world *w, const char *node, int gpus)
 
 	if (w->cur_left == 0)
 		open_running_gang(w);
-	if (w->cur_team < 0) {
+	if (w->vgpu_pct) {
+		snprintf(name, sizeof(name), "%s-%d", w->cur_name, w->cur_count);
+		vgpu_pod(w, w->cur_team < 0 ? "ml-platform" : teams[w->cur_team].ns, name,
+		         w->cur_team < 0 ? NULL : w->cur_name,
+		         w->cur_team < 0 ? "default-scheduler" : "muster",
+		         gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, 100, node, w->next_gpu,
+		         w->cur_times.created_s);
+		w->next_gpu += gpus;
+	} else if (w->cur_team < 0) {
 		snprintf(name, sizeof(name), "%s-%d", w->cur_name, w->cur_count);
 		synth_pod(&w->s, "ml-platform", name, NULL, "default-scheduler",
 		          gpus * CPU_PER_GPU_RUNNING * 1000L, gpus, node, w->cur_times.created_s,
@@ -504,6 +581,7 @@ static void fill_node(struct world *w, int i)
 	int room = NODE_GPUS - free_gpus(&w->rng), pods = 0;
 
 	node_name(node, sizeof(node), i);
+	w->next_gpu = 0;
 	while (room > 0) {
 		int g = running_size(&w->rng, room);
 
@@ -511,6 +589,14 @@ static void fill_node(struct world *w, int i)
 		room -= g;
 		pods++;
 	}
+	/* --vgpu: some of the GPUs left half used by an inference pod. */
+	for (int k = w->next_gpu; w->vgpu_pct && k < NODE_GPUS; k++)
+		if ((int)(rng_next(&w->vrng) % 100) < w->vgpu_pct) {
+			snprintf(name, sizeof(name), "infer-%05d-%d", i, k);
+			vgpu_pod(w, "inference", name, NULL, "muster", 4000, 1, 50, node, k, 0);
+			w->running_pods++;
+			w->frac_running++;
+		}
 	snprintf(name, sizeof(name), "node-exporter-%05d", i);
 	synth_pod(&w->s, "kube-system", name, NULL, "default-scheduler", DAEMON_M, 0, node, 0,
 	          NULL);
@@ -589,7 +675,20 @@ static void pending_gang(struct world *w, long k, const struct opts *o)
 		pending_times(w, k, &tm);
 	snprintf(group_name, sizeof(group_name), "pg-%06ld", k);
 	put_group(w, ns, group_name, size, &tm);
-	for (int m = 0; m < size; m++) {
+	if (w->vgpu_pct) {
+		static const int cores[] = {10, 25, 50};
+		int frac = (int)(rng_next(&w->vrng) % 100) < w->vgpu_pct;
+		int c = frac ? cores[rng_next(&w->vrng) % 3] : 100;
+
+		for (int m = 0; m < size; m++) {
+			snprintf(name, sizeof(name), "%s-%02d", group_name, m);
+			vgpu_pod(w, ns, name, group_name, "muster", cpu_m, frac ? 1 : gpus, c, NULL,
+			         0, tm.created_s);
+		}
+		w->frac_gangs += frac;
+		w->frac_pods += frac ? size : 0;
+	}
+	for (int m = 0; !w->vgpu_pct && m < size; m++) {
 		snprintf(name, sizeof(name), "%s-%02d", group_name, m);
 		synth_pod_sized(&w->s, ns, name, group_name, "muster", cpu_m, mem, gpus, NULL,
 		                tm.created_s, spec_of(&tm));
@@ -609,6 +708,8 @@ static int world_build(struct world *w, int nodes, const struct opts *o)
 	w->rng.s = SEED;
 	w->trng.s = TIME_SEED;
 	w->preempt = o->preempt;
+	w->vgpu_pct = o->vgpu_pct;
+	w->vrng.s = VGPU_SEED;
 	if ((rc = synth_init(&w->s)) < 0 || (rc = make_config(w, o)) < 0)
 		return rc;
 	make_nodes(w);
@@ -699,6 +800,7 @@ struct result {
 	struct plan_stats st;
 	long admitted, wait_quota, wait_nodes, other_state, binds, bound_gpus;
 	long free_gpus_before, size_hist[7];
+	long frac_running, frac_gangs, frac_pods; /* --vgpu */
 	/* --preempt: the workload, the timed reps' evictions and gangs
 	 * preempting, and the cycle that replays the last rep's holds */
 	int resv_depth;
@@ -951,9 +1053,16 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->st.placement_tries, r->st.memo_hits, r->st.admitted_gangs, r->binds, r->bound_gpus,
 	    r->wait_quota, r->wait_nodes, r->other_state, r->size_hist[0], r->size_hist[1],
 	    r->size_hist[2], r->size_hist[3], r->size_hist[4], r->size_hist[5], r->size_hist[6],
-	    o->preempt ? "preempt" : "default", r->resv_depth, r->st.preemptions, r->st.victims,
-	    r->evictions, r->st.preempt_tries, r->st.reservations, r->st.backfilled,
-	    r->st.reserve_tries, r->snap_cpu_ms, r->snap_bytes, r->digest);
+	    o->preempt    ? "preempt"
+	    : o->vgpu_pct ? "vgpu"
+	                  : "default",
+	    r->resv_depth, r->st.preemptions, r->st.victims, r->evictions, r->st.preempt_tries,
+	    r->st.reservations, r->st.backfilled, r->st.reserve_tries, r->snap_cpu_ms,
+	    r->snap_bytes, r->digest);
+	if (o->vgpu_pct)
+		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
+		       "fractional_pods=%ld",
+		       o->vgpu_pct, r->frac_running, r->frac_gangs, r->frac_pods);
 	if (o->preempt)
 		printf(" running_prio10_gangs=%ld pending_prio100_gangs=%ld pending_short=%ld "
 		       "pending_long=%ld preempting_gangs=%ld evicted_gpus=%ld held_holds=%ld "
@@ -994,6 +1103,9 @@ static int run_size(int nodes, const struct opts *o, struct result *r)
 	r->pending_gangs = w.pending_gangs;
 	r->pending_pods = w.pending_pods;
 	r->pending_gpus = w.pending_gpus;
+	r->frac_running = w.frac_running;
+	r->frac_gangs = w.frac_gangs;
+	r->frac_pods = w.frac_pods;
 	memcpy(r->size_hist, w.gang_size_hist, sizeof(r->size_hist));
 	r->resv_depth = w.cfg->backfill.reservations;
 	r->running_prio = w.running_prio;
@@ -1102,7 +1214,7 @@ static bool exercised(const struct result *r, const struct opts *o)
 static int usage(void)
 {
 	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
-	                "[--unique-specs] [--preempt] [--reservations N]\n");
+	                "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT]\n");
 	return 2;
 }
 
@@ -1118,6 +1230,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->unique_specs = 1;
 		} else if (strcmp(argv[i], "--preempt") == 0) {
 			o->preempt = 1;
+		} else if (strcmp(argv[i], "--vgpu") == 0 && next[0] >= '1' && next[0] <= '9') {
+			o->vgpu_pct = atoi(next);
+			i++;
 		} else if (strcmp(argv[i], "--reservations") == 0 && next[0] >= '0' &&
 		           next[0] <= '9') {
 			o->reservations = atoi(next);
@@ -1140,7 +1255,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (o->preempt && o->reservations < 0)
 		o->reservations = PREEMPT_RESV;
 	return o->reps >= 1 && o->reps <= MAX_REPS && o->nodes >= RACK_NODES &&
-	               o->reservations <= 1000
+	               o->reservations <= 1000 && o->vgpu_pct <= 100 &&
+	               !(o->vgpu_pct && (o->preempt || o->unique_specs))
 	           ? 0
 	           : -1;
 }

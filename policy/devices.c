@@ -37,6 +37,12 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 			    .healthy = g->e[k].healthy && !g->e[k].mig,
 			};
 		t->gpu_node[i] |= g && g->n > 0;
+		for (unsigned l = 0; l < t->nlevels; l++) {
+			uint32_t d = t->domain[i * t->nlevels + l];
+
+			for (uint32_t k = t->gpu_first[i]; d != POLICY_NO_DOMAIN && k < at; k++)
+				t->level[l].free_core[d] += t->gpu[k].healthy ? 100 : 0;
+		}
 	}
 	t->gpu_first[t->n] = (uint32_t)at;
 	return 0;
@@ -76,8 +82,15 @@ int policy_nodes_held(const struct policy_nodes *t, size_t i, const struct kubea
 	return 0;
 }
 
-void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign)
+int64_t policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign)
 {
-	for (uint32_t k = 0; h && k < h->n; k++)
-		policy_vgpu_use(&t->gpu[h->s[k].gpu], h->s[k].mem, h->s[k].cores, -sign);
+	int64_t cores = 0;
+
+	for (uint32_t k = 0; h && k < h->n; k++) {
+		struct policy_gpu *g = &t->gpu[h->s[k].gpu];
+
+		policy_vgpu_use(g, h->s[k].mem, h->s[k].cores, -sign);
+		cores += g->healthy ? h->s[k].cores : 0;
+	}
+	return cores;
 }

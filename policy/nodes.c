@@ -106,8 +106,9 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 	lv->start = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->start));
 	lv->members = arena_alloc(a, (t->n + 1) * sizeof(*lv->members));
 	lv->free_gpu = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->free_gpu));
+	lv->free_core = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->free_core));
 	fill = arena_calloc(a, lv->ndomains + 1, sizeof(*fill));
-	if (!lv->start || !lv->members || !lv->free_gpu || !fill)
+	if (!lv->start || !lv->members || !lv->free_gpu || !lv->free_core || !fill)
 		return -ENOMEM;
 	for (i = 0; i < t->n; i++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
@@ -230,7 +231,7 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
 	int64_t *f = &t->free[i * t->nres];
-	int64_t gpus = 0;
+	int64_t gpus = 0, cores;
 
 	for (unsigned k = 0; k < spec->nrequests; k++) {
 		if (r[k].res >= t->nres)
@@ -240,12 +241,14 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 			gpus = r[k].amount;
 	}
 	f[KUBEAPI_RES_PODS] += sign;
-	policy__held_use(t, held, sign);
-	for (unsigned l = 0; gpus && l < t->nlevels; l++) {
+	cores = policy__held_use(t, held, sign);
+	for (unsigned l = 0; (gpus || cores) && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
-		if (d != POLICY_NO_DOMAIN)
+		if (d != POLICY_NO_DOMAIN) {
 			t->level[l].free_gpu[d] += sign * gpus;
+			t->level[l].free_core[d] += sign * cores;
+		}
 	}
 }
 
@@ -277,9 +280,11 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	for (unsigned l = 0; l < src->nlevels; l++) {
 		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
 
-		if (!(dst->level[l].free_gpu = arena_alloc(a, bytes)))
+		if (!(dst->level[l].free_gpu = arena_alloc(a, bytes)) ||
+		    !(dst->level[l].free_core = arena_alloc(a, bytes)))
 			return -ENOMEM;
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
+		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
 	}
 	return 0;
 }

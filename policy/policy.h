@@ -41,6 +41,10 @@ struct policy_level {
 	uint32_t *start;   /* CSR: nodes of domain d are members[start[d] .. start[d+1]) */
 	uint32_t *members; /* node indexes */
 	int64_t *free_gpu; /* per domain, kept current as pods are placed */
+	/* Per domain, the cores (percent) free on its healthy registered
+	 * GPUs, kept current too: what lets placement skip a domain that
+	 * cannot hold a gang's vGPUs without trying it. */
+	int64_t *free_core;
 };
 
 struct policy_nodes {
