@@ -17,6 +17,7 @@
 
 #include "scheduler/debug/debug.h"
 #include "kubeapi/cache.h"
+#include "scheduler/debug/gpus.h"
 #include "scheduler/debug/page.h"
 #include "scheduler/debug/metrics.h"
 #include "scheduler/debug/snap.h"
@@ -313,7 +314,7 @@ static cJSON *amounts(const struct snap *sn, const int64_t *v, int skip_zero)
 
 static cJSON *node_json(const struct snap *sn, const struct snap_node *n)
 {
-	cJSON *o = cJSON_CreateObject(), *topo, *fr;
+	cJSON *o = cJSON_CreateObject(), *topo, *fr, *map;
 
 	cJSON_AddStringToObject(o, "name", n->name);
 	cJSON_AddBoolToObject(o, "ready", n->ready);
@@ -333,6 +334,9 @@ static cJSON *node_json(const struct snap *sn, const struct snap_node *n)
 	for (unsigned l = 0; l < sn->nlevels; l++)
 		if (n->topo[l])
 			cJSON_AddStringToObject(topo, sn->level_name[l], n->topo[l]);
+	cJSON_AddItemToObject(o, "gpus", debug_gpus_devices(n));
+	if ((map = debug_gpus_cells(sn, n)))
+		cJSON_AddItemToObject(o, "gpuMap", map);
 	return o;
 }
 
@@ -348,6 +352,22 @@ static void get_nodes(const struct snap *sn, const struct httpd_request *req,
 	arr = cJSON_AddArrayToObject(doc, "nodes");
 	for (size_t k = 0; k < sn->nnodes && (long)k < limit; k++)
 		cJSON_AddItemToArray(arr, node_json(sn, &sn->nodes[k]));
+	send_json(r, 200, doc);
+}
+
+/* ---- /debug/gpus --------------------------------------------------------- */
+
+static void get_gpus(const struct snap *sn, const struct httpd_request *req,
+                     struct httpd_response *r)
+{
+	cJSON *doc = header(sn);
+
+	(void)req;
+	if (debug_gpus_domains(sn, doc) < 0) {
+		cJSON_Delete(doc);
+		text(r, 500, "out of memory\n");
+		return;
+	}
 	send_json(r, 200, doc);
 }
 
@@ -492,6 +512,7 @@ static const struct route {
     {"/debug/queues", 0, NULL, get_queues},
     {"/debug/gangs", 0, NULL, get_gangs},
     {"/debug/nodes", 0, NULL, get_nodes},
+    {"/debug/gpus", 0, NULL, get_gpus},
     {"/debug/gangs/", 1, NULL, get_gang},
 };
 

@@ -1,12 +1,14 @@
 /*
  * The /debug/ page (DEBUG.md), served as it is at /debug/.
  *
- * What it does: 2 s after each refresh ends, GET queues and
- * gangs?limit=200 relative to the page (so it works behind a port-forward
+ * What it does: 2 s after each refresh ends, GET queues,
+ * gangs?limit=200 and gpus relative to the page (so it works behind a port-forward
  * or a path prefix, and at .../debug without the slash too), each with a
  * 10 s timeout; then draw the queue tree, one bar per resource (usage up
  * to nominal in blue, borrowed above it in orange; no bar for an
- * unlimited nominal), and the pending gangs. A failed refresh keeps the
+ * unlimited nominal), the pending gangs, and the GPU map (gpus.h): a box
+ * per topology domain, a row per node, a cell per GPU coloured by state
+ * (at most 2,000 nodes drawn). A failed refresh keeps the
  * last data and says why in #status. Rows are copies of two <template>s
  * filled in with textContent, never innerHTML, so no text from a document
  * is read as HTML. A 401 shows a field for a bearer token, kept in
@@ -18,7 +20,12 @@
  * data-kind="cohort|queue"> (the root's name is ""); each gang is
  * <tr class="gang" data-name="NS/NAME">; <span id="cycle"> holds the
  * cycle, <span id="status"> "ok" or the last error; a 401 shows
- * <form id="auth"> with <input id="token">. The templates' own copies
+ * <form id="auth"> with <input id="token">. The map: each node is
+ * <div class="gnode" data-name="NODE">, each GPU in it an <i> of class
+ * "gpu whole|shared|free|reserved|unhealthy" with data-left (percent of
+ * its cores free) on shared ones; the colours are fixed (#2f6fd0 whole,
+ * #f08a24 shared, #bfe3bf free, #8e44ad reserved, #c0392b unhealthy) so
+ * a screenshot can be checked by colour. The templates' own copies
  * live outside the document, so querySelectorAll('.queue') finds only
  * rows (a --dump-dom of the page shows them, without data-name).
  *
@@ -69,6 +76,19 @@ static const char page[] =
 	"th { background: #f0f0f0; }\n"
 	"td { white-space: nowrap; }\n"
 	"td.msg { font-size: 12px; color: #444; white-space: normal; }\n"
+	".domain { display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }\n"
+	".domain { padding: .3em .5em; border: 1px solid #ddd; background: #fff; }\n"
+	".dname { font-size: 12px; color: #666; margin-bottom: .2em; }\n"
+	".gnode { display: flex; align-items: center; gap: 6px; height: 16px; }\n"
+	".gnode .nname { font-size: 11px; width: 9em; overflow: hidden; white-space: nowrap; }\n"
+	".gpu { display: inline-block; position: relative; width: 14px; height: 14px; }\n"
+	".gpu { margin-right: 2px; }\n"
+	".gpu.whole, .legend i.whole { background: #2f6fd0; }\n"
+	".gpu.shared, .legend i.shared { background: #f08a24; }\n"
+	".gpu.free, .legend i.free { background: #bfe3bf; }\n"
+	".gpu.reserved, .legend i.reserved { background: #8e44ad; }\n"
+	".gpu.unhealthy, .legend i.unhealthy { background: #c0392b; }\n"
+	".gpu .left { position: absolute; right: 0; top: 0; bottom: 0; background: #fde3c8; }\n"
 	"</style>\n"
 	"</head>\n"
 	"<body>\n"
@@ -93,6 +113,11 @@ static const char page[] =
 	"<th>Members</th><th>Expected start</th><th>Message</th></tr></thead>\n"
 	"<tbody id='gangs'></tbody>\n"
 	"</table>\n"
+	"<h2>GPUs <span id='gpu-count'></span></h2>\n"
+	"<div class='legend'><i class='whole'></i>whole <i class='shared'></i>shared\n"
+	"(light: free share) <i class='free'></i>free <i class='reserved'></i>reserved\n"
+	"<i class='unhealthy'></i>unhealthy</div>\n"
+	"<div id='gpus'></div>\n"
 	"<template id='queue-row'><div class=\"queue\">\n"
 	"<span class='name'></span><span class='kind'></span><span class='pending'></span>\n"
 	"<span class='admitted'></span><span class='share'></span><div class='bars'></div>\n"
@@ -271,6 +296,47 @@ static const char page[] =
 	"    $('count').textContent = '(' + list.length + (more ? ' of ' + doc.total : '') + ')';\n"
 	"  }\n"
 	"\n"
+	"  var STATES = { W: 'whole', S: 'shared', F: 'free', R: 'reserved', X: 'unhealthy' };\n"
+	"  var MAX_GPU_NODES = 2000;\n"
+	"  function gpuNode(n) {\n"
+	"    var row = el('div', 'gnode'), cells = typeof n.cells === 'string' ? n.cells : '';\n"
+	"    var left = Array.isArray(n.left) ? n.left : [], s = 0;\n"
+	"    row.setAttribute('data-name', str(n.name));\n"
+	"    row.appendChild(el('span', 'nname', str(n.name)));\n"
+	"    for (var k = 0; k < cells.length && k < 64; k++) {\n"
+	"      var state = STATES[cells[k]] || 'free', c = el('i', 'gpu ' + state);\n"
+	"      c.title = str(n.name) + ' GPU ' + k + ': ' + state;\n"
+	"      if (state === 'shared') {\n"
+	"        var l = typeof left[s] === 'number' ? left[s] : 0;\n"
+	"        s++;\n"
+	"        c.setAttribute('data-left', String(l));\n"
+	"        c.title += ', ' + l + '% of its cores free';\n"
+	"        var f = el('span', 'left');\n"
+	"        f.style.width = Math.max(0, Math.min(100, l)) + '%';\n"
+	"        c.appendChild(f);\n"
+	"      }\n"
+	"      row.appendChild(c);\n"
+	"    }\n"
+	"    return row;\n"
+	"  }\n"
+	"  function renderGpus(doc) {\n"
+	"    var boxes = [], drawn = 0;\n"
+	"    (Array.isArray(doc.domains) ? doc.domains : []).filter(isObj).forEach(function (d) {\n"
+	"      var box = el('div', 'domain');\n"
+	"      box.setAttribute('data-name', str(d.name));\n"
+	"      box.appendChild(el('div', 'dname', (typeof doc.level === 'string' ?\n"
+	"        doc.level + ' ' : '') + (d.name === '' ? '(none)' : str(d.name))));\n"
+	"      (Array.isArray(d.nodes) ? d.nodes : []).filter(isObj).forEach(function (n) {\n"
+	"        if (drawn++ < MAX_GPU_NODES) box.appendChild(gpuNode(n));\n"
+	"      });\n"
+	"      boxes.push(box);\n"
+	"    });\n"
+	"    if (!boxes.length) boxes.push(el('p', 'none', 'No node has GPUs.'));\n"
+	"    fill($('gpus'), boxes);\n"
+	"    $('gpu-count').textContent = '(' + num(doc.total) + ' nodes' +\n"
+	"      (drawn > MAX_GPU_NODES ? ', ' + MAX_GPU_NODES + ' drawn' : '') + ')';\n"
+	"  }\n"
+	"\n"
 	"  function schedule(ms) {\n"
 	"    clearTimeout(timer);\n"
 	"    timer = setTimeout(refresh, ms);\n"
@@ -280,11 +346,12 @@ static const char page[] =
 	"  function refresh() {\n"
 	"    if (busy) return;\n"
 	"    busy = true;\n"
-	"    Promise.all([get('queues'), get('gangs?limit=200')])\n"
+	"    Promise.all([get('queues'), get('gangs?limit=200'), get('gpus')])\n"
 	"      .then(function (d) {\n"
 	"        showAuth(false);\n"
 	"        renderQueues(d[0]);\n"
 	"        renderGangs(d[1]);\n"
+	"        renderGpus(d[2]);\n"
 	"        setStatus('ok', true);\n"
 	"      })\n"
 	"      .catch(function (e) { setStatus(e && e.message ? e.message : String(e), false); })\n"

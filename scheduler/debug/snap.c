@@ -177,6 +177,35 @@ static int take_queues(const struct snap_input *s, struct snap *sn)
 
 /* ---- nodes ------------------------------------------------------------- */
 
+/* Node i's registered GPUs as the cycle left them. */
+static int take_gpus(const struct snap_input *s, struct snap *sn, size_t i)
+{
+	const struct policy_nodes *t = &s->plan->nodes;
+	struct snap_node *n = &sn->nodes[i];
+	size_t ng;
+	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ng);
+
+	if (!ng)
+		return 0;
+	if (!(n->gpus = arena_calloc(&sn->arena, ng, sizeof(*n->gpus))))
+		return -ENOMEM;
+	n->ngpus = (uint32_t)ng;
+	for (size_t k = 0; k < ng; k++) {
+		n->gpus[k] = (struct snap_gpu){
+		    .uuid = dup_str(&sn->arena, str(s, t->node[i]->gpus->e[k].uuid)),
+		    .memory = g[k].memory,
+		    .split = g[k].split,
+		    .used_num = g[k].used_num,
+		    .used_mem = g[k].used_mem,
+		    .used_core = g[k].used_core,
+		    .healthy = g[k].healthy,
+		};
+		if (!n->gpus[k].uuid)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int take_node(const struct snap_input *s, struct snap *sn, size_t i)
 {
 	const struct policy_nodes *t = &s->plan->nodes;
@@ -204,7 +233,7 @@ static int take_node(const struct snap_input *s, struct snap *sn, size_t i)
 		if (v && !(n->topo[l] = dup_str(a, str(s, v))))
 			return -ENOMEM;
 	}
-	return 0;
+	return take_gpus(s, sn, i);
 }
 
 static int take_nodes(const struct snap_input *s, struct snap *sn)

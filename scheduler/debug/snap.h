@@ -42,6 +42,14 @@ struct snap_gang {
 	const char **pods;    /* pending members' names */
 };
 
+/* A GPU the vGPU device plugin registered, and what is on it. */
+struct snap_gpu {
+	const char *uuid;
+	uint32_t memory, split; /* MiB; pods that may share it */
+	uint32_t used_num, used_mem, used_core;
+	uint8_t healthy;
+};
+
 struct snap_node {
 	const char *name;
 	uint8_t ready, schedulable;
@@ -49,6 +57,8 @@ struct snap_node {
 	const char **topo;                /* nlevels values, NULL when unlabelled */
 	uint32_t nreserved_for;
 	uint32_t *reserved_for; /* gang indexes */
+	uint32_t ngpus;         /* registered GPUs (none: whole-GPU accounting) */
+	struct snap_gpu *gpus;
 };
 
 struct snap_queue {

@@ -13,12 +13,19 @@ are created bound, with the shares in their annotation, as Volcano would
 have left them: Muster must count them too.
 """
 
+import collections
+import os
+import struct
+import subprocess
+import tempfile
 import time
+import zlib
 
 import pytest
 
 import nodes
 from conftest import Not, until, wait_for
+from test_debug import DOM, chromium, dump_dom, get_doc
 from test_vgpu_oracle import oracle  # noqa: F401  (the fixture: builds the oracle)
 
 V100 = "NVIDIA-Tesla V100-PCIE-32GB"
@@ -237,3 +244,99 @@ def test_mig_slices_and_whole_gpus_coexist_on_the_right_nodes(core, custom, name
     assert "2 of 3 members fit" in msg and "nvidia.com/mig-3g.40gb" in msg, msg
     assert not any(p.spec.node_name for p in core.list_namespaced_pod(namespace).items
                    if p.metadata.name.startswith("big-"))
+
+
+# --- the GPU map ---------------------------------------------------------------------------
+
+
+def png_pixels(path):
+    """The RGB(A) pixels of an 8-bit, non-interlaced PNG (what Chromium
+    writes) as a flat list of (r, g, b) tuples."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    at, idat, ihdr = 8, b"", None
+    while at < len(data):
+        n, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + n
+    width, height, depth, color, _, _, interlace = ihdr
+    assert depth == 8 and color in (2, 6) and interlace == 0, ihdr
+    bpp = 4 if color == 6 else 3
+    raw, stride, prev, out = zlib.decompress(idat), width * bpp, bytearray(width * bpp), []
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out.extend(tuple(line[i:i + 3]) for i in range(0, stride, bpp))
+        prev = line
+    return out
+
+
+def screenshot(url, path, budget_ms=6000):
+    with tempfile.TemporaryDirectory() as profile:
+        r = subprocess.run([chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                            "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1400,4000",
+                            "--force-device-scale-factor=1", f"--virtual-time-budget={budget_ms}",
+                            f"--screenshot={path}", url], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and os.path.exists(path), f"chromium exited {r.returncode}:\n{r.stderr[-3000:]}"
+
+
+WHOLE, SHARED, FREE, LEFT = (0x2F, 0x6F, 0xD0), (0xF0, 0x8A, 0x24), (0xBF, 0xE3, 0xBF), (0xFD, 0xE3, 0xC8)
+
+
+def test_gpu_map_shows_whole_shared_and_free_gpus(core, namespace, muster, vgpu_nodes, tmp_path):
+    """One whole vGPU and one half-core share on vgpu-0001: /debug/gpus and
+    /debug/nodes say so, the page draws the node's four cells (whole,
+    shared with 50% left, two free), and a screenshot of the page holds
+    those cells' colours: at least one whole cell and the legend's swatch
+    in blue, the shared cell's used half in orange and its free half in
+    light orange."""
+    node = NODES[1]
+    core.create_namespaced_pod(namespace, vgpu_pod("whole", 32768, 100, node=node))
+    core.create_namespaced_pod(namespace, vgpu_pod("half", 16384, 50, node=node))
+    until(muster, "both bound", lambda: bound(core, namespace, ["whole", "half"]) or Not("not yet"))
+
+    def mapped():
+        doc = get_doc(muster, "/debug/gpus")
+        nodes = {n["name"]: n for d in doc["domains"] for n in d["nodes"]}
+        n = nodes.get(node)
+        return (n and sorted(n["cells"]) == ["F", "F", "S", "W"] and n["left"] == [50] and (doc, n)
+                or Not(f"{node}: {n}"))
+    doc, n = until(muster, "the map shows the two pods", mapped)
+    assert doc["level"] == "nvidia.com/gpu.clique", doc["level"]
+    assert {"gpu-0000", "gpu-0015"} <= {x["name"] for d in doc["domains"] for x in d["nodes"]}
+    devices = {x["name"]: x for x in get_doc(muster, "/debug/nodes")["nodes"]}[node]["gpus"]
+    assert sorted((g["used"]["shares"], g["used"]["cores"], g["used"]["memoryMiB"]) for g in devices) == [
+        (0, 0, 0), (0, 0, 0), (1, 50, 16384), (1, 100, 32768)], devices
+
+    dom = DOM(dump_dom(muster.debug_url() + "/debug/"))
+    row = [e for e in dom.root.walk() if "gnode" in e.classes and e.attrs.get("data-name") == node]
+    assert len(row) == 1, "no map row for " + node
+    cells = [e for e in row[0].walk() if "gpu" in e.classes]
+    states = sorted(c.classes[1] for c in cells)
+    assert states == ["free", "free", "shared", "whole"], states
+    assert [c.attrs.get("data-left") for c in cells if "shared" in c.classes] == ["50"]
+
+    png = str(tmp_path / "page.png")
+    screenshot(muster.debug_url() + "/debug/", png)
+    counts = collections.Counter(p for p in png_pixels(png) if p in (WHOLE, SHARED, FREE, LEFT))
+    # A cell is 14 x 14 px, a legend swatch 10 x 10; the shared cell's
+    # right half is its free share.
+    assert counts[WHOLE] >= 14 * 14 + 10 * 10, counts
+    assert counts[SHARED] >= 7 * 14 + 10 * 10 and counts[LEFT] >= 6 * 14, counts
+    assert counts[FREE] >= 3 * 14 * 14, counts
