@@ -298,6 +298,7 @@ struct synth_pod_desc {
 	int64_t started_s;       /* status.startTime; 0: absent */
 	int64_t deadline_s;      /* spec.activeDeadlineSeconds; 0: absent */
 	const char *annotations; /* the inside of metadata.annotations, or NULL */
+	const char *spec;        /* more JSON inside spec (e.g. "\"priority\":10"), or NULL */
 	const char *limits;      /* the inside of resources.limits (extended resources: the
 	                          * requests too, as the API server defaults them), or NULL */
 };
@@ -309,7 +310,7 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	struct kubeapi_pod *p = calloc(1, sizeof(*p));
 	struct kubeapi_decode_error err;
 	char gpu[64] = "", created[32], started[64] = "", deadline[64] = "", node[320] = "";
-	char group[320] = "", ann[1024] = "", limits[512] = "", ext[512] = "";
+	char group[320] = "", ann[1024] = "", limits[512] = "", ext[512] = "", spec[256] = "";
 	const char *phase = d->phase ? d->phase : d->node ? "Running" : "Pending";
 	cJSON *o;
 
@@ -331,6 +332,8 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 		         ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s\"}", d->group);
 	if (d->annotations)
 		snprintf(ann, sizeof(ann), ",\"annotations\":{%s}", d->annotations);
+	if (d->spec)
+		snprintf(spec, sizeof(spec), ",%s", d->spec);
 	if (d->limits) { /* the API server defaults requests to limits */
 		snprintf(limits, sizeof(limits), ",\"limits\":{%s}", d->limits);
 		snprintf(ext, sizeof(ext), ",%s", d->limits);
@@ -338,7 +341,7 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
 	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
 	                "\"creationTimestamp\":\"%s\"%s%s},"
-	                "\"spec\":{\"schedulerName\":\"%s\"%s%s,"
+	                "\"spec\":{\"schedulerName\":\"%s\"%s%s%s,"
 	                "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
 	                "\"effect\":\"NoSchedule\"}],"
 	                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
@@ -346,8 +349,8 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	                "\"status\":{\"phase\":\"%s\"%s}}",
 	                d->name, d->ns, ++s->seq,
 	                synth_time(created, sizeof(created), d->created_s), group, ann, d->sched,
-	                node, deadline, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, ext, limits,
-	                phase, started);
+	                node, deadline, spec, d->cpu_m, d->memory ? d->memory : "1Gi", gpu, ext,
+	                limits, phase, started);
 	if (!p || kubeapi_pod_decode(s->model, o, p, &err) != 0) {
 		char b[512];
 		fprintf(stderr, "synth: pod: %s\n", kubeapi_decode_error_str(&err, b, sizeof(b)));

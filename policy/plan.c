@@ -108,7 +108,7 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 	    .short_nodes = why->short_nodes,
 	    .nodes = r->p->nodes.n,
 	    .res = why->short_res == POLICY_SHORT_VGPU
-	               ? "room on one GPU for a vGPU share"
+	               ? PLAN_WORDS_VGPU_ROOM
 	               : kubeapi_model_resource_name(r->in->model, why->short_res),
 	};
 

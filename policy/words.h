@@ -23,6 +23,10 @@
 
 /* The facts of one waiting gang, written out. Fields a verdict does not
  * use stay zero. */
+/* What a member asking vGPUs lacks when the nodes have the resources
+ * but no single GPU has room for its share (POLICY_SHORT_VGPU). */
+#define PLAN_WORDS_VGPU_ROOM "room on one GPU for a vGPU share"
+
 struct plan_facts {
 	uint8_t why;           /* enum plan_why */
 	const char *ns, *name; /* the gang, for messages */

@@ -58,7 +58,9 @@ static void fit(const struct snap *sn, const struct snap_gang *g, cJSON *by, str
 	const struct plan_block *b = &g->block;
 	int slot;
 
-	f->res = b->short_res < sn->nres ? sn->res_name[b->short_res] : "resources";
+	f->res = b->short_res < sn->nres             ? sn->res_name[b->short_res]
+	         : b->short_res == POLICY_SHORT_VGPU ? PLAN_WORDS_VGPU_ROOM
+	                                             : "resources";
 	slot = slot_of(sn, f->res);
 	for (size_t i = 0; b->short_res < sn->nres && i < sn->nnodes; i++)
 		if (sn->nodes[i].ready && sn->nodes[i].schedulable)

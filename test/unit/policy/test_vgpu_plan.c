@@ -238,6 +238,60 @@ static void test_quota_counts_fractions(void **state)
 	world_free(&w);
 }
 
+static const char yaml_prio[] = "resources: [nvidia.com/gpu]\n"
+                                "queues:\n"
+                                "  - name: all\n"
+                                "    namespaces: [a]\n"
+                                "    quota: {nvidia.com/gpu: {nominal: 1000}}\n"
+                                "    preemption: {withinQueue: LowerPriority}\n";
+
+/* A pod of ours in namespace a at priority prio: bound holding `ids`
+ * when node is given, else pending. */
+static void ppod(struct world *w, const char *name, int prio, int mem, int cores, const char *node,
+                 const char *ids, int64_t created_s)
+{
+	char limits[256], ann[256], spec[64];
+
+	snprintf(limits, sizeof(limits),
+	         "\"volcano.sh/vgpu-number\":\"1\",\"volcano.sh/vgpu-memory\":\"%d\","
+	         "\"volcano.sh/vgpu-cores\":\"%d\"",
+	         mem, cores);
+	snprintf(ann, sizeof(ann), "\"volcano.sh/vgpu-ids-new\":\"%s\"", ids ? ids : "");
+	snprintf(spec, sizeof(spec), "\"priority\":%d", prio);
+	synth_pod_at(&w->s, &(struct synth_pod_desc){.ns = "a",
+	                                             .name = name,
+	                                             .sched = "muster",
+	                                             .cpu_m = 1000,
+	                                             .node = node,
+	                                             .created_s = created_s,
+	                                             .started_s = node ? created_s : 0,
+	                                             .annotations = ids ? ann : NULL,
+	                                             .spec = spec,
+	                                             .limits = limits});
+}
+
+/* A whole vGPU at priority 100 where two GPUs are held at priority 1: the
+ * whole one (old), and a 30% share (newer) beside a 30% share at
+ * priority 100 that may not be preempted. Evicting the newer share frees
+ * no GPU whole, so the victim is the old pod, and only it. */
+static void test_preemption_frees_exactly_the_victims_shares(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init_with(&w, yaml_prio);
+	synth_vgpu_node(&w.s, "v0", 2, 32768, 10, NULL);
+	ppod(&w, "old", 1, 32768, 100, "v0", "GPU-v0-0,NVIDIA,32768,100:", 1767225600);
+	ppod(&w, "newer", 1, 4096, 30, "v0", "GPU-v0-1,NVIDIA,4096,30:", 1767229200);
+	ppod(&w, "kept", 100, 4096, 30, "v0", "GPU-v0-1,NVIDIA,4096,30:", 1767229200);
+	ppod(&w, "urgent", 100, 32768, 100, NULL, NULL, 1767232800);
+	cycle(&w);
+	assert_int_equal(w.plan.nevictions, 1);
+	assert_string_equal(str(&w, w.plan.evictions[0].pod->name), "old");
+	assert_int_equal(w.plan.nbinds, 0); /* the victim still runs */
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +299,7 @@ int main(void)
 	    cmocka_unit_test(test_bound_shares_are_counted),
 	    cmocka_unit_test(test_assumed_shares_are_counted),
 	    cmocka_unit_test(test_quota_counts_fractions),
+	    cmocka_unit_test(test_preemption_frees_exactly_the_victims_shares),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
