@@ -284,6 +284,7 @@ ALLOWED = [
     ("create", "pods", "binding", "team-x"),
     ("create", "pods", "eviction", "team-x"),
     ("patch", "pods", "status", "team-x"),
+    ("patch", "pods", None, "team-x"),  # vGPU shares, before the binding
     ("create", "events.events.k8s.io", None, "team-x"),
     ("patch", "podgroups.scheduling.x-k8s.io", "status", "team-x"),
     ("patch", "podgroups.scheduling.volcano.sh", None, "team-x"),
@@ -299,7 +300,6 @@ DENIED = [
     ("delete", "pods", None, "team-x"),
     ("deletecollection", "pods", None, "team-x"),
     ("update", "pods", None, "team-x"),
-    ("patch", "pods", None, "team-x"),
     ("get", "pods", None, "team-x"),
     ("update", "pods", "status", "team-x"),
     ("create", "pods", "exec", "team-x"),
@@ -405,7 +405,7 @@ def rules(cluster, user, ns):
 def expected_rules(ns):
     list_watch = ("list", "watch")
     want = {
-        ("pods", (), list_watch), ("nodes", (), list_watch), ("namespaces", (), list_watch),
+        ("pods", (), ("list", "patch", "watch")), ("nodes", (), list_watch), ("namespaces", (), list_watch),
         ("priorityclasses.scheduling.k8s.io", (), list_watch), ("poddisruptionbudgets.policy", (), list_watch),
         ("podgroups.scheduling.x-k8s.io", (), list_watch),
         ("podgroups.scheduling.volcano.sh", (), ("list", "patch", "watch")),
