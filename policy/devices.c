@@ -13,6 +13,7 @@
 #include "policy/table.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
@@ -45,6 +46,8 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 		}
 	}
 	t->gpu_first[t->n] = (uint32_t)at;
+	if (at && !(t->frag_memo = calloc(1, sizeof(*t->frag_memo))))
+		return -ENOMEM;
 	return 0;
 }
 

@@ -207,6 +207,10 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 void policy_nodes_release(struct policy_nodes *t)
 {
 	idmap_free(&t->by_name);
+	if (t->frag_memo)
+		idmap_free(t->frag_memo);
+	free(t->frag_memo);
+	t->frag_memo = NULL;
 }
 
 long policy_nodes_find(const struct policy_nodes *t, uint32_t name)

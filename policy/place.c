@@ -107,6 +107,88 @@ static int shares_on(const struct trial *tr, size_t m, size_t i, struct policy_v
 	return policy_vgpu_place(scratch, ngpus, asks, nasks, out, MAX_SHARES, n);
 }
 
+/* ---- the fragmentation memo ---------------------------------------- */
+
+/* Entries kept at most; past it the memo starts afresh (16 bytes each). */
+#define MEMO_MAX (1u << 18)
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h ^= h >> 31;
+	return h * 0xbf58476d1ce4e5b9ull;
+}
+
+static uint64_t dbits(double d)
+{
+	uint64_t b;
+
+	d = d == 0 ? 0 : d; /* -0.0 is 0.0 */
+	memcpy(&b, &d, sizeof(b));
+	return b;
+}
+
+/* The memo's key for spec s on node i as it is now: everything the score
+ * reads (the spec, the mix and its counts, the node's free CPU and
+ * memory, each GPU's state), hashed to 64 bits. A collision (about one in
+ * 2^64 per pair) only misjudges a score; the shares are computed afresh
+ * for the node chosen. O(GPUs of the node). */
+static uint64_t memo_key(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *s)
+{
+	const int64_t *f = &t->free[i * t->nres];
+	size_t ng;
+	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ng);
+	uint64_t h = mix64((uintptr_t)s, (uintptr_t)t->mix);
+
+	h = mix64(h, dbits(t->mix->total));
+	h = mix64(h, (uint64_t)f[KUBEAPI_RES_CPU]);
+	h = mix64(h, (uint64_t)f[KUBEAPI_RES_MEMORY]);
+	for (size_t k = 0; k < ng; k++) {
+		h = mix64(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
+		                 (uint64_t)g[k].used_mem << 32);
+		h = mix64(h,
+		          g[k].memory | (uint64_t)g[k].split << 32 | (uint64_t)g[k].healthy << 63);
+	}
+	return h | 1;
+}
+
+/* A score kept as the value of an idmap entry: never NULL (the sign bit
+ * flipped: 0.0 is 0x8000...), all ones when the node did not fit. */
+#define MEMO_NO_FIT UINT64_MAX
+
+static void *memo_value(bool fits, double frag)
+{
+	return (void *)(uintptr_t)(fits ? dbits(frag) ^ (1ull << 63) : MEMO_NO_FIT);
+}
+
+/* Member m's score on node i from the memo, or computed and kept:
+ * 0 with *frag, -ENOSPC. */
+static int memo_score(const struct trial *tr, size_t m, size_t i, double *frag)
+{
+	struct idmap *memo = tr->t->frag_memo;
+	uint64_t key = memo_key(tr->t, i, tr->specs[m]), v;
+	struct policy_vgpu_share out[MAX_SHARES];
+	void *hit = idmap_get(memo, key);
+	size_t n;
+	int rc;
+
+	if (hit) {
+		v = (uintptr_t)hit;
+		if (v == MEMO_NO_FIT)
+			return -ENOSPC;
+		v ^= 1ull << 63;
+		memcpy(frag, &v, sizeof(*frag));
+		return 0;
+	}
+	rc = shares_on(tr, m, i, out, &n, frag);
+	if (rc < 0 && rc != -ENOSPC)
+		return rc;
+	if (memo->n >= MEMO_MAX)
+		idmap_free(memo);
+	idmap_put(memo, key, memo_value(rc == 0, *frag)); /* out of memory: not kept */
+	return rc;
+}
+
 /* Keep node i's shares for member m as its held record. */
 static void keep_shares(struct policy_held *h, const struct policy_nodes *t, size_t i,
                         const struct policy_vgpu_share *v, size_t n, uint32_t ncontainers)
@@ -118,8 +200,21 @@ static void keep_shares(struct policy_held *h, const struct policy_nodes *t, siz
 		                                v[k].mem, v[k].cores};
 }
 
+/* Member m's score on node i with registered GPUs: through the memo
+ * when there is a mix to score against. */
+static int gpu_score(const struct trial *tr, size_t m, size_t i, double *frag)
+{
+	struct policy_vgpu_share v[MAX_SHARES];
+	size_t nv;
+
+	if (tr->t->mix && tr->t->frag_memo)
+		return memo_score(tr, m, i, frag);
+	return shares_on(tr, m, i, v, &nv, frag);
+}
+
 /* The best node for member m among cand[0..ncand), or -1; the shares it
- * gets there are in tr->held[m]. */
+ * gets there are in tr->held[m]. Only the winner's shares are computed
+ * (again): the others need only their score. */
 static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, size_t ncand)
 {
 	const struct kubeapi_podspec *s = tr->specs[m];
@@ -128,24 +223,30 @@ static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, si
 	struct policy_vgpu_share v[MAX_SHARES];
 	struct score best = {0}, sc;
 	long pick = -1;
+	size_t nv = 0;
+	double frag;
 
 	for (size_t k = 0; k < ncand; k++) {
-		size_t i = cand[k], nv = 0, ng = tr->t->gpu_first[i + 1] - tr->t->gpu_first[i];
-		double frag = 0;
+		size_t i = cand[k], ng = tr->t->gpu_first[i + 1] - tr->t->gpu_first[i];
 
+		frag = 0;
 		if (!feasible(f, i) || !policy_fits_free(tr->t, i, s) || (s->nvgpu && !ng))
 			continue;
-		if (ng && shares_on(tr, m, i, v, &nv, &frag) < 0)
+		if (ng && gpu_score(tr, m, i, &frag) < 0)
 			continue;
 		sc = score_of(tr->t, i, s, gpus);
 		sc.frag = frag;
 		if (pick < 0 || score_cmp(&sc, &best) < 0) {
 			best = sc;
 			pick = (long)i;
-			if (tr->held[m])
-				keep_shares(tr->held[m], tr->t, i, v, nv, s->nvgpu);
 		}
 	}
+	if (pick < 0 || tr->t->gpu_first[pick + 1] == tr->t->gpu_first[pick])
+		return pick;
+	if (shares_on(tr, m, (size_t)pick, v, &nv, &frag) < 0)
+		return -1; /* only a memo collision can get here */
+	if (tr->held[m])
+		keep_shares(tr->held[m], tr->t, (size_t)pick, v, nv, s->nvgpu);
 	return pick;
 }
 

@@ -64,6 +64,11 @@ struct policy_nodes {
 	/* The recent mix of requests that placement on GPUs minimises the
 	 * fragmentation for (frag.h); the caller sets it, NULL: none. */
 	const struct policy_mix *mix;
+	/* What the fragmentation score said of a spec on a node in a given
+	 * state (place.c): a pure function's memo, shared with copies, so a
+	 * node is scored again only when it changed. Allocated by
+	 * policy_nodes_build() when some node has registered GPUs. */
+	struct idmap *frag_memo;
 	struct policy_level level[POLICY_MAX_LEVELS];
 	struct kubeapi_model *model;
 	uint32_t unsched_key; /* id of node.kubernetes.io/unschedulable */
