@@ -41,8 +41,10 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 		for (unsigned l = 0; l < t->nlevels; l++) {
 			uint32_t d = t->domain[i * t->nlevels + l];
 
-			for (uint32_t k = t->gpu_first[i]; d != POLICY_NO_DOMAIN && k < at; k++)
+			for (uint32_t k = t->gpu_first[i]; d != POLICY_NO_DOMAIN && k < at; k++) {
 				t->level[l].free_core[d] += t->gpu[k].healthy ? 100 : 0;
+				t->level[l].empty_gpu[d] += t->gpu[k].healthy;
+			}
 		}
 	}
 	t->gpu_first[t->n] = (uint32_t)at;
@@ -85,15 +87,18 @@ int policy_nodes_held(const struct policy_nodes *t, size_t i, const struct kubea
 	return 0;
 }
 
-int64_t policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign)
+void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign, int64_t *cores,
+                      int64_t *empty)
 {
-	int64_t cores = 0;
-
+	*cores = *empty = 0;
 	for (uint32_t k = 0; h && k < h->n; k++) {
 		struct policy_gpu *g = &t->gpu[h->s[k].gpu];
+		bool was = g->used_num == 0;
 
 		policy_vgpu_use(g, h->s[k].mem, h->s[k].cores, -sign);
-		cores += g->healthy ? h->s[k].cores : 0;
+		if (!g->healthy)
+			continue;
+		*cores += h->s[k].cores;
+		*empty += (g->used_num == 0) - was;
 	}
-	return cores;
 }

@@ -13,21 +13,19 @@
 #include "policy/frag.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
-#include <stdlib.h>
-static double envd(const char *n, double d)
-{
-	const char *v = getenv(n);
-	return v ? atof(v) : d;
-}
 
 #define NO_GPU SIZE_MAX
 
-/* Tie-break weights of the score (frag.h): per free GPU percent, per
- * free millicore, both after the placement. */
-#define TIE_GPU 1e-9
-#define TIE_CPU 1e-16
+/* The score (frag.h): the rise to the nearest RISE_STEP GPU percent,
+ * then per free GPU percent and per free millicore after the placement.
+ * The tie-breaks stay below 1e-5 for any node up to 10,000 GPU percent
+ * and 10^8 millicores free, far below one step. */
+#define RISE_STEP 10.0
+#define TIE_GPU   1e-9
+#define TIE_CPU   1e-16
 
 /* ---- the mix ---------------------------------------------------------- */
 
@@ -167,8 +165,7 @@ static uint32_t kinds_usable(const struct frag *f, uint64_t model)
 	for (size_t k = 0; k < f->m->n; k++) {
 		const struct policy_mix_kind *kd = &f->m->kind[k];
 
-		if (kd->cpu_m <= f->cpu && (envd("NOMEM", 0) || kd->mem <= f->mem) &&
-		    (envd("NOMODEL", 0) || model_admits(kd->models, model)))
+		if (kd->cpu_m <= f->cpu && kd->mem <= f->mem && model_admits(kd->models, model))
 			mask |= 1u << k;
 	}
 	return mask;
@@ -212,7 +209,7 @@ static int frag_start(struct frag *f, const struct policy_mix *m, const struct p
 
 		f->kask[k] =
 		    (struct policy_vgpu_ask){kd->nums, kd->gpu_mem, kd->gpu_mem_pct, kd->cores};
-		if (kd->nums > 0 && kd->weight >= envd("MINW", 0) && kd->nums <= envd("MAXN", 99))
+		if (kd->nums > 0)
 			f->gpu_kinds |= 1u << k;
 	}
 	f->usable = kinds_usable(f, n->model);
@@ -326,6 +323,17 @@ static int place_container(struct frag *f, const struct policy_vgpu_ask *a, uint
 	return 0;
 }
 
+/* The rise s (F x the total count) in GPU percent, to the nearest
+ * RISE_STEP. Rises closer than that are below what the mix, an estimate,
+ * can tell apart: best fit then decides, and decides better (measured on
+ * the Alibaba trace: 95.3% allocated against 94.4% with the exact rise). */
+static double rounded_rise(const struct policy_mix *m, double s)
+{
+	if (m->total <= 0)
+		return 0;
+	return floor(s / m->total / RISE_STEP + 0.5) * RISE_STEP;
+}
+
 double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node *n)
 {
 	struct frag f;
@@ -360,7 +368,7 @@ int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *
 	if (rc < 0)
 		return rc;
 	*nout = k;
-	*score = (m->total > 0 ? (value_if(&f, NO_GPU, 0, 0) - before) / m->total : 0) +
-	         envd("TG", TIE_GPU) * (double)f.total + envd("TC", TIE_CPU) * (double)f.cpu;
+	*score = rounded_rise(m, value_if(&f, NO_GPU, 0, 0) - before) + TIE_GPU * (double)f.total +
+	         TIE_CPU * (double)f.cpu;
 	return 0;
 }

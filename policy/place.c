@@ -352,21 +352,26 @@ static void explain(struct trial *tr, struct policy_why *why)
 		why->short_res = POLICY_SHORT_VGPU;
 }
 
-/* The tightest domain of level l that holds the gang (asking gpus whole
- * GPUs and cores percent of registered ones), or -1. What is left is
- * counted in percent of a GPU, so whole GPUs and shares weigh alike. */
-static long tightest(struct trial *tr, unsigned l, int64_t gpus, int64_t cores)
+/* What a gang asks of a domain: whole GPUs, cores (percent) of
+ * registered GPUs, and registered GPUs alone (asks of 100 cores). */
+struct ask {
+	int64_t gpus, cores, alone;
+};
+
+/* The tightest domain of level l that holds the gang, or -1. What is left
+ * is counted in percent of a GPU, so whole GPUs and shares weigh alike. */
+static long tightest(struct trial *tr, unsigned l, const struct ask *ask)
 {
 	const struct policy_level *lv = &tr->t->level[l];
 	int64_t best_left = 0;
 	long best = -1;
 
 	for (uint32_t d = 0; d < lv->ndomains; d++) {
-		int64_t left = 100 * (lv->free_gpu[d] - gpus) + lv->free_core[d] - cores;
+		int64_t left = 100 * (lv->free_gpu[d] - ask->gpus) + lv->free_core[d] - ask->cores;
 		bool ok;
 
-		if (lv->free_gpu[d] < gpus || lv->free_core[d] < cores ||
-		    (best >= 0 && left >= best_left))
+		if (lv->free_gpu[d] < ask->gpus || lv->free_core[d] < ask->cores ||
+		    lv->empty_gpu[d] < ask->alone || (best >= 0 && left >= best_left))
 			continue;
 		ok = run(tr, lv->members + lv->start[d], lv->start[d + 1] - lv->start[d]);
 		undo(tr);
@@ -381,7 +386,7 @@ static long tightest(struct trial *tr, unsigned l, int64_t gpus, int64_t cores)
 }
 
 static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
-                 struct policy_why *why, int64_t *gpus, int64_t *cores)
+                 struct policy_why *why, struct ask *ask)
 {
 	uint32_t *order = arena_alloc(a, tr->n * sizeof(*order));
 
@@ -389,19 +394,21 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 	tr->held = arena_calloc(a, tr->n, sizeof(*tr->held));
 	if (!order || !tr->fits || !tr->held)
 		return -ENOMEM;
-	*gpus = *cores = 0;
+	*ask = (struct ask){0};
 	for (size_t k = 0; k < tr->n; k++) {
 		const struct kubeapi_vgpu_ask *v = kubeapi_podspec_vgpu(tr->specs[k]);
 
-		for (uint16_t c = 0; c < tr->specs[k]->nvgpu; c++)
-			*cores += (int64_t)v[c].nums * v[c].cores;
+		for (uint16_t c = 0; c < tr->specs[k]->nvgpu; c++) {
+			ask->cores += (int64_t)v[c].nums * v[c].cores;
+			ask->alone += v[c].cores >= 100 ? v[c].nums : 0;
+		}
 		if (!(tr->fits[k] = policy_fit_get(fc, a, tr->t, tr->specs[k])))
 			return -ENOMEM;
 		if (tr->specs[k]->nvgpu &&
 		    !(tr->held[k] = arena_alloc(a, sizeof(struct policy_held) +
 		                                       MAX_SHARES * sizeof(struct policy_share))))
 			return -ENOMEM;
-		*gpus += policy_spec_gpus(tr->specs[k]);
+		ask->gpus += policy_spec_gpus(tr->specs[k]);
 		if (tr->fits[k]->count == 0) {
 			*why = (struct policy_why){.placed = 0, .fit = tr->fits[k]};
 			return -ENOSPC; /* no node could ever take it */
@@ -424,16 +431,16 @@ int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct aren
                  const struct policy_held **held, struct policy_why *why)
 {
 	struct trial tr = {.t = t, .specs = specs, .n = n, .out = out};
-	int64_t gpus, cores;
+	struct ask ask;
 	int rc;
 
 	memset(why, 0, sizeof(*why));
 	if (n == 0)
 		return 0;
-	if ((rc = setup(&tr, fc, a, why, &gpus, &cores)) < 0)
+	if ((rc = setup(&tr, fc, a, why, &ask)) < 0)
 		return rc;
 	for (unsigned l = t->nlevels; l-- > 0;) {
-		long d = tightest(&tr, l, gpus, cores);
+		long d = tightest(&tr, l, &ask);
 
 		if (d >= 0) {
 			const struct policy_level *lv = &t->level[l];

@@ -45,6 +45,9 @@ struct policy_level {
 	 * GPUs, kept current too: what lets placement skip a domain that
 	 * cannot hold a gang's vGPUs without trying it. */
 	int64_t *free_core;
+	/* Per domain, its healthy registered GPUs with no share on them:
+	 * what vGPU asks of all the cores (100: the GPU alone) need. */
+	int64_t *empty_gpu;
 };
 
 struct policy_nodes {

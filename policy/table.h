@@ -11,8 +11,11 @@
  *  their nodes as GPU nodes. 0 or -ENOMEM. O(nodes + GPUs). */
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a);
 
-/** Shares h onto their GPUs (sign -1: taken) or off them (+1); returns
- *  the cores they hold on healthy GPUs, for the domains' totals. */
-int64_t policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign);
+/** Shares h onto their GPUs (sign -1: taken) or off them (+1); *cores is
+ *  what they hold of healthy GPUs' cores, *empty how many healthy GPUs
+ *  they leave holding no share (negative) or free again, for the
+ *  domains' totals. */
+void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign, int64_t *cores,
+                      int64_t *empty);
 
 #endif /* MUSTER_POLICY_TABLE_H */
