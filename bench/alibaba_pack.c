@@ -3,13 +3,15 @@
  * 2023 ("openb", USENIX ATC'23 "Beware of Fragmentation", FGD), beside
  * the allocation ratios the paper's simulator published for its policies.
  *
- * usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N]
+ * usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N] [--whole | --frac]
  *   DIR       the data folder (README.md there describes it); default
  *             $MUSTER_ALIBABA_DIR, else ../shared/data/alibaba-gpu-v2023
  *   --trace   a pod list, e.g. openb_pod_list_default (repeatable); by
  *             default every openb_pod_list_*.csv in DIR that the
  *             published results cover
  *   --seeds   seeds 42 .. 42+N-1 (default 10, as published)
+ *   --whole   only the old whole-GPU placement (the baseline)
+ *   --frac    only the vGPU placement; by default both are run
  *
  * The protocol is the simulator's (hkust-adsl/kubernetes-scheduler-
  * simulator, run with `-tune 1.3 -tuneseed S --shuffle-pod=true` for S in
@@ -29,23 +31,41 @@
  *     placed; the allocation ratio at X% is the mean of used / capacity
  *     over the arrivals where round(arrived / capacity) = X%.
  *
- * What differs, and why. Muster has no fractional GPUs: a pod asks for
- * whole nvidia.com/gpu. A trace pod with gpu_milli < 1000 (GPU-sharing,
- * 38% of the default trace) is given one whole GPU, so it holds a GPU
- * that the paper's schedulers would share. Its arrival and its "used"
- * amount stay its gpu_milli, as in the paper: the ratio counts what the
- * workload asked for, so a GPU held by a 0.46-GPU pod counts 0.46 used,
- * not 1. This is the reading that does not flatter Muster; the whole GPUs
- * Muster holds are reported beside it ("held"), and the difference is
- * what sharing would buy. GPU-model constraints (gpu_spec, e.g.
- * "V100M16|V100M32") become a required node affinity on the label
- * nvidia.com/gpu.product, which every node carries with its model. Each
- * pod is placed by policy_place() alone (a gang of one) on a table built
- * by policy_nodes_build() with no topology levels (the trace has none):
- * Muster's score is best fit on GPUs, then on CPU, ties to the node whose
- * name sorts first, as the planner orders nodes. The shuffles and draws
- * use xorshift64*, not Go's math/rand, so a seed here is not the
- * simulator's seed; compare means over seeds.
+ * What differs, and why. Two placements are replayed.
+ *
+ * vGPU shares (the Muster row): every node's GPUs are struct policy_gpu
+ * (gpus.h), split count 20 (the smallest ask is 50 milli), memory by
+ * model (V100M32 32 GiB, A10 24 GiB, the rest 16 GiB; G1..G3 are not
+ * disclosed), kept beside the node table. A pod with gpu_milli < 1000
+ * asks one GPU at gpu_milli / 10 percent of its cores and of its memory
+ * (every gpu_milli in the trace is a multiple of 10), a whole-GPU pod
+ * num_gpu GPUs at 100 percent; Volcano's rules (policy_vgpu_fits) decide
+ * what a GPU takes. The node table (policy_nodes_build, no topology
+ * levels: the trace has none) keeps CPU, memory and pods, and the static
+ * fit (policy_fit_get) the GPU-model constraint: a gpu_spec such as
+ * "V100M16|V100M32" becomes a required node affinity on the label
+ * nvidia.com/gpu.product, which every node carries with its model. Per
+ * arrival, every node that admits the pod statically and has its CPU and
+ * memory free is scored by policy_frag_best() (frag.h: the rise of the
+ * node's expected GPU fragmentation, to 0.1 GPU, then best fit on GPUs,
+ * then on CPU); the lowest score wins, ties to the lower node index, and
+ * its CPU and memory and its shares are counted in. The mix the score
+ * weighs is the arrivals so far, the current pod included: what Muster
+ * could know, never a future pod (FGD's simulator uses the whole trace;
+ * with it this replay did no better). This is the loop policy_place() is
+ * to run for nodes with GPU devices.
+ *
+ * Whole GPUs (the baseline, --whole): a pod asks whole nvidia.com/gpu; a
+ * pod with gpu_milli < 1000 is given one whole GPU, so it holds a GPU the
+ * paper's schedulers would share. Each pod is placed by policy_place()
+ * alone (a gang of one): best fit on GPUs, then on CPU, ties to the node
+ * whose name sorts first, as the planner orders nodes. The whole GPUs it
+ * holds are reported beside ("held").
+ *
+ * In both, a pod's arrival and its "used" amount are its num_gpu x
+ * gpu_milli, as in the paper: the ratio counts what the workload asked
+ * for. The shuffles and draws use xorshift64*, not Go's math/rand, so a
+ * seed here is not the simulator's seed; compare means over seeds.
  *
  * Output: a table per trace, and one key=value line per trace.
  */

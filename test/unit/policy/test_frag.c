@@ -1,0 +1,262 @@
+/*
+ * policy/frag: the mix of requests, a node's expected GPU fragmentation
+ * under it, and the placement of one pod that raises it least. Each case
+ * says which rule of frag.h it checks.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "policy/frag.h"
+
+#define GIB (INT64_C(1) << 30)
+
+/* A healthy 16 GiB GPU shared by up to 20 pods, with used percent of its
+ * cores and memory taken by one pod (none for 0). */
+static struct policy_gpu gpu(uint32_t id, uint32_t used)
+{
+	struct policy_gpu g = {.id = id, .memory = 16384, .split = 20, .healthy = true};
+
+	if (used)
+		policy_vgpu_use(&g, 16384 * used / 100, used, +1);
+	return g;
+}
+
+/* A kind of nums GPUs at pct percent (cores and memory), with cpu
+ * millicores and 1 GiB. */
+static struct policy_mix_kind kind(uint32_t nums, uint32_t pct, int64_t cpu)
+{
+	return (struct policy_mix_kind){
+	    .cpu_m = cpu, .mem = GIB, .nums = nums, .cores = pct, .gpu_mem_pct = pct};
+}
+
+static struct policy_vgpu_ask share(uint32_t nums, uint32_t pct)
+{
+	return (struct policy_vgpu_ask){nums, 0, pct, pct};
+}
+
+static struct policy_frag_node node(const struct policy_gpu *g, size_t n, int64_t cpu)
+{
+	return (struct policy_frag_node){.cpu_m = cpu, .mem = 64 * GIB, .gpu = g, .ngpus = n};
+}
+
+/* Counts become weights that sum to 1; an equal kind adds to its count. */
+static void test_mix_weights(void **state)
+{
+	struct policy_mix m = {0};
+	struct policy_mix_kind half = kind(1, 50, 4000), whole = kind(1, 100, 8000);
+
+	(void)state;
+	policy_mix_add(&m, &half, 3);
+	policy_mix_add(&m, &whole, 1);
+	policy_mix_add(&m, &half, 4);
+	policy_mix_done(&m);
+	assert_int_equal(m.n, 2);
+	assert_true(m.kind[0].weight > 0.874 && m.kind[0].weight < 0.876);
+	assert_true(m.kind[1].weight > 0.124 && m.kind[1].weight < 0.126);
+}
+
+/* Past POLICY_MIX_KINDS a kind merges into the nearest: the same shape
+ * (then the nearest CPU) before a nearer CPU of another shape; with no
+ * kind of its shape, the nearest GPU demand. */
+static void test_mix_merges_past_cap(void **state)
+{
+	struct policy_mix m = {0};
+	struct policy_mix_kind k;
+
+	(void)state;
+	for (uint32_t i = 0; i < POLICY_MIX_KINDS - 2; i++) {
+		k = kind(0, 0, 1000 * (int64_t)(i + 1)); /* CPU-only, 1..30 cores */
+		policy_mix_add(&m, &k, 1);
+	}
+	k = kind(1, 50, 40000);
+	policy_mix_add(&m, &k, 1); /* index 30 */
+	k = kind(2, 100, 8000);
+	policy_mix_add(&m, &k, 1); /* index 31 */
+	assert_int_equal(m.n, POLICY_MIX_KINDS);
+
+	k = kind(1, 50, 3000); /* CPU equal to kind 2's, but the shape is kind 30's */
+	policy_mix_add(&m, &k, 5);
+	assert_int_equal(m.n, POLICY_MIX_KINDS);
+	assert_true(m.kind[30].count == 6);
+	assert_int_equal(m.kind[30].cpu_m, 40000); /* the kind keeps its shape */
+	assert_true(m.kind[2].count == 1);
+
+	k = kind(1, 100, 1000); /* no 1 x 100 kind: nearest demand is 1 x 50 */
+	policy_mix_add(&m, &k, 1);
+	assert_true(m.kind[30].count == 7);
+	k = kind(4, 100, 1000); /* 400 percent: 2 x 100 is nearest */
+	policy_mix_add(&m, &k, 2);
+	assert_true(m.kind[31].count == 3);
+	policy_mix_done(&m);
+	assert_true(m.total == 40);
+}
+
+/* Free GPU percent is fragment for a kind when the GPU is too small for
+ * it; all of it when the node lacks the CPU (or memory) for the kind. */
+static void test_fragment_of_node(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 70), gpu(1, 0)}; /* 30 and 100 free */
+	struct policy_mix m = {0};
+	struct policy_mix_kind half = kind(1, 50, 8000);
+	struct policy_frag_node n = node(g, 2, 16000);
+
+	(void)state;
+	policy_mix_add(&m, &half, 1);
+	policy_mix_done(&m);
+	assert_true(policy_frag_of(&m, &n) == 30); /* GPU 0 cannot take half */
+	n.cpu_m = 4000;
+	assert_true(policy_frag_of(&m, &n) == 130); /* the node cannot host it */
+	n.cpu_m = 16000;
+	n.mem = GIB / 2;
+	assert_true(policy_frag_of(&m, &n) == 130);
+	n.mem = 64 * GIB;
+	g[1].healthy = false; /* an unhealthy GPU is no capacity, fragment or not */
+	assert_true(policy_frag_of(&m, &n) == 30);
+}
+
+/* A quarter-GPU pod goes where it leaves no remainder that half-GPU pods
+ * could not use: GPU 0 (75 free, 50 after) rather than GPU 1 (50 free, 25
+ * after), which best fit alone and Volcano's order (descending) pick. */
+static void test_quarter_leaves_least_remainder(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 25), gpu(1, 50)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind half = kind(1, 50, 1000);
+	struct policy_vgpu_ask quarter = share(1, 25);
+	struct policy_frag_ask a = {1000, GIB, &quarter, 1};
+	struct policy_frag_node n = node(g, 2, 16000);
+	struct policy_vgpu_share out[2];
+	size_t nout;
+	double score;
+
+	(void)state;
+	policy_mix_add(&m, &half, 1);
+	policy_mix_done(&m);
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 2, &nout, &score), 0);
+	assert_int_equal(nout, 1);
+	assert_int_equal(out[0].gpu, 0);
+	assert_int_equal(out[0].cores, 25);
+	assert_int_equal(out[0].mem, 4096);
+	assert_true(score >= 0 && score < 1e-3); /* no rise: only the tie-breaks */
+	assert_int_equal(g[0].used_core, 25);    /* the node is not changed */
+
+	/* Without half-GPU pods in the mix, best fit decides: GPU 1. */
+	m = (struct policy_mix){0};
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 2, &nout, &score), 0);
+	assert_int_equal(out[0].gpu, 1);
+}
+
+/* Node scores: a whole GPU taken from a node with 3 free keeps room for
+ * the mix's 2-GPU pods, from a node with 2 free it does not. Rises are
+ * compared, and the pod fills what the 4-GPU pods could not use. */
+static void test_node_scores(void **state)
+{
+	struct policy_gpu three[4] = {gpu(0, 100), gpu(1, 0), gpu(2, 0), gpu(3, 0)};
+	struct policy_gpu two[4] = {gpu(0, 100), gpu(1, 100), gpu(2, 0), gpu(3, 0)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind pair = kind(2, 100, 1000);
+	struct policy_vgpu_ask one = share(1, 100);
+	struct policy_frag_ask a = {1000, GIB, &one, 1};
+	struct policy_frag_node n3 = node(three, 4, 16000), n2 = node(two, 4, 16000);
+	struct policy_vgpu_share out[1];
+	size_t nout;
+	double s3, s2;
+
+	(void)state;
+	policy_mix_add(&m, &pair, 1);
+	policy_mix_done(&m);
+	assert_int_equal(policy_frag_best(&m, &n3, &a, out, 1, &nout, &s3), 0);
+	assert_int_equal(policy_frag_best(&m, &n2, &a, out, 1, &nout, &s2), 0);
+	assert_true(s3 < 1e-3 && s3 > -1e-3); /* 3 -> 2 free: still hosts a pair */
+	assert_true(s2 > 99 && s2 < 101);     /* 2 -> 1 free: 100 percent stranded */
+
+	/* A CPU-only pod that leaves too little CPU for the pair strands all
+	 * the node's free GPU. */
+	a = (struct policy_frag_ask){15500, GIB, NULL, 0};
+	assert_int_equal(policy_frag_best(&m, &n2, &a, out, 1, &nout, &s2), 0);
+	assert_int_equal(nout, 0);
+	assert_true(s2 > 199 && s2 < 201);
+}
+
+/* The split count and the memory left are honoured; one container's GPUs
+ * are distinct; shares carry the memory Volcano would count. */
+static void test_split_and_memory(void **state)
+{
+	struct policy_gpu g[3] = {gpu(0, 0), gpu(1, 0), gpu(2, 0)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind tenth = kind(1, 10, 1000);
+	struct policy_vgpu_ask two = share(2, 10);
+	struct policy_frag_ask a = {1000, GIB, &two, 1};
+	struct policy_frag_node n = node(g, 3, 16000);
+	struct policy_vgpu_share out[2];
+	size_t nout;
+	double score;
+
+	(void)state;
+	policy_mix_add(&m, &tenth, 1);
+	policy_mix_done(&m);
+	g[2].split = 1;
+	policy_vgpu_use(&g[2], 1, 0, +1); /* GPU 2: no slot left */
+	g[1].used_mem = 16384 - 1000;     /* GPU 1: too little memory */
+	g[0].memory = 20000;
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 2, &nout, &score), -ENOSPC);
+	g[1].used_mem = 0;
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 2, &nout, &score), 0);
+	assert_int_equal(nout, 2);
+	assert_int_not_equal(out[0].gpu, out[1].gpu);
+	assert_true(out[0].gpu != 2 && out[1].gpu != 2);
+	for (size_t k = 0; k < nout; k++)
+		assert_int_equal(out[k].mem, policy_vgpu_mem_for(&g[out[k].gpu], &two));
+}
+
+/* All containers or none; -E2BIG past cap; -ENOSPC for a pod the GPUs do
+ * not take; a kind whose models exclude the node's counts all its free. */
+static void test_errors_and_models(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 0), gpu(1, 60)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind v100 = kind(1, 50, 1000);
+	struct policy_vgpu_ask asks[2] = {share(1, 50), share(2, 100)};
+	struct policy_frag_ask a = {1000, GIB, asks, 2};
+	struct policy_frag_node n = node(g, 2, 16000);
+	struct policy_vgpu_share out[4];
+	size_t nout = 7;
+	double score;
+
+	(void)state;
+	v100.models = 1u << 3;
+	policy_mix_add(&m, &v100, 1);
+	policy_mix_done(&m);
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 4, &nout, &score), -ENOSPC);
+	assert_int_equal(nout, 0);
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 2, &nout, &score), -E2BIG);
+	a.nasks = 1;
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 4, &nout, &score), 0);
+	assert_int_equal(out[0].gpu, 0); /* GPU 1's 40 percent does not take 50 */
+
+	assert_true(policy_frag_of(&m, &n) == 40);
+	n.model = 1u << 3;
+	assert_true(policy_frag_of(&m, &n) == 40);
+	n.model = 1u << 2; /* a model the kind may not use */
+	assert_true(policy_frag_of(&m, &n) == 140);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_mix_weights),
+	    cmocka_unit_test(test_mix_merges_past_cap),
+	    cmocka_unit_test(test_fragment_of_node),
+	    cmocka_unit_test(test_quarter_leaves_least_remainder),
+	    cmocka_unit_test(test_node_scores),
+	    cmocka_unit_test(test_split_and_memory),
+	    cmocka_unit_test(test_errors_and_models),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
