@@ -47,8 +47,9 @@
  * nvidia.com/gpu.product, which every node carries with its model. Per
  * arrival, every node that admits the pod statically and has its CPU and
  * memory free is scored by policy_frag_best() (frag.h: the rise of the
- * node's expected GPU fragmentation, to 0.1 GPU, then best fit on GPUs,
- * then on CPU); the lowest score wins, ties to the lower node index, and
+ * node's expected GPU fragmentation, to 0.1 GPU, then best fit on GPUs);
+ * the lowest score wins, then the least CPU left (best fit, as
+ * policy_place() breaks the score's ties), then the lower node index, and
  * its CPU and memory and its shares are counted in. The mix the score
  * weighs is the arrivals so far, the current pod included: what Muster
  * could know, never a future pod (FGD's simulator uses the whole trace;
@@ -535,11 +536,12 @@ static int vgpus_init(struct vgpus *v, const struct cluster *c)
 	return 0;
 }
 
-/* The vGPU placement, the loop policy_place() is to run for nodes with
- * GPU devices: every node that admits p statically and has its CPU and
+/* The vGPU placement, the loop policy_place() runs for nodes with GPU
+ * devices: every node that admits p statically and has its CPU and
  * memory free is scored by policy_frag_best(); the lowest score wins,
- * ties to the lower node index; its CPU and memory are counted into the
- * table and its shares onto the GPUs. 0, or -ENOSPC when no node takes p. */
+ * then the least CPU left, then the lower node index; its CPU and memory
+ * are counted into the table and its shares onto the GPUs. 0, or -ENOSPC
+ * when no node takes p. */
 static int place_frac(const struct cluster *c, struct policy_nodes *t, struct policy_fitcache *fc,
                       struct arena *a, struct vgpus *v, const struct tpod *p)
 {
@@ -549,6 +551,7 @@ static int place_frac(const struct cluster *c, struct policy_nodes *t, struct po
 	size_t nsh, best_n = 0;
 	long best = -1;
 	double score, best_score = 0;
+	int64_t best_cpu = 0;
 
 	if (!fit)
 		return -ENOMEM;
@@ -568,9 +571,11 @@ static int place_frac(const struct cluster *c, struct policy_nodes *t, struct po
 			continue;
 		if (rc < 0)
 			return rc;
-		if (best < 0 || score < best_score) {
+		if (best < 0 || score < best_score ||
+		    (score == best_score && free[KUBEAPI_RES_CPU] < best_cpu)) {
 			best = i;
 			best_score = score;
+			best_cpu = free[KUBEAPI_RES_CPU];
 			best_n = nsh;
 			memcpy(best_sh, sh, nsh * sizeof(*sh));
 		}

@@ -24,7 +24,10 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++)
 		total += t->node[i]->gpus ? t->node[i]->gpus->n : 0;
-	if (!(t->gpu = arena_calloc(a, total + 1, sizeof(*t->gpu))))
+	t->gpu = arena_calloc(a, total + 1, sizeof(*t->gpu));
+	t->gpu_room = arena_calloc(a, t->n + 1, 1);
+	t->gpu_empty = arena_calloc(a, t->n + 1, 1);
+	if (!t->gpu || !t->gpu_room || !t->gpu_empty)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct kubeapi_gpus *g = t->node[i]->gpus;
@@ -38,6 +41,8 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 			    .healthy = g->e[k].healthy && !g->e[k].mig,
 			};
 		t->gpu_node[i] |= g && g->n > 0;
+		t->gpu_first[i + 1] = (uint32_t)at; /* for policy__node_room() */
+		policy__node_room(t, i);
 		for (unsigned l = 0; l < t->nlevels; l++) {
 			uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -51,6 +56,24 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 	if (at && !(t->frag_memo = calloc(1, sizeof(*t->frag_memo))))
 		return -ENOMEM;
 	return 0;
+}
+
+void policy__node_room(struct policy_nodes *t, size_t i)
+{
+	size_t n;
+	const struct policy_gpu *g = policy_nodes_gpus(t, i, &n);
+	unsigned room = 0, empty = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (!g[k].healthy)
+			continue;
+		empty += g[k].used_num == 0;
+		if (g[k].used_num < g[k].split && g[k].used_core < 100 &&
+		    100 - g[k].used_core > room)
+			room = 100 - g[k].used_core;
+	}
+	t->gpu_room[i] = (uint8_t)room;
+	t->gpu_empty[i] = (uint8_t)(empty > UINT8_MAX ? UINT8_MAX : empty);
 }
 
 /* The table index of the GPU with UUID id uuid on node i, or -1. */

@@ -20,12 +20,11 @@
 #define NO_GPU SIZE_MAX
 
 /* The score (frag.h): the rise to the nearest RISE_STEP GPU percent,
- * then per free GPU percent and per free millicore after the placement.
- * The tie-breaks stay below 1e-5 for any node up to 10,000 GPU percent
- * and 10^8 millicores free, far below one step. */
+ * then per free GPU percent after the placement. The tie-break stays
+ * below 1e-5 for any node up to 10,000 GPU percent free, far below one
+ * step. */
 #define RISE_STEP 10.0
 #define TIE_GPU   1e-9
-#define TIE_CPU   1e-16
 
 /* ---- the mix ---------------------------------------------------------- */
 
@@ -368,7 +367,6 @@ int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *
 	if (rc < 0)
 		return rc;
 	*nout = k;
-	*score = rounded_rise(m, value_if(&f, NO_GPU, 0, 0) - before) + TIE_GPU * (double)f.total +
-	         TIE_CPU * (double)f.cpu;
+	*score = rounded_rise(m, value_if(&f, NO_GPU, 0, 0) - before) + TIE_GPU * (double)f.total;
 	return 0;
 }

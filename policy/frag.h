@@ -116,12 +116,15 @@ double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node 
  * even where another choice for an earlier container would have fit.
  *
  * *score = round(F after - F before, to 10 GPU percent)
- *        + 1e-9 x the GPU percent the node has free after (best fit)
- *        + 1e-16 x its free millicores after (best fit on CPU).
+ *        + 1e-9 x the GPU percent the node has free after (best fit).
  * Rises closer than 0.1 GPU are below what the mix (an estimate) tells
  * apart; best fit decides them better (on the Alibaba trace, 95.1%
- * allocated against 94.4% with the exact rise). The tie-breaks stay
- * below 1e-5, never reordering two different rounded rises.
+ * allocated against 94.4% with the exact rise). The tie-break stays
+ * below 1e-5, never reordering two different rounded rises. Best fit on
+ * CPU is the caller's next tie-break (policy_place()'s node score), so
+ * the score reads the node's CPU and memory only through which kinds of
+ * the mix they admit, before and after: what lets a caller remember it
+ * per node state.
  *
  * 0; -ENOSPC when the GPUs do not take a; -E2BIG past cap shares;
  * -EINVAL past POLICY_FRAG_MAX_GPUS GPUs or POLICY_MIX_KINDS kinds.

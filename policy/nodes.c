@@ -248,6 +248,8 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 	}
 	f[KUBEAPI_RES_PODS] += sign;
 	policy__held_use(t, held, sign, &cores, &empty);
+	if (held)
+		policy__node_room(t, i);
 	for (unsigned l = 0; (gpus || cores || empty) && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -284,6 +286,12 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	if (!dst->gpu)
 		return -ENOMEM;
 	memcpy(dst->gpu, src->gpu, src->gpu_first[src->n] * sizeof(*dst->gpu));
+	dst->gpu_room = arena_alloc(a, src->n + 1);
+	dst->gpu_empty = arena_alloc(a, src->n + 1);
+	if (!dst->gpu_room || !dst->gpu_empty)
+		return -ENOMEM;
+	memcpy(dst->gpu_room, src->gpu_room, src->n);
+	memcpy(dst->gpu_empty, src->gpu_empty, src->n);
 	for (unsigned l = 0; l < src->nlevels; l++) {
 		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
 

@@ -27,7 +27,8 @@ struct trial {
 	/* Per member that asks for vGPUs, room for its shares (from the
 	 * arena once per call, not per trial); NULL for the others. */
 	struct policy_held **held;
-	size_t placed; /* members placed so far, in order */
+	struct arena *a; /* the call's: what the memo's records are kept in */
+	size_t placed;   /* members placed so far, in order */
 };
 
 /* The node score of policy.h, as a tuple compared left to right. */
@@ -128,21 +129,35 @@ static uint64_t dbits(double d)
 	return b;
 }
 
+/* The kinds of the mix a node with cpu millicores and mem bytes free
+ * could host: a bit each. */
+static uint64_t kinds_admitted(const struct policy_mix *m, int64_t cpu, int64_t mem)
+{
+	uint64_t bits = 0;
+
+	for (size_t k = 0; k < m->n; k++)
+		bits |= (uint64_t)(m->kind[k].cpu_m <= cpu && m->kind[k].mem <= mem) << k;
+	return bits;
+}
+
 /* The memo's key for spec s on node i as it is now: everything the score
- * reads (the spec, the mix and its counts, the node's free CPU and
- * memory, each GPU's state), hashed to 64 bits. A collision (about one in
- * 2^64 per pair) only misjudges a score; the shares are computed afresh
- * for the node chosen. O(GPUs of the node). */
+ * reads (the spec, the mix and its counts, which kinds the node's CPU and
+ * memory admit before and after s, each GPU's state), hashed to 64 bits.
+ * Nodes in the same state share a key. A collision (about one in 2^64 per
+ * pair) only misjudges a score; the shares are computed afresh for the
+ * node chosen. O(GPUs of the node + kinds). */
 static uint64_t memo_key(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *s)
 {
 	const int64_t *f = &t->free[i * t->nres];
+	int64_t cpu = policy_spec_request(s, KUBEAPI_RES_CPU);
+	int64_t mem = policy_spec_request(s, KUBEAPI_RES_MEMORY);
 	size_t ng;
 	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ng);
 	uint64_t h = mix64((uintptr_t)s, (uintptr_t)t->mix);
 
 	h = mix64(h, dbits(t->mix->total));
-	h = mix64(h, (uint64_t)f[KUBEAPI_RES_CPU]);
-	h = mix64(h, (uint64_t)f[KUBEAPI_RES_MEMORY]);
+	h = mix64(h, kinds_admitted(t->mix, f[KUBEAPI_RES_CPU], f[KUBEAPI_RES_MEMORY]));
+	h = mix64(h, kinds_admitted(t->mix, f[KUBEAPI_RES_CPU] - cpu, f[KUBEAPI_RES_MEMORY] - mem));
 	for (size_t k = 0; k < ng; k++) {
 		h = mix64(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
 		                 (uint64_t)g[k].used_mem << 32);
@@ -152,41 +167,63 @@ static uint64_t memo_key(const struct policy_nodes *t, size_t i, const struct ku
 	return h | 1;
 }
 
-/* A score kept as the value of an idmap entry: never NULL (the sign bit
- * flipped: 0.0 is 0x8000...), all ones when the node did not fit. */
-#define MEMO_NO_FIT UINT64_MAX
+/* What the memo keeps of one score: its shares (GPU indexes within the
+ * node) and the score, or rc -ENOSPC when the node takes none. Kept in
+ * the arena of the policy_place() call that computed it. */
+struct memo_rec {
+	double frag;
+	int rc;
+	uint32_t n;
+	struct policy_vgpu_share s[];
+};
 
-static void *memo_value(bool fits, double frag)
-{
-	return (void *)(uintptr_t)(fits ? dbits(frag) ^ (1ull << 63) : MEMO_NO_FIT);
-}
-
-/* Member m's score on node i from the memo, or computed and kept:
- * 0 with *frag, -ENOSPC. */
-static int memo_score(const struct trial *tr, size_t m, size_t i, double *frag)
+/* Member m on node i from the memo, or computed and kept; NULL only when
+ * out of memory (*err -ENOMEM) or on another error of the score. */
+static const struct memo_rec *memo_get(const struct trial *tr, size_t m, size_t i, int *err)
 {
 	struct idmap *memo = tr->t->frag_memo;
-	uint64_t key = memo_key(tr->t, i, tr->specs[m]), v;
+	uint64_t key = memo_key(tr->t, i, tr->specs[m]);
 	struct policy_vgpu_share out[MAX_SHARES];
-	void *hit = idmap_get(memo, key);
-	size_t n;
+	struct memo_rec *rec = idmap_get(memo, key);
+	size_t n = 0;
+	double frag = 0;
 	int rc;
 
-	if (hit) {
-		v = (uintptr_t)hit;
-		if (v == MEMO_NO_FIT)
-			return -ENOSPC;
-		v ^= 1ull << 63;
-		memcpy(frag, &v, sizeof(*frag));
-		return 0;
+	if (rec)
+		return rec;
+	rc = shares_on(tr, m, i, out, &n, &frag);
+	if (rc < 0 && rc != -ENOSPC) {
+		*err = rc;
+		return NULL;
 	}
-	rc = shares_on(tr, m, i, out, &n, frag);
-	if (rc < 0 && rc != -ENOSPC)
-		return rc;
+	if (!(rec = arena_alloc(tr->a, sizeof(*rec) + n * sizeof(out[0])))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*rec = (struct memo_rec){frag, rc, (uint32_t)n};
+	memcpy(rec->s, out, n * sizeof(out[0]));
 	if (memo->n >= MEMO_MAX)
-		idmap_free(memo);
-	idmap_put(memo, key, memo_value(rc == 0, *frag)); /* out of memory: not kept */
-	return rc;
+		idmap_free(memo);  /* the records stay in the arena, unreferenced */
+	idmap_put(memo, key, rec); /* out of memory: not kept, still answered */
+	return rec;
+}
+
+/* Do rec's shares still fit node i's GPUs? Only a key collision could
+ * make them not; checked before they are used. */
+static bool rec_fits(const struct trial *tr, size_t m, size_t i, const struct memo_rec *rec)
+{
+	const struct kubeapi_vgpu_ask *ka = kubeapi_podspec_vgpu(tr->specs[m]);
+	size_t ng;
+	const struct policy_gpu *g = policy_nodes_gpus(tr->t, i, &ng);
+
+	for (uint32_t k = 0; k < rec->n; k++) {
+		const struct kubeapi_vgpu_ask *a = &ka[rec->s[k].container];
+		struct policy_vgpu_ask ask = {a->nums, a->mem, a->mem_pct, a->cores};
+
+		if (rec->s[k].gpu >= ng || !policy_vgpu_fits(&g[rec->s[k].gpu], &ask))
+			return false;
+	}
+	return true;
 }
 
 /* Keep node i's shares for member m as its held record. */
@@ -201,50 +238,89 @@ static void keep_shares(struct policy_held *h, const struct policy_nodes *t, siz
 }
 
 /* Member m's score on node i with registered GPUs: through the memo
- * when there is a mix to score against. */
-static int gpu_score(const struct trial *tr, size_t m, size_t i, double *frag)
+ * when there is a mix to score against (*rec its record), else computed
+ * (*rec NULL). 0, -ENOSPC, or another error. */
+static int gpu_score(const struct trial *tr, size_t m, size_t i, double *frag,
+                     const struct memo_rec **rec)
 {
 	struct policy_vgpu_share v[MAX_SHARES];
 	size_t nv;
+	int err = 0;
 
-	if (tr->t->mix && tr->t->frag_memo)
-		return memo_score(tr, m, i, frag);
-	return shares_on(tr, m, i, v, &nv, frag);
+	*rec = NULL;
+	if (!tr->t->mix || !tr->t->frag_memo)
+		return shares_on(tr, m, i, v, &nv, frag);
+	if (!(*rec = memo_get(tr, m, i, &err)))
+		return err;
+	*frag = (*rec)->frag;
+	return (*rec)->rc;
+}
+
+/* What a member's vGPUs need of one node at least: a GPU with room
+ * cores free (1 for asks of no cores: a GPU whose cores are all used
+ * takes none), and alone GPUs with no share (asks of all the cores). */
+struct need {
+	unsigned room, alone;
+};
+
+static struct need need_of(const struct kubeapi_podspec *s)
+{
+	const struct kubeapi_vgpu_ask *a = kubeapi_podspec_vgpu(s);
+	struct need n = {0, 0};
+
+	for (uint16_t c = 0; c < s->nvgpu; c++) {
+		if (a[c].cores >= 100)
+			n.alone += a[c].nums;
+		else if ((a[c].cores ? a[c].cores : 1) > n.room)
+			n.room = a[c].cores ? a[c].cores : 1;
+	}
+	return n;
 }
 
 /* The best node for member m among cand[0..ncand), or -1; the shares it
- * gets there are in tr->held[m]. Only the winner's shares are computed
- * (again): the others need only their score. */
+ * gets there are in tr->held[m]: the memo's record of the winner, else
+ * computed for the winner alone. */
 static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, size_t ncand)
 {
 	const struct kubeapi_podspec *s = tr->specs[m];
 	const struct policy_fit *f = tr->fits[m];
 	int64_t gpus = policy_spec_gpus(s);
 	struct policy_vgpu_share v[MAX_SHARES];
+	const struct memo_rec *rec, *best_rec = NULL;
 	struct score best = {0}, sc;
 	long pick = -1;
 	size_t nv = 0;
 	double frag;
+	struct need need = need_of(s);
 
 	for (size_t k = 0; k < ncand; k++) {
 		size_t i = cand[k], ng = tr->t->gpu_first[i + 1] - tr->t->gpu_first[i];
 
 		frag = 0;
-		if (!feasible(f, i) || !policy_fits_free(tr->t, i, s) || (s->nvgpu && !ng))
+		if (!feasible(f, i) || (s->nvgpu && (!ng || tr->t->gpu_room[i] < need.room ||
+		                                     tr->t->gpu_empty[i] < need.alone)))
 			continue;
-		if (ng && gpu_score(tr, m, i, &frag) < 0)
+		if (!policy_fits_free(tr->t, i, s))
+			continue;
+		rec = NULL;
+		if (ng && gpu_score(tr, m, i, &frag, &rec) < 0)
 			continue;
 		sc = score_of(tr->t, i, s, gpus);
 		sc.frag = frag;
 		if (pick < 0 || score_cmp(&sc, &best) < 0) {
 			best = sc;
+			best_rec = rec;
 			pick = (long)i;
 		}
 	}
 	if (pick < 0 || tr->t->gpu_first[pick + 1] == tr->t->gpu_first[pick])
 		return pick;
-	if (shares_on(tr, m, (size_t)pick, v, &nv, &frag) < 0)
-		return -1; /* only a memo collision can get here */
+	if (best_rec && rec_fits(tr, m, (size_t)pick, best_rec)) {
+		nv = best_rec->n;
+		memcpy(v, best_rec->s, nv * sizeof(v[0]));
+	} else if (shares_on(tr, m, (size_t)pick, v, &nv, &frag) < 0) {
+		return -1;
+	}
 	if (tr->held[m])
 		keep_shares(tr->held[m], tr->t, (size_t)pick, v, nv, s->nvgpu);
 	return pick;
@@ -430,7 +506,7 @@ int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct aren
                  const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
                  const struct policy_held **held, struct policy_why *why)
 {
-	struct trial tr = {.t = t, .specs = specs, .n = n, .out = out};
+	struct trial tr = {.t = t, .specs = specs, .n = n, .out = out, .a = a};
 	struct ask ask;
 	int rc;
 

@@ -64,6 +64,11 @@ struct policy_nodes {
 	 * whole-GPU accounting through free[]. */
 	struct policy_gpu *gpu;
 	uint32_t *gpu_first;
+	/* Per node, kept current with its GPUs: the most cores (percent) free
+	 * on one healthy GPU that takes one more share, and its healthy GPUs
+	 * with no share. What lets placement pass over a node that cannot
+	 * take a member's vGPUs without scoring it. */
+	uint8_t *gpu_room, *gpu_empty;
 	/* The recent mix of requests that placement on GPUs minimises the
 	 * fragmentation for (frag.h); the caller sets it, NULL: none. */
 	const struct policy_mix *mix;

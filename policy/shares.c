@@ -8,6 +8,7 @@
  * node has registered GPUs.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "policy/frag.h"
 #include "policy/plan_internal.h"
@@ -60,26 +61,64 @@ static bool ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 	return false;
 }
 
-int plan__mix(struct plan_run *r)
+static int kind_cmp(const void *a, const void *b)
 {
-	struct policy_nodes *t = &r->p->nodes;
-	struct policy_mix *m;
+	const struct policy_mix_kind *x = a, *y = b;
+
+	if (x->nums != y->nums)
+		return x->nums < y->nums ? -1 : 1;
+	if (x->cores != y->cores)
+		return x->cores < y->cores ? -1 : 1;
+	if (x->cpu_m != y->cpu_m)
+		return x->cpu_m < y->cpu_m ? -1 : 1;
+	return (x->mem > y->mem) - (x->mem < y->mem);
+}
+
+/* Pods counted per spec blob (the pods of a Job share one): the mix is
+ * built from the distinct specs, in an order of their own so that merging
+ * past POLICY_MIX_KINDS does not depend on where blobs sit in memory. */
+static int count_specs(struct plan_run *r, struct idmap *by_spec)
+{
 	const struct idmap_slot *e;
 
-	if (t->gpu_first[t->n] == 0)
-		return 0; /* no registered GPU: nothing to score */
-	if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))))
-		return -ENOMEM;
 	IDMAP_FOREACH(r->in->pods, s, e) {
 		const struct kubeapi_pod *pod = e->value;
-		struct policy_mix_kind k;
+		uintptr_t n;
 
 		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
 		    pod->phase == KUBEAPI_POD_FAILED || !ours(r, pod))
 			continue;
-		k = kind_of(pod->spec);
-		policy_mix_add(m, &k, 1);
+		n = (uintptr_t)idmap_get(by_spec, (uintptr_t)pod->spec);
+		if (idmap_put(by_spec, (uintptr_t)pod->spec, (void *)(n + 1)) < 0)
+			return -ENOMEM;
 	}
+	return 0;
+}
+
+int plan__mix(struct plan_run *r)
+{
+	struct policy_nodes *t = &r->p->nodes;
+	struct idmap by_spec = {0};
+	struct policy_mix_kind *kinds;
+	const struct idmap_slot *e;
+	struct policy_mix *m;
+	size_t n = 0;
+
+	if (t->gpu_first[t->n] == 0)
+		return 0; /* no registered GPU: nothing to score */
+	if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) || count_specs(r, &by_spec) < 0 ||
+	    !(kinds = arena_alloc(&r->p->arena, (by_spec.n + 1) * sizeof(*kinds)))) {
+		idmap_free(&by_spec);
+		return -ENOMEM;
+	}
+	IDMAP_FOREACH(&by_spec, s, e) {
+		kinds[n] = kind_of((const struct kubeapi_podspec *)(uintptr_t)e->key);
+		kinds[n++].count = (double)(uintptr_t)e->value;
+	}
+	idmap_free(&by_spec);
+	qsort(kinds, n, sizeof(*kinds), kind_cmp);
+	for (size_t k = 0; k < n; k++)
+		policy_mix_add(m, &kinds[k], kinds[k].count);
 	policy_mix_done(m);
 	t->mix = m;
 	return 0;

@@ -11,6 +11,9 @@
  *  their nodes as GPU nodes. 0 or -ENOMEM. O(nodes + GPUs). */
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a);
 
+/** Node i's gpu_room and gpu_empty from its GPUs as they are. O(GPUs). */
+void policy__node_room(struct policy_nodes *t, size_t i);
+
 /** Shares h onto their GPUs (sign -1: taken) or off them (+1); *cores is
  *  what they hold of healthy GPUs' cores, *empty how many healthy GPUs
  *  they leave holding no share (negative) or free again, for the
