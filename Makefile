@@ -203,6 +203,7 @@ bench-e2e: all
 
 bench-plan: all
 	$(BUILD)/bench/plan_cycle --sweep
+	$(BUILD)/bench/plan_cycle 5000 --vgpu 30 --baseline
 
 # One planner cycle with priority preemption, reclaim and reservations
 # (bench/README.md), then the same across cluster sizes.

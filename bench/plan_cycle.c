@@ -246,6 +246,7 @@ struct opts {
 	int reservations; /* backfill.reservations, or -1: not written */
 	enum mix mix;
 	int vgpu_pct; /* --vgpu: registered GPUs, this % of gangs fractional; 0: off */
+	int baseline; /* --baseline: the same size without --vgpu first, and the ratio */
 };
 
 /* ---- the world -------------------------------------------------------- */
@@ -1213,8 +1214,9 @@ static bool exercised(const struct result *r, const struct opts *o)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
-	                "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT]\n");
+	fprintf(stderr,
+	        "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
+	        "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT [--baseline]]\n");
 	return 2;
 }
 
@@ -1233,6 +1235,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		} else if (strcmp(argv[i], "--vgpu") == 0 && next[0] >= '1' && next[0] <= '9') {
 			o->vgpu_pct = atoi(next);
 			i++;
+		} else if (strcmp(argv[i], "--baseline") == 0) {
+			o->baseline = 1;
 		} else if (strcmp(argv[i], "--reservations") == 0 && next[0] >= '0' &&
 		           next[0] <= '9') {
 			o->reservations = atoi(next);
@@ -1261,6 +1265,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	           : -1;
 }
 
+/* --vgpu with --baseline: the cycle on whole GPUs, then with fractions,
+ * each in a child of its own, and how their CPU times compare. */
+static int vgpu_against_whole(const struct opts *o)
+{
+	struct opts whole = *o;
+	struct result r[2];
+
+	whole.vgpu_pct = 0;
+	if (run_child(o->nodes, &whole, &r[0]) < 0 || run_child(o->nodes, o, &r[1]) < 0) {
+		fprintf(stderr, "plan_cycle: a run failed\n");
+		return 1;
+	}
+	printf("bench=plan_cycle_vgpu nodes=%d vgpu_pct=%d whole_cycle_cpu_min_ms=%.2f "
+	       "vgpu_cycle_cpu_min_ms=%.2f vgpu_over_whole=%.2f whole_admitted_gangs=%zu "
+	       "vgpu_admitted_gangs=%zu fractional_gangs=%ld\n",
+	       o->nodes, o->vgpu_pct, r[0].cpu_min_ms, r[1].cpu_min_ms,
+	       r[1].cpu_min_ms / r[0].cpu_min_ms, r[0].st.admitted_gangs, r[1].st.admitted_gangs,
+	       r[1].frac_gangs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const int sizes[] = {500, 1000, 2000, 5000};
@@ -1270,6 +1295,8 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o) < 0)
 		return usage();
+	if (o.vgpu_pct && o.baseline)
+		return vgpu_against_whole(&o);
 	if (!o.sweep)
 		return run_size(o.nodes, &o, &res[0]) < 0 || !exercised(&res[0], &o);
 	for (size_t k = 0; k < 4; k++)

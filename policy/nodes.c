@@ -248,8 +248,10 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 	}
 	f[KUBEAPI_RES_PODS] += sign;
 	policy__held_use(t, held, sign, &cores, &empty);
-	if (held)
+	if (held) {
 		policy__node_room(t, i);
+		t->gpu_ver[i]++;
+	}
 	for (unsigned l = 0; (gpus || cores || empty) && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -292,6 +294,10 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		return -ENOMEM;
 	memcpy(dst->gpu_room, src->gpu_room, src->n);
 	memcpy(dst->gpu_empty, src->gpu_empty, src->n);
+	dst->node_memo = NULL; /* its versions part from src's from here */
+	if (!(dst->gpu_ver = arena_alloc(a, (src->n + 1) * sizeof(*dst->gpu_ver))))
+		return -ENOMEM;
+	memcpy(dst->gpu_ver, src->gpu_ver, src->n * sizeof(*dst->gpu_ver));
 	for (unsigned l = 0; l < src->nlevels; l++) {
 		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
 

@@ -26,7 +26,8 @@
 #include "kubeapi/model.h"
 #include "policy/gpus.h"
 
-struct policy_mix; /* frag.h */
+struct policy_mix;       /* frag.h */
+struct policy_node_memo; /* place.c */
 
 /** Topology levels read from the configuration, coarse to fine. */
 #define POLICY_MAX_LEVELS 8
@@ -69,6 +70,12 @@ struct policy_nodes {
 	 * with no share. What lets placement pass over a node that cannot
 	 * take a member's vGPUs without scoring it. */
 	uint8_t *gpu_room, *gpu_empty;
+	/* Per node, bumped whenever a share goes onto or off its GPUs; and
+	 * the last few scores placement asked of it (place.c), valid while
+	 * the version, free CPU and memory, spec and mix are the same. A copy
+	 * of the table starts with its own, empty. */
+	uint32_t *gpu_ver;
+	struct policy_node_memo *node_memo;
 	/* The recent mix of requests that placement on GPUs minimises the
 	 * fragmentation for (frag.h); the caller sets it, NULL: none. */
 	const struct policy_mix *mix;
