@@ -1,6 +1,7 @@
 /*
- * Shared by the node table's files (nodes.c, devices.c, place.c) and no
- * one else: the GPU devices' part of building and counting the table.
+ * Shared by the node table's files (nodes.c, devices.c, place.c,
+ * vshares.c) and no one else: the GPU devices' part of building and
+ * counting the table, and a spec's vGPUs on one node.
  */
 #ifndef MUSTER_POLICY_TABLE_H
 #define MUSTER_POLICY_TABLE_H
@@ -20,5 +21,39 @@ void policy__node_room(struct policy_nodes *t, size_t i);
  *  domains' totals. */
 void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign, int64_t *cores,
                       int64_t *empty);
+
+/* ---- a spec's vGPUs on one node (vshares.c) ---------------------------- */
+
+/* What the memos keep of one score: its shares (GPU indexes within the
+ * node) and the rise, or rc -ENOSPC when the node takes none. */
+struct policy__vrec {
+	double frag;
+	int rc;
+	uint32_t n;
+	struct policy_vgpu_share s[];
+};
+
+/** Spec s's vGPUs on node i (with registered GPUs): the rise of the
+ *  node's fragmentation under t->mix (0 without one) into *frag, through
+ *  the memos when there is a mix (*rec the record, else NULL); records
+ *  go in arena a. 0, -ENOSPC, -ENOMEM. */
+int policy__vgpu_score(struct policy_nodes *t, struct arena *a, const struct kubeapi_podspec *s,
+                       size_t i, double *frag, const struct policy__vrec **rec);
+
+/** Spec s's shares on node i into out[0..*n) (KUBEAPI_VGPU_MAX_SHARES at
+ *  most): rec's when given and still fitting the GPUs, else computed.
+ *  0, -ENOSPC. */
+int policy__vgpu_shares(const struct policy_nodes *t, const struct kubeapi_podspec *s, size_t i,
+                        const struct policy__vrec *rec, struct policy_vgpu_share *out, size_t *n);
+
+/* What a spec's vGPUs need of one node at least (gpu_room, gpu_empty):
+ * a GPU with room cores free (1 for asks of no cores: a GPU whose cores
+ * are all used takes none), and alone GPUs with no share (asks of all the
+ * cores). */
+struct policy__need {
+	unsigned room, alone;
+};
+
+struct policy__need policy__vgpu_need(const struct kubeapi_podspec *s);
 
 #endif /* MUSTER_POLICY_TABLE_H */
