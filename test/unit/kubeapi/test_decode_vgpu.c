@@ -233,6 +233,42 @@ static void test_pod_held_shares(void **state)
 	kubeapi_pod_release(m, &p);
 }
 
+/* The fixture testdata/vgpu.json (also a seed of the decode fuzz
+ * target): a registered node, a pod holding a share, one asking two
+ * quarter GPUs by percentage. */
+static void test_fixture(void **state)
+{
+	struct kubeapi_model *m = *state;
+	struct kubeapi_decode_error err;
+	struct kubeapi_node n;
+	struct kubeapi_pod p[2];
+	FILE *f = fopen("test/unit/kubeapi/testdata/vgpu.json", "r");
+	static char text[16384];
+	size_t len;
+	cJSON *doc, *items;
+
+	assert_non_null(f);
+	len = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[len] = '\0';
+	assert_non_null(doc = cJSON_Parse(text));
+	items = cJSON_GetObjectItem(doc, "items");
+	assert_int_equal(kubeapi_node_decode(m, cJSON_GetArrayItem(items, 0), &n, &err), 0);
+	assert_int_equal(n.gpus->n, 2);
+	assert_int_equal(kubeapi_pod_decode(m, cJSON_GetArrayItem(items, 1), &p[0], &err), 0);
+	assert_int_equal(p[0].vgpu->n, 1);
+	assert_int_equal(p[0].vgpu->ncontainers, 2); /* the text ends with a ';' */
+	assert_int_equal(p[0].vgpu->e[0].uuid, n.gpus->e[0].uuid);
+	assert_int_equal(kubeapi_pod_decode(m, cJSON_GetArrayItem(items, 2), &p[1], &err), 0);
+	assert_int_equal(p[1].spec->nvgpu, 1);
+	assert_int_equal(kubeapi_podspec_vgpu(p[1].spec)[0].nums, 2);
+	assert_int_equal(kubeapi_podspec_vgpu(p[1].spec)[0].mem_pct, 25);
+	kubeapi_pod_release(m, &p[1]);
+	kubeapi_pod_release(m, &p[0]);
+	kubeapi_node_release(m, &n);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +277,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_container_asks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_container_asks_out_of_range, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pod_held_shares, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fixture, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
