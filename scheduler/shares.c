@@ -48,9 +48,11 @@ int sched_shares_keep(struct sched *s, struct sched_assumed *e, const struct pla
 
 void sched_shares_free(struct sched *s, struct sched_assumed *e)
 {
-	struct intern *in = kubeapi_model_intern(kubeapi_cache_model(s->cache));
+	/* At shutdown the cache, and the strings with it, is gone first:
+	 * then there is nothing left to let go of but the memory. */
+	struct intern *in = s->cache ? kubeapi_model_intern(kubeapi_cache_model(s->cache)) : NULL;
 
-	for (uint32_t k = 0; e->vgpu && k < e->vgpu->n; k++)
+	for (uint32_t k = 0; in && e->vgpu && k < e->vgpu->n; k++)
 		intern_unref(in, e->vgpu->e[k].uuid);
 	free(e->vgpu);
 	e->vgpu = NULL;
