@@ -47,14 +47,17 @@
  * nvidia.com/gpu.product, which every node carries with its model. Per
  * arrival, every node that admits the pod statically and has its CPU and
  * memory free is scored by policy_frag_best() (frag.h: the rise of the
- * node's expected GPU fragmentation, to 0.1 GPU, then best fit on GPUs);
+ * node's expected GPU fragmentation, to 0.3 of the pod's GPU ask, then
+ * best fit on GPUs relative to the node's size);
  * the lowest score wins, then the least CPU left (best fit, as
  * policy_place() breaks the score's ties), then the lower node index, and
  * its CPU and memory and its shares are counted in. The mix the score
  * weighs is the arrivals so far, the current pod included: what Muster
  * could know, never a future pod (FGD's simulator uses the whole trace;
- * with it this replay did no better). This is the loop policy_place() is
- * to run for nodes with GPU devices.
+ * with it this replay did no better). The mix also holds the cluster's
+ * GPUs per model (policy_mix.model_gpus), fixed by the node list, so a
+ * kind that may use only some models weighs by how scarce they are. This
+ * is the loop policy_place() is to run for nodes with GPU devices.
  *
  * Whole GPUs (the baseline, --whole): a pod asks whole nvidia.com/gpu; a
  * pod with gpu_milli < 1000 is given one whole GPU, so it holds a GPU the
@@ -525,6 +528,10 @@ static int vgpus_init(struct vgpus *v, const struct cluster *c)
 	uint32_t k = 0;
 
 	memset(&v->mix, 0, sizeof(v->mix));
+	/* The GPUs per model: what makes a gpu_spec kind weigh its scarcity. */
+	for (size_t i = 0; i < c->n; i++)
+		for (int b = 0; b < 64; b++)
+			v->mix.model_gpus[b] += (double)(c->model[i] >> b & 1) * c->ngpu[i];
 	if (!(v->gpu = calloc((size_t)c->gpus, sizeof(*v->gpu))))
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n; i++) {

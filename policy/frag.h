@@ -17,15 +17,26 @@
  *                and #{g : fits_k(g)} >= nums_k
  *   f_k        = hosts_k ? sum of free(g) over g with !fits_k(g)
  *                        : sum of free(g) over all g
- *   F(node)    = sum_k weight_k * f_k          (kinds without GPUs: f_k = 0)
+ *   press_k    = count_k x G / (the GPUs of the models k may use)
+ *                (1 x count_k when k may use any model, or G is unknown)
+ *   F(node)    = sum_k press_k * f_k / sum_k count_k
+ *                                              (kinds without GPUs: f_k = 0)
+ *
+ * where G is the cluster's GPUs (policy_mix.model_gpus). press is FGD's
+ * popularity weight, times how much more load a kind that may use only
+ * some models puts on each of their GPUs: free GPU on a scarce model is
+ * worth more than elsewhere, and a node whose model such kinds need
+ * gains less (F falls less) from a pod that any node could take. With
+ * no model_gpus it is FGD's weight.
  *
  * The score of a placement is F after it minus F before it, rounded to
- * 0.1 GPU (lower is better; it is negative when the pod fills what others
- * could not use), then best fit on GPUs and CPU as tie-breaks (see
- * policy_frag_best). Where FGD's simulator differs: it checks CPU only,
- * counts all free GPU as fragment for pods without GPUs (a constant that
- * never reorders nodes), rounds the score to an integer of 0..100 through
- * a sigmoid and breaks the resulting ties at random.
+ * 0.3 of the pod's own GPU ask (lower is better; it is negative when the
+ * pod fills what others could not use), then best fit on GPUs and CPU as
+ * tie-breaks (see policy_frag_best). Where FGD's simulator differs: it
+ * checks CPU only, counts all free GPU as fragment for pods without GPUs
+ * (a constant that never reorders nodes), weighs kinds by count alone,
+ * rounds the score to an integer of 0..100 through a sigmoid and breaks
+ * the resulting ties at random.
  *
  * Plain data and arithmetic over gpus.h: no model, no clock, no memory of
  * its own, no allocation. The planner builds the mix from the requests it
@@ -58,6 +69,8 @@ struct policy_mix_kind {
 	uint64_t models; /* GPU models it may use, a bit each; 0: any */
 	double count;    /* requests counted by policy_mix_add() */
 	double weight;   /* its share of the mix once policy_mix_done() ran */
+	double press;    /* its weight in F once policy_mix_done() ran: count x
+	                  * the pressure of its models (see model_gpus) */
 };
 
 /* The recent mix of requests. Zero-initialise, add, then done; adding
@@ -66,6 +79,13 @@ struct policy_mix {
 	size_t n;
 	double total; /* of the counts */
 	struct policy_mix_kind kind[POLICY_MIX_KINDS];
+	/* Optional, set by the caller before policy_mix_done(): the cluster's
+	 * GPUs of each model (the model of bit b has model_gpus[b]). A kind
+	 * that may use only some models then weighs (all GPUs / the GPUs of
+	 * its models) x its count in F: its demand falls on those GPUs alone.
+	 * All zero (or a kind whose models have none): a kind weighs its
+	 * count, as in FGD. Read only by policy_mix_done(). */
+	double model_gpus[64];
 };
 
 /**
@@ -78,8 +98,9 @@ struct policy_mix {
  */
 void policy_mix_add(struct policy_mix *m, const struct policy_mix_kind *k, double count);
 
-/** Turn m's counts into weights that sum to 1 (an empty mix stays empty:
- *  every score is then 0 and placement falls back to its tie-breaks). */
+/** Turn m's counts into weights that sum to 1, and into each kind's press
+ *  (frag.h's top; from model_gpus). An empty mix stays empty: every score
+ *  is then 0 and placement falls back to its tie-breaks. O(kinds x 64). */
 void policy_mix_done(struct policy_mix *m);
 
 /* A node as the score sees it: what is free, and its GPUs. */
@@ -98,7 +119,8 @@ struct policy_frag_ask {
 	size_t nasks;
 };
 
-/** The expected fragmentation F of node n under mix m (in GPU percent).
+/** The expected fragmentation F of node n under mix m (in GPU percent,
+ *  each kind weighed by its press).
  *  O(kinds x distinct GPU states + GPUs^2). */
 double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node *n);
 
@@ -115,12 +137,16 @@ double policy_frag_of(const struct policy_mix *m, const struct policy_frag_node 
  * scored once. Greedy, as Volcano is: -ENOSPC when it runs out of GPUs,
  * even where another choice for an earlier container would have fit.
  *
- * *score = round(F after - F before, to 10 GPU percent)
- *        + 1e-9 x the GPU percent the node has free after (best fit).
- * Rises closer than 0.1 GPU are below what the mix (an estimate) tells
- * apart; best fit decides them better (on the Alibaba trace, 95.1%
- * allocated against 94.4% with the exact rise). The tie-break stays
- * below 1e-5, never reordering two different rounded rises. Best fit on
+ * *score = round(F after - F before, to a step of 0.3 x P, at least 5)
+ *        + 1e-8 x the percent the node's GPUs have free after, on average
+ *          (best fit relative to the node's size)
+ * where P is the GPU percent a asks (per container nums x cores, or x
+ * its memory percent when it asks no cores). A pod moves F by about its
+ * own size; rises closer than a fraction of that are below what the mix
+ * (an estimate) tells apart, and best fit decides them better (on the
+ * Alibaba trace, 95.2% allocated against 94.4% with the exact rise and
+ * 95.0% with a fixed step of 0.1 GPU). The tie-break stays below 1e-6,
+ * never reordering two different rounded rises. Best fit on
  * CPU is the caller's next tie-break (policy_place()'s node score), so
  * the score reads the node's CPU and memory only through which kinds of
  * the mix they admit, before and after: what lets a caller remember it

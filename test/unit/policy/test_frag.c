@@ -173,7 +173,7 @@ static void test_node_scores(void **state)
 	assert_int_equal(policy_frag_best(&m, &n3, &a, out, 1, &nout, &s3), 0);
 	assert_int_equal(policy_frag_best(&m, &n2, &a, out, 1, &nout, &s2), 0);
 	assert_true(s3 < 1e-3 && s3 > -1e-3); /* 3 -> 2 free: still hosts a pair */
-	assert_true(s2 > 99 && s2 < 101);     /* 2 -> 1 free: 100 percent stranded */
+	assert_true(s2 > 89 && s2 < 91);      /* 2 -> 1 free: 100 stranded, to a step of 30 */
 
 	/* A CPU-only pod that leaves too little CPU for the pair strands all
 	 * the node's free GPU. */
@@ -246,6 +246,102 @@ static void test_errors_and_models(void **state)
 	assert_true(policy_frag_of(&m, &n) == 140);
 }
 
+/* The rise is rounded to 0.3 of the pod's own GPU ask: a whole GPU that
+ * strands 100 percent scores 90 (steps of 30), a 30 percent share that
+ * strands 170 scores 171 (steps of 9); a CPU-only pod's step is 5. */
+static void test_rounding_by_ask(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 0), gpu(1, 0)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind pair = kind(2, 100, 1000);
+	struct policy_vgpu_ask one = share(1, 100), part = share(1, 30);
+	struct policy_frag_ask a = {1000, GIB, &one, 1};
+	struct policy_frag_node n = node(g, 2, 16000);
+	struct policy_vgpu_share out[1];
+	size_t nout;
+	double score;
+
+	(void)state;
+	policy_mix_add(&m, &pair, 1);
+	policy_mix_done(&m);
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 1, &nout, &score), 0);
+	assert_true(score > 89.9 && score < 90.1);
+	a.asks = &part;
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 1, &nout, &score), 0);
+	assert_true(score > 170.9 && score < 171.1);
+	a = (struct policy_frag_ask){15500, GIB, NULL, 0}; /* strands 200: 200 */
+	assert_int_equal(policy_frag_best(&m, &n, &a, out, 1, &nout, &score), 0);
+	assert_true(score > 199.9 && score < 200.1);
+}
+
+/* Best fit relative to the node's size: a half share leaves a 2-GPU node
+ * 25 percent free on average and an 8-GPU node 18.75, though the latter
+ * keeps more GPU free in all (150 against 50): the 8-GPU node wins. */
+static void test_tie_relative_to_size(void **state)
+{
+	struct policy_gpu small[2] = {gpu(0, 0), gpu(1, 100)};
+	struct policy_gpu big[8];
+	struct policy_mix m = {0}; /* empty: only the tie-break */
+	struct policy_vgpu_ask half = share(1, 50);
+	struct policy_frag_ask a = {1000, GIB, &half, 1};
+	struct policy_frag_node ns = node(small, 2, 16000), nb = node(big, 8, 16000);
+	struct policy_vgpu_share out[1];
+	size_t nout;
+	double ss, sb;
+
+	(void)state;
+	for (uint32_t j = 0; j < 8; j++)
+		big[j] = gpu(j, j < 2 ? 0 : 100);
+	assert_int_equal(policy_frag_best(&m, &ns, &a, out, 1, &nout, &ss), 0);
+	assert_int_equal(policy_frag_best(&m, &nb, &a, out, 1, &nout, &sb), 0);
+	assert_true(sb < ss);
+	assert_true(ss > 0 && ss < 1e-6);
+}
+
+/* With the cluster's GPUs per model, a kind that may use only model A
+ * (100 of 400 GPUs) weighs 4 times its count: its free GPU on A is worth
+ * more, and on a node of model B (which it may not use) all free counts
+ * for it, so a pod any node could take gains more (F falls more) there. */
+static void test_model_pressure(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 70), gpu(1, 0)}; /* 30 and 100 free */
+	struct policy_gpu e[2] = {gpu(0, 0), gpu(1, 0)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind only_a = kind(1, 50, 1000), any = kind(1, 50, 1000);
+	struct policy_vgpu_ask one = share(1, 100);
+	struct policy_frag_ask a = {1000, GIB, &one, 1};
+	struct policy_frag_node n = node(g, 2, 16000), ne = node(e, 2, 16000);
+	struct policy_vgpu_share out[1];
+	size_t nout;
+	double sa, sb;
+
+	(void)state;
+	only_a.models = 1u << 0;
+	policy_mix_add(&m, &only_a, 1);
+	policy_mix_add(&m, &any, 1);
+	m.model_gpus[0] = 100; /* model A */
+	m.model_gpus[1] = 300; /* model B */
+	policy_mix_done(&m);
+	assert_true(m.kind[0].press == 4 && m.kind[1].press == 1);
+	n.model = 1u << 0;
+	assert_true(policy_frag_of(&m, &n) == (4 * 30 + 30) / 2.0);
+	n.model = 1u << 1;
+	assert_true(policy_frag_of(&m, &n) == (4 * 130 + 30) / 2.0);
+
+	ne.model = 1u << 0;
+	assert_int_equal(policy_frag_best(&m, &ne, &a, out, 1, &nout, &sa), 0);
+	ne.model = 1u << 1;
+	assert_int_equal(policy_frag_best(&m, &ne, &a, out, 1, &nout, &sb), 0);
+	assert_true(sa > -1e-3 && sa < 1e-3); /* A: both kinds still fit */
+	assert_true(sb < -209 && sb > -211);  /* B: 4 x -100 / 2, to steps of 30 */
+
+	m.model_gpus[0] = m.model_gpus[1] = 0; /* unknown: FGD's count weights */
+	policy_mix_done(&m);
+	assert_true(m.kind[0].press == 1);
+	assert_int_equal(policy_frag_best(&m, &ne, &a, out, 1, &nout, &sb), 0);
+	assert_true(sb < -59 && sb > -61); /* -100 / 2 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +352,9 @@ int main(void)
 	    cmocka_unit_test(test_node_scores),
 	    cmocka_unit_test(test_split_and_memory),
 	    cmocka_unit_test(test_errors_and_models),
+	    cmocka_unit_test(test_rounding_by_ask),
+	    cmocka_unit_test(test_tie_relative_to_size),
+	    cmocka_unit_test(test_model_pressure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
