@@ -20,8 +20,9 @@
  *   - a member given vGPU shares is bound in two writes (shares.c): its
  *     annotations, then the binding; the first failing fails the bind.
  *   - 404 or another 4xx: this member can never be bound here. The rest
- *     of the gang's binds still in flight are cancelled and their room
- *     released; members already bound stay bound (Kubernetes has no
+ *     of the gang's binds not yet sent are dropped and their room
+ *     released, those in flight as soon as they answer (the engine
+ *     still holds them); members already bound stay bound (Kubernetes has no
  *     unbind), which the PodGroup's status and a Warning Event show, and
  *     the gang goes back to its queue: the next cycle places the members
  *     it still needs to reach minMember.
@@ -72,8 +73,8 @@ static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_po
 	for (size_t k = 0; k < n; k++) {
 		struct sched_assumed *e = idmap_get(m, keys[k]);
 
-		if (e->state == SCHED_BIND_INFLIGHT && e->call)
-			kubeapi_http_cancel(e->call); /* its callback drops it */
+		if (e->state == SCHED_BIND_INFLIGHT)
+			e->released = 1; /* its callback drops it: e is its data */
 		else
 			drop(s, keys[k]);
 	}
@@ -97,13 +98,17 @@ static int answered(struct sched_assumed *e, const struct kubeapi_response *r, c
                     bool ok409)
 {
 	struct sched *s = e->s;
-	const struct kubeapi_pod *pod = cached_pod(s, e->key);
+	const struct kubeapi_pod *pod;
 	char why[160];
 	uint64_t gang = e->gang;
 
-	e->call = NULL;
 	if (s->stopping)
-		return 0; /* sched_assumed_free() frees it */
+		return 0; /* sched_assumed_free() frees it; the cache may be gone */
+	if (e->released) {
+		drop(s, e->key); /* its gang let go while this was on its way */
+		return 0;
+	}
+	pod = cached_pod(s, e->key);
 	if (r->err == -ECANCELED) {
 		drop(s, e->key);
 		return 0;
@@ -170,16 +175,13 @@ static int send_bind(struct sched *s, struct sched_assumed *e, const struct kube
 
 	sched_target(s, pod, &t, uid);
 	e->state = SCHED_BIND_INFLIGHT;
-	if (e->vgpu && !e->annotated)
+	if (e->vgpu && !e->annotated) /* the binding follows in on_annotated() */
 		rc = sched_shares_write(s, e, pod, on_annotated);
-	else
-		rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e);
-	if (rc < 0) {
+	else if ((rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e)) == 0)
+		s->n.binds_sent++;
+	if (rc < 0)
 		e->state = SCHED_BIND_RETRY;
-		return rc;
-	}
-	s->n.binds_sent++;
-	return 0;
+	return rc;
 }
 
 /* Send the cycle's bindings, and again the ones the server missed. */

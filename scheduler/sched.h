@@ -83,7 +83,7 @@ struct sched_assumed {
 	uint64_t since_ms; /* when the bind was first sent */
 	uint8_t state;     /* enum sched_bind_state */
 	uint8_t annotated; /* its vGPU shares are written on the pod */
-	struct kubeapi_http_call *call;
+	uint8_t released;  /* its gang was let go while a write was in flight */
 	/* The vGPU shares it was given (NULL for none), holding a reference
 	 * on each GPU UUID id: written before the binding (shares.c). */
 	struct kubeapi_vgpu_held *vgpu;
