@@ -557,13 +557,13 @@ static int place_frac(const struct cluster *c, struct policy_nodes *t, struct po
 	struct policy_frag_ask fa = {p->kind.cpu_m, p->kind.mem, &p->ask, p->ask.nums > 0};
 	size_t nsh, best_n = 0;
 	long best = -1;
-	double score, best_score = 0;
-	int64_t best_cpu = 0;
+	double score, best_score = 0, bal, best_bal = 0, per_core;
 
 	if (!fit)
 		return -ENOMEM;
 	policy_mix_add(&v->mix, &p->kind, 1);
 	policy_mix_done(&v->mix);
+	per_core = policy_frag_cpu_per_core(&v->mix);
 	for (size_t x = 0; x < fit->count; x++) {
 		uint32_t i = fit->nodes[x];
 		const int64_t *free = &t->free[(size_t)i * t->nres];
@@ -578,11 +578,12 @@ static int place_frac(const struct cluster *c, struct policy_nodes *t, struct po
 			continue;
 		if (rc < 0)
 			return rc;
-		if (best < 0 || score < best_score ||
-		    (score == best_score && free[KUBEAPI_RES_CPU] < best_cpu)) {
+		bal =
+		    policy_frag_balance(&fn, &fa, per_core, free[KUBEAPI_RES_CPU] - p->kind.cpu_m);
+		if (best < 0 || score < best_score || (score == best_score && bal < best_bal)) {
 			best = i;
 			best_score = score;
-			best_cpu = free[KUBEAPI_RES_CPU];
+			best_bal = bal;
 			best_n = nsh;
 			memcpy(best_sh, sh, nsh * sizeof(*sh));
 		}

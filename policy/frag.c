@@ -415,3 +415,27 @@ int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *
 	*score = rounded_rise(m, value_if(&f, NO_GPU, 0, 0) - before, asked(a)) + tie_break(&f);
 	return 0;
 }
+
+double policy_frag_cpu_per_core(const struct policy_mix *m)
+{
+	double cpu = 0, cores = 0;
+
+	for (size_t k = 0; k < m->n; k++) {
+		cpu += m->kind[k].count * (double)m->kind[k].cpu_m;
+		cores += m->kind[k].count * (double)m->kind[k].nums * m->kind[k].cores;
+	}
+	return cores > 0 ? cpu / cores : 0;
+}
+
+double policy_frag_balance(const struct policy_frag_node *n, const struct policy_frag_ask *a,
+                           double cpu_per_core, int64_t cpu_left)
+{
+	double cores = 0, d;
+
+	for (size_t k = 0; k < n->ngpus; k++)
+		cores += 100.0 - n->gpu[k].used_core;
+	for (size_t c = 0; c < a->nasks; c++)
+		cores -= (double)a->asks[c].nums * a->asks[c].cores;
+	d = (double)cpu_left - cpu_per_core * cores;
+	return d < 0 ? -d : d;
+}

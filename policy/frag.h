@@ -161,4 +161,23 @@ int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *
                      const struct policy_frag_ask *a, struct policy_vgpu_share *out, size_t cap,
                      size_t *nout, double *score);
 
+/** The mix's CPU per GPU core it asks: millicores per percent of a GPU,
+ *  over its kinds weighed by count (0 when it asks no GPU). O(kinds). */
+double policy_frag_cpu_per_core(const struct policy_mix *m);
+
+/**
+ * The tie-break after the score, for nodes whose scores are equal: how far
+ * the node would be, after pod a, from keeping its free CPU in the mix's
+ * proportion to its free GPU cores, |cpu_left - cpu_per_core x cores
+ * left| (cpu_left: the node's free millicores after a). Lower is better:
+ * neither then runs out first and strands the other. On the Alibaba
+ * trace it took gpushare100, where CPU runs out first, above FGD (86.6
+ * -> 86.7% allocated) and moved the others little. The caller compares
+ * it after the score (policy_place() for nodes with registered GPUs,
+ * bench-alibaba alike); it reads the CPU amounts the score may not.
+ * O(GPUs + asks).
+ */
+double policy_frag_balance(const struct policy_frag_node *n, const struct policy_frag_ask *a,
+                           double cpu_per_core, int64_t cpu_left);
+
 #endif /* MUSTER_POLICY_FRAG_H */

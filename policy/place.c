@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "policy/frag.h"
+
 /* Shares one member may get at most: what a pod's annotation holds. */
 #define MAX_SHARES KUBEAPI_VGPU_MAX_SHARES
 
@@ -33,7 +35,8 @@ struct trial {
 struct score {
 	int cpu_on_gpu;
 	double frag;
-	int64_t gpu_left, cpu_left;
+	int64_t gpu_left;
+	double cpu_left; /* on registered GPUs with a mix: how far from balance */
 	int32_t pref;
 };
 
@@ -59,7 +62,7 @@ static struct score score_of(const struct policy_nodes *t, size_t i,
 	struct score sc = {
 	    .cpu_on_gpu = gpus == 0 && t->gpu_node[i],
 	    .gpu_left = f[KUBEAPI_RES_GPU] - gpus,
-	    .cpu_left = f[KUBEAPI_RES_CPU] - policy_spec_request(s, KUBEAPI_RES_CPU),
+	    .cpu_left = (double)(f[KUBEAPI_RES_CPU] - policy_spec_request(s, KUBEAPI_RES_CPU)),
 	    .pref = s->npreferred ? policy_preferred_score(t, i, s) : 0,
 	};
 	return sc;
@@ -96,6 +99,7 @@ static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, si
 	size_t nv = 0;
 	double frag;
 	struct policy__need need = policy__vgpu_need(s);
+	double cpu_per_core = tr->t->mix ? policy_frag_cpu_per_core(tr->t->mix) : 0;
 
 	for (size_t k = 0; k < ncand; k++) {
 		size_t i = cand[k], ng = tr->t->gpu_first[i + 1] - tr->t->gpu_first[i];
@@ -111,6 +115,8 @@ static long best_node(const struct trial *tr, size_t m, const uint32_t *cand, si
 			continue;
 		sc = score_of(tr->t, i, s, gpus);
 		sc.frag = frag;
+		if (ng && tr->t->mix)
+			sc.cpu_left = policy__vgpu_balance(tr->t, s, i, cpu_per_core);
 		if (pick < 0 || score_cmp(&sc, &best) < 0) {
 			best = sc;
 			best_rec = rec;

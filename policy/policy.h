@@ -252,7 +252,9 @@ struct policy_why {
  *   1b. the rise of the node's GPU fragmentation, as above;
  *   2. free GPUs left on the node after it (best fit: partly used nodes
  *      fill up first and whole nodes stay whole for whole-node requests);
- *   3. free CPU left after it, in millicores (best fit again);
+ *   3. free CPU left after it, in millicores (best fit again); on
+ *      registered GPUs under a mix, how far the CPU left is from the
+ *      mix's proportion to the GPU cores left (policy_frag_balance());
  *   4. minus the preferred node-affinity weight it meets;
  *   5. the node index (deterministic).
  * Each choice costs O(nodes in the domain); a gang costs at most

@@ -56,4 +56,9 @@ struct policy__need {
 
 struct policy__need policy__vgpu_need(const struct kubeapi_podspec *s);
 
+/** policy_frag_balance() of spec s on node i (frag.h): the tie-break
+ *  after the score on registered GPUs. O(GPUs). */
+double policy__vgpu_balance(const struct policy_nodes *t, const struct kubeapi_podspec *s, size_t i,
+                            double cpu_per_core);
+
 #endif /* MUSTER_POLICY_TABLE_H */

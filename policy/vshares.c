@@ -255,3 +255,21 @@ struct policy__need policy__vgpu_need(const struct kubeapi_podspec *s)
 	}
 	return n;
 }
+
+double policy__vgpu_balance(const struct policy_nodes *t, const struct kubeapi_podspec *s, size_t i,
+                            double cpu_per_core)
+{
+	const struct kubeapi_vgpu_ask *ka = kubeapi_podspec_vgpu(s);
+	struct policy_vgpu_ask asks[MAX_SHARES];
+	size_t ngpus, nasks = s->nvgpu < MAX_SHARES ? s->nvgpu : MAX_SHARES;
+	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ngpus);
+	int64_t cpu = policy_spec_request(s, KUBEAPI_RES_CPU);
+	struct policy_frag_node fn = {.gpu = g, .ngpus = ngpus};
+	struct policy_frag_ask fa = {.cpu_m = cpu, .asks = asks, .nasks = nasks};
+
+	for (size_t k = 0; k < nasks; k++)
+		asks[k] =
+		    (struct policy_vgpu_ask){ka[k].nums, ka[k].mem, ka[k].mem_pct, ka[k].cores};
+	return policy_frag_balance(&fn, &fa, cpu_per_core,
+	                           t->free[i * t->nres + KUBEAPI_RES_CPU] - cpu);
+}

@@ -342,6 +342,32 @@ static void test_model_pressure(void **state)
 	assert_true(sb < -59 && sb > -61); /* -100 / 2 */
 }
 
+/* The tie-break after the score: a mix asking 8 cores per GPU (80
+ * millicores per GPU percent); a half-GPU pod of 4 cores on a node of two
+ * empty GPUs leaves 150 cores' worth of GPU. With 12 cores left after it
+ * the node sits at |12000 - 80 x 150| = 0 from balance; with 40 left it
+ * is 28000 away, so the first wins the tie. */
+static void test_cpu_balance(void **state)
+{
+	struct policy_mix m = {0};
+	struct policy_mix_kind whole = {.cpu_m = 8000, .nums = 1, .cores = 100};
+	struct policy_gpu g[2] = {{.memory = 32768, .split = 10, .healthy = true},
+	                          {.id = 1, .memory = 32768, .split = 10, .healthy = true}};
+	struct policy_vgpu_ask half = {1, 0, 50, 50};
+	struct policy_frag_node n = {.gpu = g, .ngpus = 2};
+	struct policy_frag_ask a = {.cpu_m = 4000, .asks = &half, .nasks = 1};
+	double per_core;
+
+	(void)state;
+	policy_mix_add(&m, &whole, 1);
+	policy_mix_done(&m);
+	per_core = policy_frag_cpu_per_core(&m);
+	assert_true(per_core > 79.999 && per_core < 80.001);
+	assert_true(policy_frag_balance(&n, &a, per_core, 12000) < 1e-6);
+	assert_true(policy_frag_balance(&n, &a, per_core, 40000) > 27999.0);
+	assert_true(policy_frag_balance(&n, &a, per_core, 40000) < 28001.0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +381,7 @@ int main(void)
 	    cmocka_unit_test(test_rounding_by_ask),
 	    cmocka_unit_test(test_tie_relative_to_size),
 	    cmocka_unit_test(test_model_pressure),
+	    cmocka_unit_test(test_cpu_balance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
