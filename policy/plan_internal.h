@@ -172,6 +172,8 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
  * -ENOMEM. */
 int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
                   const struct policy_held **out);
+/* Whether pod is Muster's (its schedulerName is one of the input's). */
+bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
 /* The recent mix of requests, for the placement's fragmentation score:
  * every pod of ours, pending or bound, once there are registered GPUs.
  * 0 or -ENOMEM. */

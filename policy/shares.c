@@ -53,14 +53,6 @@ static struct policy_mix_kind kind_of(const struct kubeapi_podspec *s)
 	return k;
 }
 
-static bool ours(const struct plan_run *r, const struct kubeapi_pod *pod)
-{
-	for (size_t k = 0; k < r->in->nschedulers; k++)
-		if (pod->spec->scheduler == r->in->schedulers[k])
-			return true;
-	return false;
-}
-
 static int kind_cmp(const void *a, const void *b)
 {
 	const struct policy_mix_kind *x = a, *y = b;
@@ -86,7 +78,7 @@ static int count_specs(struct plan_run *r, struct idmap *by_spec)
 		uintptr_t n;
 
 		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED || !ours(r, pod))
+		    pod->phase == KUBEAPI_POD_FAILED || !plan__is_ours(r, pod))
 			continue;
 		n = (uintptr_t)idmap_get(by_spec, (uintptr_t)pod->spec);
 		if (idmap_put(by_spec, (uintptr_t)pod->spec, (void *)(n + 1)) < 0)

@@ -76,7 +76,7 @@ int plan__build_nodes(struct plan_run *r)
 	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, v, n);
 }
 
-static bool is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
+bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	for (size_t k = 0; pod->spec && k < r->in->nschedulers; k++)
 		if (pod->spec->scheduler == r->in->schedulers[k])
@@ -134,7 +134,7 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 	if (i >= 0)
 		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, held, -1);
 	r->p->stats.bound_pods++;
-	if (is_ours(r, pod) && (pod->group || r->preemption)) {
+	if (plan__is_ours(r, pod) && (pod->group || r->preemption)) {
 		if (!(g = plan__gang_of(r, pod)))
 			return -ENOMEM;
 		g->bound++;
@@ -142,7 +142,7 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 		if (!g->fixed_priority && plan__pod_priority(pod) > g->priority)
 			g->priority = plan__pod_priority(pod); /* what a preemptor weighs */
 		queue = g->queue;
-	} else if (is_ours(r, pod)) {
+	} else if (plan__is_ours(r, pod)) {
 		/* Without preemption a bound pod on its own is never looked at
 		 * again: its queue is all it needs, not a gang record. */
 		queue = plan__queue_of(r, NULL, pod, &res);
@@ -170,7 +170,7 @@ int plan__count_pods(struct plan_run *r)
 		if (pod->phase == KUBEAPI_POD_SUCCEEDED || pod->phase == KUBEAPI_POD_FAILED) {
 			/* Finished members hold nothing, but count for the
 			 * PodGroup's status and toward minMember. */
-			if (pod->group && is_ours(r, pod)) {
+			if (pod->group && plan__is_ours(r, pod)) {
 				if (!(g = plan__gang_of(r, pod)))
 					return -ENOMEM;
 				g->succeeded += pod->phase == KUBEAPI_POD_SUCCEEDED;
@@ -187,7 +187,7 @@ int plan__count_pods(struct plan_run *r)
 				return rc;
 			continue;
 		}
-		if (!is_ours(r, pod) || pod->deleting)
+		if (!plan__is_ours(r, pod) || pod->deleting)
 			continue;
 		if (!(g = plan__gang_of(r, pod)))
 			return -ENOMEM;
@@ -232,7 +232,7 @@ int plan__collect_pending(struct plan_run *r)
 		struct plan_gang *g;
 
 		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !is_ours(r, pod) ||
+		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !plan__is_ours(r, pod) ||
 		    pod->deleting)
 			continue;
 		if (!(g = plan__gang_of(r, pod)))
