@@ -49,22 +49,30 @@ static int resize(struct idmap *m, size_t nslots)
 	return 0;
 }
 
-int idmap_put(struct idmap *m, uint64_t key, void *value)
+void **idmap_ref(struct idmap *m, uint64_t key)
 {
 	size_t i;
 
 	if (!key)
-		return -EINVAL;
+		return NULL;
 	if ((m->n + 1) * 10 > m->nslots * 7 && resize(m, m->nslots ? m->nslots * 2 : 64) < 0)
-		return -ENOMEM;
+		return NULL;
 	for (i = slot_of(key, m->nslots); m->slots[i].key; i = (i + 1) & (m->nslots - 1))
-		if (m->slots[i].key == key) {
-			m->slots[i].value = value;
-			return 0;
-		}
+		if (m->slots[i].key == key)
+			return &m->slots[i].value;
 	m->slots[i].key = key;
-	m->slots[i].value = value;
+	m->slots[i].value = NULL;
 	m->n++;
+	return &m->slots[i].value;
+}
+
+int idmap_put(struct idmap *m, uint64_t key, void *value)
+{
+	void **v = idmap_ref(m, key);
+
+	if (!v)
+		return key ? -ENOMEM : -EINVAL;
+	*v = value;
 	return 0;
 }
 

@@ -25,6 +25,11 @@ void *idmap_get(const struct idmap *m, uint64_t key);
 /** Insert or replace; 0 or -ENOMEM (-EINVAL for key 0). Amortized O(1). */
 int idmap_put(struct idmap *m, uint64_t key, void *value);
 
+/** The value slot of key, inserted holding NULL when absent: one probe
+ *  where a get then a put take two. NULL when out of memory or for key
+ *  0. Valid until the map next changes. Amortized O(1). */
+void **idmap_ref(struct idmap *m, uint64_t key);
+
 /** Remove key; returns its value or NULL. */
 void *idmap_del(struct idmap *m, uint64_t key);
 

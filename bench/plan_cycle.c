@@ -1265,24 +1265,32 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	           : -1;
 }
 
-/* --vgpu with --baseline: the cycle on whole GPUs, then with fractions,
- * each in a child of its own, and how their CPU times compare. */
+/* --vgpu with --baseline: the cycle on whole GPUs and with fractions,
+ * each in a child of its own, BASELINE_ROUNDS times in turn, and how the
+ * best CPU times of each compare. Taking turns spreads this machine's
+ * noise over both sides instead of landing a burst on one. */
+#define BASELINE_ROUNDS 3
 static int vgpu_against_whole(const struct opts *o)
 {
 	struct opts whole = *o;
-	struct result r[2];
+	struct result r[2], best[2];
 
 	whole.vgpu_pct = 0;
-	if (run_child(o->nodes, &whole, &r[0]) < 0 || run_child(o->nodes, o, &r[1]) < 0) {
-		fprintf(stderr, "plan_cycle: a run failed\n");
-		return 1;
+	for (int k = 0; k < BASELINE_ROUNDS; k++) {
+		if (run_child(o->nodes, &whole, &r[0]) < 0 || run_child(o->nodes, o, &r[1]) < 0) {
+			fprintf(stderr, "plan_cycle: a run failed\n");
+			return 1;
+		}
+		for (int j = 0; j < 2; j++)
+			if (k == 0 || r[j].cpu_min_ms < best[j].cpu_min_ms)
+				best[j] = r[j];
 	}
-	printf("bench=plan_cycle_vgpu nodes=%d vgpu_pct=%d whole_cycle_cpu_min_ms=%.2f "
+	printf("bench=plan_cycle_vgpu nodes=%d vgpu_pct=%d rounds=%d whole_cycle_cpu_min_ms=%.2f "
 	       "vgpu_cycle_cpu_min_ms=%.2f vgpu_over_whole=%.2f whole_admitted_gangs=%zu "
 	       "vgpu_admitted_gangs=%zu fractional_gangs=%ld\n",
-	       o->nodes, o->vgpu_pct, r[0].cpu_min_ms, r[1].cpu_min_ms,
-	       r[1].cpu_min_ms / r[0].cpu_min_ms, r[0].st.admitted_gangs, r[1].st.admitted_gangs,
-	       r[1].frac_gangs);
+	       o->nodes, o->vgpu_pct, BASELINE_ROUNDS, best[0].cpu_min_ms, best[1].cpu_min_ms,
+	       best[1].cpu_min_ms / best[0].cpu_min_ms, best[0].st.admitted_gangs,
+	       best[1].st.admitted_gangs, best[1].frac_gangs);
 	return 0;
 }
 

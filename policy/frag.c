@@ -119,6 +119,7 @@ void policy_mix_done(struct policy_mix *m)
 		m->kind[i].weight = m->total > 0 ? m->kind[i].count / m->total : 0;
 		m->kind[i].press = m->kind[i].count * pressure(m, m->kind[i].models);
 	}
+	m->cpu_per_core = policy_frag_cpu_per_core(m);
 }
 
 /* ---- one node's working state ----------------------------------------- */

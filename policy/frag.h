@@ -86,6 +86,9 @@ struct policy_mix {
 	 * All zero (or a kind whose models have none): a kind weighs its
 	 * count, as in FGD. Read only by policy_mix_done(). */
 	double model_gpus[64];
+	/* Set by policy_mix_done(): policy_frag_cpu_per_core() of the mix, so
+	 * that a placement reads it instead of walking the kinds per node. */
+	double cpu_per_core;
 };
 
 /**
@@ -99,7 +102,7 @@ struct policy_mix {
 void policy_mix_add(struct policy_mix *m, const struct policy_mix_kind *k, double count);
 
 /** Turn m's counts into weights that sum to 1, and into each kind's press
- *  (frag.h's top; from model_gpus). An empty mix stays empty: every score
+ *  (frag.h's top; from model_gpus); set m->cpu_per_core. An empty mix stays empty: every score
  *  is then 0 and placement falls back to its tie-breaks. O(kinds x 64). */
 void policy_mix_done(struct policy_mix *m);
 

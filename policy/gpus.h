@@ -33,6 +33,7 @@
 /* One physical GPU and what is allocated on it. */
 struct policy_gpu {
 	uint32_t id;     /* its position in the node's registration */
+	uint32_t uuid;   /* its UUID's interned id (0: none known) */
 	uint32_t memory; /* MiB */
 	uint32_t split;  /* pods that may share it */
 	uint32_t used_num, used_mem, used_core;

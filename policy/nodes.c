@@ -78,6 +78,25 @@ static uint16_t flavor_of(const struct flavor_ids *fi, const struct kubeapi_node
 
 /* Dense domain indexes for one level: value id -> index through a map
  * (arena-free: the map is freed before returning), then CSR of members. */
+/* lv->most: per well-known resource, the most one domain's nodes have
+ * (t->free is still what they have allocatable). O(nodes). */
+static int level_most(const struct policy_nodes *t, struct policy_level *lv)
+{
+	unsigned nr = t->nres < KUBEAPI_RES_WELL_KNOWN ? t->nres : KUBEAPI_RES_WELL_KNOWN;
+
+	memset(lv->most, 0, sizeof(lv->most));
+	for (uint32_t d = 0; d < lv->ndomains; d++)
+		for (unsigned r = 0; r < nr; r++) {
+			int64_t sum = 0;
+
+			for (uint32_t k = lv->start[d]; k < lv->start[d + 1]; k++)
+				sum += t->free[(size_t)lv->members[k] * t->nres + r];
+			if (sum > lv->most[r])
+				lv->most[r] = sum;
+		}
+	return 0;
+}
+
 static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 {
 	struct policy_level *lv = &t->level[l];
@@ -128,7 +147,7 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 		lv->members[lv->start[d] + fill[d]++] = (uint32_t)i;
 		lv->free_gpu[d] += t->free[i * t->nres + KUBEAPI_RES_GPU];
 	}
-	return 0;
+	return level_most(t, lv);
 }
 
 /* The resources that are GPUs or parts of one: nvidia.com/gpu and what
@@ -250,7 +269,6 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 	policy__held_use(t, held, sign, &cores, &empty);
 	if (held) {
 		policy__node_room(t, i);
-		t->gpu_ver[i]++;
 	}
 	for (unsigned l = 0; (gpus || cores || empty) && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
@@ -295,6 +313,7 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	memcpy(dst->gpu_room, src->gpu_room, src->n);
 	memcpy(dst->gpu_empty, src->gpu_empty, src->n);
 	dst->node_memo = NULL; /* its versions part from src's from here */
+	dst->scratch = NULL;
 	if (!(dst->gpu_ver = arena_alloc(a, (src->n + 1) * sizeof(*dst->gpu_ver))))
 		return -ENOMEM;
 	memcpy(dst->gpu_ver, src->gpu_ver, src->n * sizeof(*dst->gpu_ver));

@@ -559,6 +559,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	p->stats.arena_bytes = p->arena.used_total;
 	idmap_free(&r.by_group);
 	idmap_free(&r.memo);
+	idmap_free(&r.mix_specs);
 	policy_fitcache_free(&r.fits);
 	return rc;
 }

@@ -85,6 +85,9 @@ struct plan_run {
 	struct idmap by_group;         /* gang key -> gang index + 1 */
 	struct policy_fitcache fits;
 	struct idmap memo; /* static fit -> struct memo */
+	/* Pods of ours per spec blob, counted by plan__count_pods() for the
+	 * mix (shares.c) when some node has registered GPUs. */
+	struct idmap mix_specs;
 	size_t cap_binds, cap_evictions;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
@@ -176,7 +179,10 @@ int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
 /* The recent mix of requests, for the placement's fragmentation score:
  * every pod of ours, pending or bound, once there are registered GPUs.
+ * plan__mix_count() counts one pod as plan__count_pods() meets it (so
+ * that the pods are walked once), plan__mix() then builds the mix. Each
  * 0 or -ENOMEM. */
+int plan__mix_count(struct plan_run *r, const struct kubeapi_pod *pod);
 int plan__mix(struct plan_run *r);
 const struct kubeapi_podspec **plan__specs(struct plan_run *r,
                                            const struct kubeapi_pod *const *pods, size_t n);

@@ -27,7 +27,8 @@
 #include "policy/gpus.h"
 
 struct policy_mix;       /* frag.h */
-struct policy_node_memo; /* place.c */
+struct policy_node_memo; /* vshares.c */
+struct policy_scratch;   /* place.c */
 
 /** Topology levels read from the configuration, coarse to fine. */
 #define POLICY_MAX_LEVELS 8
@@ -49,6 +50,10 @@ struct policy_level {
 	/* Per domain, its healthy registered GPUs with no share on them:
 	 * what vGPU asks of all the cores (100: the GPU alone) need. */
 	int64_t *empty_gpu;
+	/* The most of each well-known resource one domain has allocatable:
+	 * a gang asking more in all fits no domain of the level, and the
+	 * level is passed over without reading a domain. */
+	int64_t most[KUBEAPI_RES_WELL_KNOWN];
 };
 
 struct policy_nodes {
@@ -70,12 +75,17 @@ struct policy_nodes {
 	 * with no share. What lets placement pass over a node that cannot
 	 * take a member's vGPUs without scoring it. */
 	uint8_t *gpu_room, *gpu_empty;
-	/* Per node, bumped whenever a share goes onto or off its GPUs; and
-	 * the last few scores placement asked of it (place.c), valid while
-	 * the version, free CPU and memory, spec and mix are the same. A copy
-	 * of the table starts with its own, empty. */
-	uint32_t *gpu_ver;
+	/* Per node, a hash of what its GPUs hold, kept with gpu_room (so a
+	 * trial's undo brings it back); and the last few scores placement
+	 * asked of it (vshares.c), valid while the hash, free CPU and memory,
+	 * spec and mix are the same. A copy of the table starts with its own
+	 * scores, empty. */
+	uint64_t *gpu_ver;
 	struct policy_node_memo *node_memo;
+	/* policy_place()'s working room (place.c), from the arena on first
+	 * use: a level's domains and a member's nodes. It is never
+	 * reentered on a table; a copy of the table starts without. */
+	struct policy_scratch *scratch;
 	/* The recent mix of requests that placement on GPUs minimises the
 	 * fragmentation for (frag.h); the caller sets it, NULL: none. */
 	const struct policy_mix *mix;
@@ -241,9 +251,14 @@ struct policy_why {
  *
  * The gang goes into the smallest topology domain that can hold it: the
  * configured levels are tried from the finest (a host) to the coarsest
- * (a zone), then the whole cluster. At a level, every domain whose free
- * GPUs cover the gang's is tried, and the one left with the fewest free
- * GPUs afterwards wins (the tightest fit; ties go to the lower index).
+ * (a zone), then the whole cluster. At a level, the domain whose free
+ * GPUs (in percent of a GPU, shares and whole GPUs alike) would be
+ * fewest after it wins (the tightest fit; ties go to the lower index):
+ * domains are tried in that order, so the first that holds the gang
+ * wins, and one whose free GPUs or, for a host, free resources fall
+ * short of the gang's total is not tried. A level none of whose domains
+ * is big enough (policy_level.most) is passed over, and a pod alone that
+ * no domain of a level covering every node takes fits nowhere.
  *
  * Inside the domain, members go largest GPU request first, each onto the
  * node that scores lowest on, in order:
@@ -257,8 +272,10 @@ struct policy_why {
  *      mix's proportion to the GPU cores left (policy_frag_balance());
  *   4. minus the preferred node-affinity weight it meets;
  *   5. the node index (deterministic).
- * Each choice costs O(nodes in the domain); a gang costs at most
- * O(levels x members x feasible nodes).
+ * Members of one spec in a row are chosen from one scored list: the first
+ * costs O(nodes in the domain), each next one O(the nodes that take it),
+ * as only the node the last went to is scored again. A gang costs at
+ * most O(levels x members x feasible nodes).
  *
  * On success the members are counted into t (policy_nodes_use), out[k] is
  * member k's node index, held[k] its shares (NULL for a member without

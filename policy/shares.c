@@ -69,45 +69,36 @@ static int kind_cmp(const void *a, const void *b)
 /* Pods counted per spec blob (the pods of a Job share one): the mix is
  * built from the distinct specs, in an order of their own so that merging
  * past POLICY_MIX_KINDS does not depend on where blobs sit in memory. */
-static int count_specs(struct plan_run *r, struct idmap *by_spec)
+int plan__mix_count(struct plan_run *r, const struct kubeapi_pod *pod)
 {
-	const struct idmap_slot *e;
+	const struct policy_nodes *t = &r->p->nodes;
+	void **n;
 
-	IDMAP_FOREACH(r->in->pods, s, e) {
-		const struct kubeapi_pod *pod = e->value;
-		uintptr_t n;
-
-		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED || !plan__is_ours(r, pod))
-			continue;
-		n = (uintptr_t)idmap_get(by_spec, (uintptr_t)pod->spec);
-		if (idmap_put(by_spec, (uintptr_t)pod->spec, (void *)(n + 1)) < 0)
-			return -ENOMEM;
-	}
+	if (t->gpu_first[t->n] == 0 || !plan__is_ours(r, pod))
+		return 0; /* no registered GPU: nothing to score */
+	if (!(n = idmap_ref(&r->mix_specs, (uintptr_t)pod->spec)))
+		return -ENOMEM;
+	*n = (void *)((uintptr_t)*n + 1);
 	return 0;
 }
 
 int plan__mix(struct plan_run *r)
 {
 	struct policy_nodes *t = &r->p->nodes;
-	struct idmap by_spec = {0};
 	struct policy_mix_kind *kinds;
 	const struct idmap_slot *e;
 	struct policy_mix *m;
 	size_t n = 0;
 
-	if (t->gpu_first[t->n] == 0)
-		return 0; /* no registered GPU: nothing to score */
-	if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) || count_specs(r, &by_spec) < 0 ||
-	    !(kinds = arena_alloc(&r->p->arena, (by_spec.n + 1) * sizeof(*kinds)))) {
-		idmap_free(&by_spec);
+	if (r->mix_specs.n == 0)
+		return 0;
+	if (!(m = arena_calloc(&r->p->arena, 1, sizeof(*m))) ||
+	    !(kinds = arena_alloc(&r->p->arena, r->mix_specs.n * sizeof(*kinds))))
 		return -ENOMEM;
-	}
-	IDMAP_FOREACH(&by_spec, s, e) {
+	IDMAP_FOREACH(&r->mix_specs, s, e) {
 		kinds[n] = kind_of((const struct kubeapi_podspec *)(uintptr_t)e->key);
 		kinds[n++].count = (double)(uintptr_t)e->value;
 	}
-	idmap_free(&by_spec);
 	qsort(kinds, n, sizeof(*kinds), kind_cmp);
 	for (size_t k = 0; k < n; k++)
 		policy_mix_add(m, &kinds[k], kinds[k].count);

@@ -12,7 +12,8 @@
  *  their nodes as GPU nodes. 0 or -ENOMEM. O(nodes + GPUs). */
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a);
 
-/** Node i's gpu_room and gpu_empty from its GPUs as they are. O(GPUs). */
+/** Node i's gpu_room, gpu_empty and gpu_ver from its GPUs as they are.
+ *  O(GPUs). */
 void policy__node_room(struct policy_nodes *t, size_t i);
 
 /** Shares h onto their GPUs (sign -1: taken) or off them (+1); *cores is

@@ -181,6 +181,8 @@ int plan__count_pods(struct plan_run *r)
 			continue;
 		}
 		r->p->stats.pods++;
+		if ((rc = plan__mix_count(r, pod)) < 0)
+			return rc;
 		node = node_of(r, pod);
 		if (node) {
 			if ((rc = count_bound(r, pod, node)) < 0)

@@ -7,8 +7,8 @@
  * the spec, the mix, which of its kinds the node's CPU and memory admit
  * before and after, and each GPU's state; nodes in the same state share
  * an entry. In front of it, each node keeps its last few answers
- * (t->node_memo), checked by the node's GPU version and free CPU and
- * memory: a hit is a few compares. Records live in the arena of the
+ * (t->node_memo), checked by a hash of its GPUs' state (t->gpu_ver) and
+ * its free CPU and memory: a hit is a few compares. Records live in the arena of the
  * policy_place() call that computed them, which must live as long as
  * the table (the cycle's arena does).
  *
@@ -155,14 +155,14 @@ static const struct policy__vrec *memo_get(struct policy_nodes *t, struct arena 
 /* The per-node memo in front of the hashed one: NODE_WAYS entries a
  * node, replaced in turn, each checked by the plain state it was scored
  * in. A hit costs a few compares where the hashed memo's key reads every
- * GPU. 48 bytes an entry: 5,000 nodes take under 1 MB of arena. */
+ * GPU. 56 bytes an entry: 5,000 nodes take about 1.1 MB of arena. */
 #define NODE_WAYS 4
 struct policy_node_memo {
 	const struct kubeapi_podspec *spec;
 	const struct policy_mix *mix;
 	double total;
 	int64_t cpu, mem;
-	uint32_t ver;
+	uint64_t ver;
 	const struct policy__vrec *rec;
 };
 

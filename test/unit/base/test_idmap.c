@@ -99,6 +99,34 @@ static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
 	assert_int_equal(m.nslots, 0);
 }
 
+/* idmap_ref: an absent key comes in holding NULL and counts once; a
+ * present one gives its own slot; key 0 has none. Counting through it
+ * matches counting by hand, across the map's growth. */
+static void test_ref_inserts_once_and_counts(void **state)
+{
+	struct idmap m = {0};
+	enum { N = 5000 };
+	void **v;
+
+	(void)state;
+	assert_null(idmap_ref(&m, 0));
+	assert_non_null(v = idmap_ref(&m, 9));
+	assert_null(*v);
+	*v = (void *)(uintptr_t)1;
+	assert_ptr_equal(idmap_ref(&m, 9), v);
+	assert_int_equal(m.n, 1);
+	for (uint64_t i = 0; i < 3 * N; i++) {
+		v = idmap_ref(&m, i % N + 100);
+		assert_non_null(v);
+		*v = (void *)((uintptr_t)*v + 1);
+	}
+	assert_int_equal(m.n, N + 1);
+	for (uint64_t k = 100; k < 100 + N; k++)
+		assert_int_equal((uintptr_t)idmap_get(&m, k), 3);
+	assert_int_equal((uintptr_t)idmap_get(&m, 9), 1);
+	idmap_free(&m);
+}
+
 /* The iterator: nothing in an empty (or NULL) map, and after puts and
  * deletes each key left comes exactly once with its value. */
 static void test_next_visits_each_key_once(void **state)
@@ -148,6 +176,7 @@ int main(void)
 	    cmocka_unit_test(test_shrinks_after_deletes),
 	    cmocka_unit_test(test_key_zero_is_refused_and_absent_keys_are_null),
 	    cmocka_unit_test(test_next_visits_each_key_once),
+	    cmocka_unit_test(test_ref_inserts_once_and_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
