@@ -23,10 +23,20 @@
 /* Shares one member may get at most: what a pod's annotation holds. */
 #define MAX_SHARES KUBEAPI_VGPU_MAX_SHARES
 
+/* What best_node() reads of a member's spec, worked out once per call
+ * (setup()), not once per trial. */
+struct look {
+	const struct kubeapi_podspec *s;
+	const struct policy_fit *f;
+	int64_t gpus, cpu;
+	struct policy__need need;
+	double cpu_per_core;
+};
+
 struct trial {
 	struct policy_nodes *t;
 	const struct kubeapi_podspec *const *specs;
-	const struct policy_fit **fits;
+	struct look *looks;    /* per member */
 	const uint32_t *order; /* members, largest GPU request first */
 	size_t n;
 	uint32_t *out;
@@ -113,15 +123,6 @@ static void keep_shares(struct policy_held *h, const struct policy_nodes *t, siz
 		                                v[k].mem, v[k].cores};
 }
 
-/* What best_node() reads of a member's spec, worked out once. */
-struct look {
-	const struct kubeapi_podspec *s;
-	const struct policy_fit *f;
-	int64_t gpus, cpu;
-	struct policy__need need;
-	double cpu_per_core;
-};
-
 /* A node a member may go to, with its score: what a trial keeps while
  * members of one spec go onto one candidate list (struct trial). */
 struct policy_cand {
@@ -166,9 +167,10 @@ static inline bool may_take(const struct trial *tr, const struct look *lk, size_
 {
 	const struct policy_nodes *t = tr->t;
 
-	return feasible(lk->f, i) && (!lk->s->nvgpu || (t->gpu_first[i + 1] != t->gpu_first[i] &&
-	                                                t->gpu_room[i] >= lk->need.room &&
-	                                                t->gpu_empty[i] >= lk->need.alone));
+	return feasible(lk->f, i) && t->free_cpu[i] >= lk->cpu &&
+	       (!lk->s->nvgpu ||
+	        (t->gpu_first[i + 1] != t->gpu_first[i] && t->gpu_room[i] >= lk->need.room &&
+	         t->gpu_empty[i] >= lk->need.alone));
 }
 
 /* Whether node i (cand[k]), which may_take() passed, takes the member,
@@ -243,18 +245,13 @@ static void candidates(struct trial *tr, const struct look *lk, const uint32_t *
 static long best_node(struct trial *tr, size_t m, const uint32_t *cand, size_t ncand)
 {
 	const struct kubeapi_podspec *s = tr->specs[m];
-	struct look lk = {s,
-	                  tr->fits[m],
-	                  policy_spec_gpus(s),
-	                  policy_spec_request(s, KUBEAPI_RES_CPU),
-	                  policy__vgpu_need(s),
-	                  tr->t->mix ? tr->t->mix->cpu_per_core : 0};
+	const struct look *lk = &tr->looks[m];
 	struct policy_vgpu_share v[MAX_SHARES];
 	size_t best = SIZE_MAX, nv = 0, pick;
 
-	candidates(tr, &lk, cand, ncand);
+	candidates(tr, lk, cand, ncand);
 	for (size_t j = 0; j < tr->ncands; j++)
-		if (best == SIZE_MAX || before(tr, &lk, &tr->cands[j], &tr->cands[best]))
+		if (best == SIZE_MAX || before(tr, lk, &tr->cands[j], &tr->cands[best]))
 			best = j;
 	if (best == SIZE_MAX)
 		return -1;
@@ -287,7 +284,7 @@ static bool run(struct trial *tr, const uint32_t *cand, size_t ncand)
 	while (tr->placed < tr->n) {
 		size_t m = tr->order[tr->placed];
 		long i = cand ? best_node(tr, m, cand, ncand)
-		              : best_node(tr, m, tr->fits[m]->nodes, tr->fits[m]->count);
+		              : best_node(tr, m, tr->looks[m].f->nodes, tr->looks[m].f->count);
 
 		if (i < 0)
 			return false;
@@ -342,7 +339,7 @@ static void explain(struct trial *tr, struct policy_why *why)
 	size_t m = tr->order[tr->placed < tr->n ? tr->placed : 0];
 	const struct kubeapi_podspec *s = tr->specs[m];
 	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
-	const struct policy_fit *f = tr->fits[m];
+	const struct policy_fit *f = tr->looks[m].f;
 	const struct policy_nodes *t = tr->t;
 	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0;
 	unsigned nreq = s->nrequests < KUBEAPI_MAX_RESOURCES ? s->nrequests : KUBEAPI_MAX_RESOURCES;
@@ -519,22 +516,29 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 {
 	uint32_t *order = arena_alloc(a, tr->n * sizeof(*order));
 
-	tr->fits = arena_alloc(a, tr->n * sizeof(*tr->fits));
+	tr->looks = arena_alloc(a, tr->n * sizeof(*tr->looks));
 	tr->held = arena_calloc(a, tr->n, sizeof(*tr->held));
 	tr->total = arena_alloc(a, KUBEAPI_MAX_RESOURCES * sizeof(*tr->total));
-	if (!order || !tr->fits || !tr->held || !tr->total || !scratch_of(tr->t, a))
+	if (!order || !tr->looks || !tr->held || !tr->total || !scratch_of(tr->t, a))
 		return -ENOMEM;
 	tr->cands = tr->t->scratch->cands;
 	tr->ntotal = 0;
 	*ask = (struct ask){0};
 	for (size_t k = 0; k < tr->n; k++) {
 		const struct kubeapi_vgpu_ask *v = kubeapi_podspec_vgpu(tr->specs[k]);
+		struct look *lk = &tr->looks[k];
 
 		for (uint16_t c = 0; c < tr->specs[k]->nvgpu; c++) {
 			ask->cores += (int64_t)v[c].nums * v[c].cores;
 			ask->alone += v[c].cores >= 100 ? v[c].nums : 0;
 		}
-		if (!(tr->fits[k] = policy_fit_get(fc, a, tr->t, tr->specs[k])))
+		*lk = (struct look){tr->specs[k],
+		                    policy_fit_get(fc, a, tr->t, tr->specs[k]),
+		                    policy_spec_gpus(tr->specs[k]),
+		                    policy_spec_request(tr->specs[k], KUBEAPI_RES_CPU),
+		                    policy__vgpu_need(tr->specs[k]),
+		                    tr->t->mix ? tr->t->mix->cpu_per_core : 0};
+		if (!lk->f)
 			return -ENOMEM;
 		if (tr->specs[k]->nvgpu &&
 		    !(tr->held[k] = arena_alloc(a, sizeof(struct policy_held) +
@@ -542,8 +546,8 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 			return -ENOMEM;
 		add_total(tr, tr->specs[k]);
 		ask->gpus += policy_spec_gpus(tr->specs[k]);
-		if (tr->fits[k]->count == 0) {
-			*why = (struct policy_why){.placed = 0, .fit = tr->fits[k]};
+		if (lk->f->count == 0) {
+			*why = (struct policy_why){.placed = 0, .fit = lk->f};
 			return -ENOSPC; /* no node could ever take it */
 		}
 	}

@@ -61,7 +61,11 @@ struct policy_nodes {
 	unsigned nres; /* resources registered in the model */
 	unsigned nlevels;
 	const struct kubeapi_node **node;
-	int64_t *free;     /* n x nres: allocatable minus what pods use */
+	int64_t *free; /* n x nres: allocatable minus what pods use */
+	/* free[i * nres + KUBEAPI_RES_CPU] again, packed: the test a member
+	 * fails on most nodes, made without reading each node's row. Kept
+	 * with free[] by the functions below. */
+	int64_t *free_cpu;
 	uint32_t *domain;  /* n x nlevels */
 	uint16_t *flavor;  /* config flavor index or POLICY_NO_FLAVOR */
 	uint8_t *gpu_node; /* has GPUs: nvidia.com/gpu*, MIG slices or registered GPUs */
