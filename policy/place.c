@@ -343,7 +343,11 @@ static void explain(struct trial *tr, struct policy_why *why)
 	const struct policy_nodes *t = tr->t;
 	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0;
 	unsigned nreq = s->nrequests < KUBEAPI_MAX_RESOURCES ? s->nrequests : KUBEAPI_MAX_RESOURCES;
-	unsigned live[KUBEAPI_MAX_RESOURCES], nlive = 0;
+	/* The requests a node may be short of, flat: the loop below runs
+	 * over every feasible node of a gang that did not fit. */
+	unsigned live[KUBEAPI_MAX_RESOURCES], nlive = 0, lres[KUBEAPI_MAX_RESOURCES];
+	int64_t lamt[KUBEAPI_MAX_RESOURCES];
+	uint32_t llack[KUBEAPI_MAX_RESOURCES] = {0};
 	bool everywhere = false; /* a request no node has: short on every node */
 
 	why->placed = tr->placed;
@@ -353,8 +357,11 @@ static void explain(struct trial *tr, struct policy_why *why)
 	for (unsigned q = 0; q < nreq; q++) {
 		if (r[q].amount > 0 && r[q].res >= t->nres)
 			lacking[q] = (uint32_t)f->count;
-		else if (r[q].amount > 0)
+		else if (r[q].amount > 0) {
+			lres[nlive] = r[q].res;
+			lamt[nlive] = r[q].amount;
 			live[nlive++] = q;
+		}
 		everywhere |= r[q].amount > 0 && r[q].res >= t->nres;
 	}
 	for (size_t k = 0; k < f->count; k++) {
@@ -362,9 +369,9 @@ static void explain(struct trial *tr, struct policy_why *why)
 		bool short_here = everywhere || fr[KUBEAPI_RES_PODS] < 1;
 
 		for (unsigned j = 0; j < nlive; j++) {
-			bool lack = fr[r[live[j]].res] < r[live[j]].amount;
+			bool lack = fr[lres[j]] < lamt[j];
 
-			lacking[live[j]] += lack;
+			llack[j] += lack;
 			short_here |= lack;
 		}
 		if (!short_here && vgpu_short(tr, m, f->nodes[k])) {
@@ -373,6 +380,8 @@ static void explain(struct trial *tr, struct policy_why *why)
 		}
 		why->short_nodes += short_here;
 	}
+	for (unsigned j = 0; j < nlive; j++)
+		lacking[live[j]] = llack[j];
 	for (unsigned q = 0; q < nreq; q++)
 		if (lacking[q] > worst) {
 			worst = lacking[q];
