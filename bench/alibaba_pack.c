@@ -141,7 +141,7 @@ struct tpod {
 	char gpu_spec[160];
 	const struct kubeapi_podspec *spec;  /* Muster's: whole GPUs */
 	const struct kubeapi_podspec *fspec; /* CPU and memory only: GPUs are vGPU asks */
-	struct policy_vgpu_ask ask;          /* its GPUs as vGPU shares (nums 0: none) */
+	struct kubeapi_vgpu_ask ask;         /* its GPUs as vGPU shares (nums 0: none) */
 	struct policy_mix_kind kind;         /* what it adds to the mix */
 };
 
@@ -328,7 +328,7 @@ static void decode_ask(struct cluster *c, struct tpod *p)
 	uint32_t pct = (uint32_t)(p->gpu_milli / 10);
 	uint32_t nums = p->gpu_milli > 0 ? (uint32_t)p->num_gpu : 0;
 
-	p->ask = (struct policy_vgpu_ask){nums, 0, nums ? pct : POLICY_VGPU_NO_PCT, pct};
+	p->ask = (struct kubeapi_vgpu_ask){nums, 0, nums ? pct : KUBEAPI_VGPU_NO_PCT, pct};
 	p->kind = (struct policy_mix_kind){
 	    .cpu_m = policy_spec_request(p->fspec, KUBEAPI_RES_CPU),
 	    .mem = policy_spec_request(p->fspec, KUBEAPI_RES_MEMORY),

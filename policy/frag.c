@@ -126,8 +126,8 @@ void policy_mix_done(struct policy_mix *m)
 
 struct frag {
 	const struct policy_mix *m;
-	struct policy_vgpu_ask kask[POLICY_MIX_KINDS]; /* kind k's ask on one GPU */
-	uint32_t gpu_kinds;                            /* bit k: kind k asks for GPUs */
+	struct kubeapi_vgpu_ask kask[POLICY_MIX_KINDS]; /* kind k's ask on one GPU */
+	uint32_t gpu_kinds;                             /* bit k: kind k asks for GPUs */
 	uint32_t usable; /* bit k: the node's model, CPU and memory admit kind k */
 	size_t ng;
 	int64_t cpu, mem, total; /* free; total: free GPU percent of all GPUs */
@@ -226,7 +226,7 @@ static int frag_start(struct frag *f, const struct policy_mix *m, const struct p
 		const struct policy_mix_kind *kd = &m->kind[k];
 
 		f->kask[k] =
-		    (struct policy_vgpu_ask){kd->nums, kd->gpu_mem, kd->gpu_mem_pct, kd->cores};
+		    (struct kubeapi_vgpu_ask){kd->nums, kd->gpu_mem, kd->gpu_mem_pct, kd->cores};
 		if (kd->nums > 0)
 			f->gpu_kinds |= 1u << k;
 	}
@@ -294,7 +294,7 @@ static bool seen(const struct frag *f, const size_t *cand, size_t n, const struc
 /* The GPU (not in taken) whose share of ask a raises F least, then is
  * left with the least free, then has the higher index; NO_GPU if none
  * takes it. O(GPUs^2 + kinds x distinct candidates). */
-static size_t best_gpu(const struct frag *f, const struct policy_vgpu_ask *a, uint64_t taken)
+static size_t best_gpu(const struct frag *f, const struct kubeapi_vgpu_ask *a, uint64_t taken)
 {
 	size_t cand[POLICY_FRAG_MAX_GPUS], ncand = 0, best = NO_GPU;
 	double best_v = 0;
@@ -322,7 +322,7 @@ static size_t best_gpu(const struct frag *f, const struct policy_vgpu_ask *a, ui
 
 /* Container c's ask onto distinct GPUs of the state, its shares appended
  * to out[*n..). */
-static int place_container(struct frag *f, const struct policy_vgpu_ask *a, uint32_t c,
+static int place_container(struct frag *f, const struct kubeapi_vgpu_ask *a, uint32_t c,
                            struct policy_vgpu_share *out, size_t *n)
 {
 	uint64_t taken = 0;
@@ -348,7 +348,7 @@ static double asked(const struct policy_frag_ask *a)
 	double pct = 0;
 
 	for (size_t c = 0; c < a->nasks; c++) {
-		const struct policy_vgpu_ask *k = &a->asks[c];
+		const struct kubeapi_vgpu_ask *k = &a->asks[c];
 		uint32_t share = k->cores ? k->cores : k->mem_pct <= 100 ? k->mem_pct : 0;
 
 		pct += (double)k->nums * share;

@@ -59,7 +59,7 @@
 /* One kind of request: a pod's CPU and memory and its GPUs, nums GPUs of
  * cores percent each (100: whole GPUs; nums 0: a pod without GPUs), and
  * on each of them gpu_mem MiB or gpu_mem_pct percent of its memory, as
- * policy_vgpu_ask's mem and mem_pct (zero: none asked). */
+ * kubeapi_vgpu_ask's mem and mem_pct (zero: none asked). */
 struct policy_mix_kind {
 	int64_t cpu_m; /* millicores */
 	int64_t mem;   /* bytes */
@@ -118,7 +118,7 @@ struct policy_frag_node {
  * vGPUs (none for a pod without GPUs). */
 struct policy_frag_ask {
 	int64_t cpu_m, mem;
-	const struct policy_vgpu_ask *asks;
+	const struct kubeapi_vgpu_ask *asks;
 	size_t nasks;
 };
 

@@ -6,15 +6,15 @@
 
 #include <errno.h>
 
-uint32_t policy_vgpu_mem_for(const struct policy_gpu *g, const struct policy_vgpu_ask *a)
+uint32_t policy_vgpu_mem_for(const struct policy_gpu *g, const struct kubeapi_vgpu_ask *a)
 {
 	/* Volcano: uint(float64(Memory) * float64(pct) / 100.0). */
-	if (a->mem_pct != POLICY_VGPU_NO_PCT)
+	if (a->mem_pct != KUBEAPI_VGPU_NO_PCT)
 		return (uint32_t)((double)g->memory * (double)a->mem_pct / 100.0);
 	return a->mem;
 }
 
-bool policy_vgpu_fits(const struct policy_gpu *g, const struct policy_vgpu_ask *a)
+bool policy_vgpu_fits(const struct policy_gpu *g, const struct kubeapi_vgpu_ask *a)
 {
 	uint32_t mem = policy_vgpu_mem_for(g, a);
 
@@ -51,7 +51,7 @@ static void undo(struct policy_gpu *gpus, const struct policy_vgpu_share *out, s
 }
 
 /* One container's ask onto distinct GPUs, by descending index. */
-static int place_one(struct policy_gpu *gpus, size_t ngpus, const struct policy_vgpu_ask *a,
+static int place_one(struct policy_gpu *gpus, size_t ngpus, const struct kubeapi_vgpu_ask *a,
                      uint32_t container, struct policy_vgpu_share *out, size_t cap, size_t *n)
 {
 	uint32_t need = a->nums;
@@ -73,7 +73,7 @@ static int place_one(struct policy_gpu *gpus, size_t ngpus, const struct policy_
 	return need ? -ENOSPC : 0;
 }
 
-int policy_vgpu_place(struct policy_gpu *gpus, size_t ngpus, const struct policy_vgpu_ask *asks,
+int policy_vgpu_place(struct policy_gpu *gpus, size_t ngpus, const struct kubeapi_vgpu_ask *asks,
                       size_t nasks, struct policy_vgpu_share *out, size_t cap, size_t *nout)
 {
 	size_t n = 0;

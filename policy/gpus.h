@@ -27,9 +27,6 @@
 
 #include "kubeapi/model.h"
 
-/* Volcano's DefaultMemPercentage: no percentage asked, memory is. */
-#define POLICY_VGPU_NO_PCT KUBEAPI_VGPU_NO_PCT
-
 /* One physical GPU and what is allocated on it. */
 struct policy_gpu {
 	uint32_t id;     /* its position in the node's registration */
@@ -40,14 +37,10 @@ struct policy_gpu {
 	bool healthy;
 };
 
-/* What one container asks (Volcano's ContainerDeviceRequest): nums GPUs,
- * on each mem MiB (or mem_pct percent of its memory, when not
- * POLICY_VGPU_NO_PCT) and cores percent of its cores. */
-struct policy_vgpu_ask {
-	uint32_t nums;
-	uint32_t mem, mem_pct;
-	uint32_t cores;
-};
+/* What one container asks is kubeapi's struct kubeapi_vgpu_ask (Volcano's
+ * ContainerDeviceRequest): nums GPUs, on each mem MiB (or mem_pct percent
+ * of its memory, when not KUBEAPI_VGPU_NO_PCT) and cores percent of its
+ * cores. The policy reads it as the pod spec holds it. */
 
 /* A share chosen: container c of the pod gets mem MiB and cores percent
  * of GPU index gpu (into the node's array). */
@@ -57,10 +50,10 @@ struct policy_vgpu_share {
 };
 
 /** The memory ask a takes on GPU g, in MiB. */
-uint32_t policy_vgpu_mem_for(const struct policy_gpu *g, const struct policy_vgpu_ask *a);
+uint32_t policy_vgpu_mem_for(const struct policy_gpu *g, const struct kubeapi_vgpu_ask *a);
 
 /** Whether GPU g takes one more share of ask a now. */
-bool policy_vgpu_fits(const struct policy_gpu *g, const struct policy_vgpu_ask *a);
+bool policy_vgpu_fits(const struct policy_gpu *g, const struct kubeapi_vgpu_ask *a);
 
 /** Count a share of mem MiB and cores percent onto GPU g (sign +1) or off
  *  it (-1). Usage never goes below zero. */
@@ -73,7 +66,7 @@ void policy_vgpu_use(struct policy_gpu *g, uint32_t mem, uint32_t cores, int sig
  * out[0..*nout) (cap of them) and counted onto the GPUs; -ENOSPC when
  * some container does not fit, the GPUs as before; -E2BIG past cap.
  */
-int policy_vgpu_place(struct policy_gpu *gpus, size_t ngpus, const struct policy_vgpu_ask *asks,
+int policy_vgpu_place(struct policy_gpu *gpus, size_t ngpus, const struct kubeapi_vgpu_ask *asks,
                       size_t nasks, struct policy_vgpu_share *out, size_t cap, size_t *nout);
 
 #endif /* MUSTER_POLICY_GPUS_H */

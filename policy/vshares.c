@@ -32,17 +32,13 @@
 static int shares_on(const struct policy_nodes *t, const struct kubeapi_podspec *s, size_t i,
                      struct policy_vgpu_share *out, size_t *n, double *frag)
 {
-	const struct kubeapi_vgpu_ask *ka = kubeapi_podspec_vgpu(s);
-	struct policy_vgpu_ask asks[MAX_SHARES];
+	const struct kubeapi_vgpu_ask *asks = kubeapi_podspec_vgpu(s);
 	struct policy_gpu scratch[KUBEAPI_VGPU_MAX_DEVICES];
 	size_t ngpus, nasks = s->nvgpu;
 	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ngpus);
 
 	if (nasks > MAX_SHARES || ngpus > KUBEAPI_VGPU_MAX_DEVICES)
 		return -ENOSPC;
-	for (size_t k = 0; k < nasks; k++)
-		asks[k] =
-		    (struct policy_vgpu_ask){ka[k].nums, ka[k].mem, ka[k].mem_pct, ka[k].cores};
 	*frag = 0;
 	if (t->mix) {
 		const int64_t *f = &t->free[i * t->nres];
@@ -203,13 +199,10 @@ static bool rec_fits(const struct policy_nodes *t, const struct kubeapi_podspec 
 	size_t ng;
 	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ng);
 
-	for (uint32_t k = 0; k < rec->n; k++) {
-		const struct kubeapi_vgpu_ask *a = &ka[rec->s[k].container];
-		struct policy_vgpu_ask ask = {a->nums, a->mem, a->mem_pct, a->cores};
-
-		if (rec->s[k].gpu >= ng || !policy_vgpu_fits(&g[rec->s[k].gpu], &ask))
+	for (uint32_t k = 0; k < rec->n; k++)
+		if (rec->s[k].gpu >= ng ||
+		    !policy_vgpu_fits(&g[rec->s[k].gpu], &ka[rec->s[k].container]))
 			return false;
-	}
 	return true;
 }
 
@@ -259,17 +252,12 @@ struct policy__need policy__vgpu_need(const struct kubeapi_podspec *s)
 double policy__vgpu_balance(const struct policy_nodes *t, const struct kubeapi_podspec *s, size_t i,
                             double cpu_per_core)
 {
-	const struct kubeapi_vgpu_ask *ka = kubeapi_podspec_vgpu(s);
-	struct policy_vgpu_ask asks[MAX_SHARES];
 	size_t ngpus, nasks = s->nvgpu < MAX_SHARES ? s->nvgpu : MAX_SHARES;
 	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ngpus);
 	int64_t cpu = policy_spec_request(s, KUBEAPI_RES_CPU);
 	struct policy_frag_node fn = {.gpu = g, .ngpus = ngpus};
-	struct policy_frag_ask fa = {.cpu_m = cpu, .asks = asks, .nasks = nasks};
+	struct policy_frag_ask fa = {.cpu_m = cpu, .asks = kubeapi_podspec_vgpu(s), .nasks = nasks};
 
-	for (size_t k = 0; k < nasks; k++)
-		asks[k] =
-		    (struct policy_vgpu_ask){ka[k].nums, ka[k].mem, ka[k].mem_pct, ka[k].cores};
 	return policy_frag_balance(&fn, &fa, cpu_per_core,
 	                           t->free[i * t->nres + KUBEAPI_RES_CPU] - cpu);
 }

@@ -34,6 +34,13 @@ static char device_cell(const struct snap_gpu *g, int *left)
 	return 'S';
 }
 
+/* Whether node n has GPUs to draw: registered ones or whole ones (gi:
+ * the index of nvidia.com/gpu, or -1). */
+static bool has_gpus(const struct snap_node *n, long gi)
+{
+	return n->ngpus || (gi >= 0 && n->alloc[gi] > 0);
+}
+
 cJSON *debug_gpus_cells(const struct snap *sn, const struct snap_node *n)
 {
 	long gi = res_index(sn, "nvidia.com/gpu");
@@ -42,7 +49,7 @@ cJSON *debug_gpus_cells(const struct snap *sn, const struct snap_node *n)
 	size_t at = 0;
 	cJSON *o, *left;
 
-	if (!n->ngpus && whole <= 0)
+	if (!has_gpus(n, gi))
 		return NULL;
 	o = cJSON_CreateObject();
 	left = cJSON_CreateArray();
@@ -112,21 +119,17 @@ static int by_domain(const void *a, const void *b)
 int debug_gpus_domains(const struct snap *sn, cJSON *doc)
 {
 	int l = map_level(sn);
+	long gi = res_index(sn, "nvidia.com/gpu");
 	struct entry *e = calloc(sn->nnodes + 1, sizeof(*e));
 	size_t n = 0;
 	cJSON *domains, *dom = NULL, *list = NULL;
 
 	if (!e)
 		return -ENOMEM;
-	for (size_t k = 0; k < sn->nnodes; k++) {
-		cJSON *c = debug_gpus_cells(sn, &sn->nodes[k]);
-
-		if (!c)
-			continue;
-		cJSON_Delete(c);
-		e[n++] =
-		    (struct entry){l >= 0 && sn->nodes[k].topo[l] ? sn->nodes[k].topo[l] : "", k};
-	}
+	for (size_t k = 0; k < sn->nnodes; k++)
+		if (has_gpus(&sn->nodes[k], gi))
+			e[n++] = (struct entry){
+			    l >= 0 && sn->nodes[k].topo[l] ? sn->nodes[k].topo[l] : "", k};
 	qsort(e, n, sizeof(*e), by_domain);
 	if (l >= 0)
 		cJSON_AddStringToObject(doc, "level", sn->level_name[l]);

@@ -34,9 +34,9 @@ static struct policy_mix_kind kind(uint32_t nums, uint32_t pct, int64_t cpu)
 	    .cpu_m = cpu, .mem = GIB, .nums = nums, .cores = pct, .gpu_mem_pct = pct};
 }
 
-static struct policy_vgpu_ask share(uint32_t nums, uint32_t pct)
+static struct kubeapi_vgpu_ask share(uint32_t nums, uint32_t pct)
 {
-	return (struct policy_vgpu_ask){nums, 0, pct, pct};
+	return (struct kubeapi_vgpu_ask){nums, 0, pct, pct};
 }
 
 static struct policy_frag_node node(const struct policy_gpu *g, size_t n, int64_t cpu)
@@ -127,7 +127,7 @@ static void test_quarter_leaves_least_remainder(void **state)
 	struct policy_gpu g[2] = {gpu(0, 25), gpu(1, 50)};
 	struct policy_mix m = {0};
 	struct policy_mix_kind half = kind(1, 50, 1000);
-	struct policy_vgpu_ask quarter = share(1, 25);
+	struct kubeapi_vgpu_ask quarter = share(1, 25);
 	struct policy_frag_ask a = {1000, GIB, &quarter, 1};
 	struct policy_frag_node n = node(g, 2, 16000);
 	struct policy_vgpu_share out[2];
@@ -160,7 +160,7 @@ static void test_node_scores(void **state)
 	struct policy_gpu two[4] = {gpu(0, 100), gpu(1, 100), gpu(2, 0), gpu(3, 0)};
 	struct policy_mix m = {0};
 	struct policy_mix_kind pair = kind(2, 100, 1000);
-	struct policy_vgpu_ask one = share(1, 100);
+	struct kubeapi_vgpu_ask one = share(1, 100);
 	struct policy_frag_ask a = {1000, GIB, &one, 1};
 	struct policy_frag_node n3 = node(three, 4, 16000), n2 = node(two, 4, 16000);
 	struct policy_vgpu_share out[1];
@@ -190,7 +190,7 @@ static void test_split_and_memory(void **state)
 	struct policy_gpu g[3] = {gpu(0, 0), gpu(1, 0), gpu(2, 0)};
 	struct policy_mix m = {0};
 	struct policy_mix_kind tenth = kind(1, 10, 1000);
-	struct policy_vgpu_ask two = share(2, 10);
+	struct kubeapi_vgpu_ask two = share(2, 10);
 	struct policy_frag_ask a = {1000, GIB, &two, 1};
 	struct policy_frag_node n = node(g, 3, 16000);
 	struct policy_vgpu_share out[2];
@@ -221,7 +221,7 @@ static void test_errors_and_models(void **state)
 	struct policy_gpu g[2] = {gpu(0, 0), gpu(1, 60)};
 	struct policy_mix m = {0};
 	struct policy_mix_kind v100 = kind(1, 50, 1000);
-	struct policy_vgpu_ask asks[2] = {share(1, 50), share(2, 100)};
+	struct kubeapi_vgpu_ask asks[2] = {share(1, 50), share(2, 100)};
 	struct policy_frag_ask a = {1000, GIB, asks, 2};
 	struct policy_frag_node n = node(g, 2, 16000);
 	struct policy_vgpu_share out[4];
@@ -254,7 +254,7 @@ static void test_rounding_by_ask(void **state)
 	struct policy_gpu g[2] = {gpu(0, 0), gpu(1, 0)};
 	struct policy_mix m = {0};
 	struct policy_mix_kind pair = kind(2, 100, 1000);
-	struct policy_vgpu_ask one = share(1, 100), part = share(1, 30);
+	struct kubeapi_vgpu_ask one = share(1, 100), part = share(1, 30);
 	struct policy_frag_ask a = {1000, GIB, &one, 1};
 	struct policy_frag_node n = node(g, 2, 16000);
 	struct policy_vgpu_share out[1];
@@ -282,7 +282,7 @@ static void test_tie_relative_to_size(void **state)
 	struct policy_gpu small[2] = {gpu(0, 0), gpu(1, 100)};
 	struct policy_gpu big[8];
 	struct policy_mix m = {0}; /* empty: only the tie-break */
-	struct policy_vgpu_ask half = share(1, 50);
+	struct kubeapi_vgpu_ask half = share(1, 50);
 	struct policy_frag_ask a = {1000, GIB, &half, 1};
 	struct policy_frag_node ns = node(small, 2, 16000), nb = node(big, 8, 16000);
 	struct policy_vgpu_share out[1];
@@ -308,7 +308,7 @@ static void test_model_pressure(void **state)
 	struct policy_gpu e[2] = {gpu(0, 0), gpu(1, 0)};
 	struct policy_mix m = {0};
 	struct policy_mix_kind only_a = kind(1, 50, 1000), any = kind(1, 50, 1000);
-	struct policy_vgpu_ask one = share(1, 100);
+	struct kubeapi_vgpu_ask one = share(1, 100);
 	struct policy_frag_ask a = {1000, GIB, &one, 1};
 	struct policy_frag_node n = node(g, 2, 16000), ne = node(e, 2, 16000);
 	struct policy_vgpu_share out[1];
@@ -353,7 +353,7 @@ static void test_cpu_balance(void **state)
 	struct policy_mix_kind whole = {.cpu_m = 8000, .nums = 1, .cores = 100};
 	struct policy_gpu g[2] = {{.memory = 32768, .split = 10, .healthy = true},
 	                          {.id = 1, .memory = 32768, .split = 10, .healthy = true}};
-	struct policy_vgpu_ask half = {1, 0, 50, 50};
+	struct kubeapi_vgpu_ask half = {1, 0, 50, 50};
 	struct policy_frag_node n = {.gpu = g, .ngpus = 2};
 	struct policy_frag_ask a = {.cpu_m = 4000, .asks = &half, .nasks = 1};
 	double per_core;

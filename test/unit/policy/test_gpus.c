@@ -18,9 +18,9 @@ static struct policy_gpu v100(uint32_t id)
 	return (struct policy_gpu){.id = id, .memory = 32768, .split = 10, .healthy = true};
 }
 
-static struct policy_vgpu_ask ask(uint32_t nums, uint32_t mem, uint32_t pct, uint32_t cores)
+static struct kubeapi_vgpu_ask ask(uint32_t nums, uint32_t mem, uint32_t pct, uint32_t cores)
 {
-	return (struct policy_vgpu_ask){nums, mem, pct, cores};
+	return (struct kubeapi_vgpu_ask){nums, mem, pct, cores};
 }
 
 /* Memory: absolute, or a truncated percentage of the GPU's. */
@@ -28,17 +28,18 @@ static void test_memory(void **state)
 {
 	struct policy_gpu g = v100(0);
 	struct policy_gpu odd = {.memory = 16001, .split = 10, .healthy = true};
-	struct policy_vgpu_ask half = ask(1, 0, 50, 0);
+	struct kubeapi_vgpu_ask half = ask(1, 0, 50, 0);
 
 	(void)state;
 	assert_int_equal(policy_vgpu_mem_for(&g, &half), 16384);
-	assert_int_equal(policy_vgpu_mem_for(&odd, &(struct policy_vgpu_ask){1, 0, 33, 0}), 5280);
-	assert_int_equal(policy_vgpu_mem_for(&g, &(struct policy_vgpu_ask){1, 1000, 101, 0}), 1000);
+	assert_int_equal(policy_vgpu_mem_for(&odd, &(struct kubeapi_vgpu_ask){1, 0, 33, 0}), 5280);
+	assert_int_equal(policy_vgpu_mem_for(&g, &(struct kubeapi_vgpu_ask){1, 1000, 101, 0}),
+	                 1000);
 	policy_vgpu_use(&g, 16384, 0, +1);
 	assert_true(policy_vgpu_fits(&g, &half));
 	policy_vgpu_use(&g, 16384, 0, +1);
 	assert_false(policy_vgpu_fits(&g, &half)); /* no memory left */
-	assert_true(policy_vgpu_fits(&g, &(struct policy_vgpu_ask){1, 0, 101, 0}));
+	assert_true(policy_vgpu_fits(&g, &(struct kubeapi_vgpu_ask){1, 0, 101, 0}));
 }
 
 /* Split count, cores up to 100, exclusive 100, none on a core-full GPU;
@@ -46,7 +47,7 @@ static void test_memory(void **state)
 static void test_shares_and_cores(void **state)
 {
 	struct policy_gpu g = v100(0);
-	struct policy_vgpu_ask small = ask(1, 100, 101, 30), alone = ask(1, 100, 101, 100);
+	struct kubeapi_vgpu_ask small = ask(1, 100, 101, 30), alone = ask(1, 100, 101, 100);
 
 	(void)state;
 	assert_true(policy_vgpu_fits(&g, &alone));
@@ -55,14 +56,14 @@ static void test_shares_and_cores(void **state)
 	policy_vgpu_use(&g, 100, 30, +1);
 	policy_vgpu_use(&g, 100, 30, +1);
 	assert_false(policy_vgpu_fits(&g, &small)); /* 90 + 30 > 100 */
-	assert_true(policy_vgpu_fits(&g, &(struct policy_vgpu_ask){1, 100, 101, 10}));
+	assert_true(policy_vgpu_fits(&g, &(struct kubeapi_vgpu_ask){1, 100, 101, 10}));
 	policy_vgpu_use(&g, 100, 10, +1);
-	assert_false(policy_vgpu_fits(&g, &(struct policy_vgpu_ask){1, 100, 101, 0}));
+	assert_false(policy_vgpu_fits(&g, &(struct kubeapi_vgpu_ask){1, 100, 101, 0}));
 	g = v100(0);
 	g.split = 2;
 	policy_vgpu_use(&g, 1, 0, +1);
 	policy_vgpu_use(&g, 1, 0, +1);
-	assert_false(policy_vgpu_fits(&g, &(struct policy_vgpu_ask){1, 1, 101, 0}));
+	assert_false(policy_vgpu_fits(&g, &(struct kubeapi_vgpu_ask){1, 1, 101, 0}));
 	g = v100(0);
 	g.healthy = false;
 	assert_false(policy_vgpu_fits(&g, &small));
@@ -77,7 +78,7 @@ static void test_shares_and_cores(void **state)
 static void test_half_gpus(void **state)
 {
 	struct policy_gpu gpus[2] = {v100(0), v100(1)};
-	struct policy_vgpu_ask half = ask(1, 0, 50, 50);
+	struct kubeapi_vgpu_ask half = ask(1, 0, 50, 50);
 	struct policy_vgpu_share out[2];
 	size_t n;
 	uint32_t on[4];
@@ -102,7 +103,7 @@ static void test_half_gpus(void **state)
 static void test_all_or_nothing(void **state)
 {
 	struct policy_gpu gpus[2] = {v100(0), v100(1)};
-	struct policy_vgpu_ask two[2] = {ask(2, 1000, 101, 0), ask(1, 0, 101, 100)};
+	struct kubeapi_vgpu_ask two[2] = {ask(2, 1000, 101, 0), ask(1, 0, 101, 100)};
 	struct policy_vgpu_share out[4];
 	size_t n = 9;
 
@@ -115,7 +116,7 @@ static void test_all_or_nothing(void **state)
 	assert_int_equal(n, 2);
 	assert_int_not_equal(out[0].gpu, out[1].gpu);
 	assert_int_equal(
-	    policy_vgpu_place(gpus, 2, &(struct policy_vgpu_ask){3, 1, 101, 0}, 1, out, 4, &n),
+	    policy_vgpu_place(gpus, 2, &(struct kubeapi_vgpu_ask){3, 1, 101, 0}, 1, out, 4, &n),
 	    -ENOSPC); /* more GPUs than the node has */
 	assert_int_equal(policy_vgpu_place(gpus, 2, two, 1, out, 1, &n), -E2BIG);
 	assert_int_equal(gpus[0].used_num + gpus[1].used_num, 2);
