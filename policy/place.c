@@ -167,7 +167,7 @@ static inline bool may_take(const struct trial *tr, const struct look *lk, size_
 {
 	const struct policy_nodes *t = tr->t;
 
-	return feasible(lk->f, i) && t->free_cpu[i] >= lk->cpu &&
+	return feasible(lk->f, i) && (lk->cpu <= 0 || t->free_cpu[i] >= lk->cpu) &&
 	       (!lk->s->nvgpu ||
 	        (t->gpu_first[i + 1] != t->gpu_first[i] && t->gpu_room[i] >= lk->need.room &&
 	         t->gpu_empty[i] >= lk->need.alone));
@@ -197,6 +197,14 @@ static bool evaluate(const struct trial *tr, const struct look *lk, size_t i, si
 	return true;
 }
 
+/* Put x's balance in its score, if it is still to be worked out. */
+static void settle(const struct trial *tr, const struct look *lk, struct policy_cand *x)
+{
+	if (x->lazy)
+		x->sc.cpu_left = policy__vgpu_balance(tr->t, lk->s, x->node, lk->cpu_per_core);
+	x->lazy = false;
+}
+
 /* Does a go before b? The score, then the earlier place in the list. */
 static bool before(const struct trial *tr, const struct look *lk, struct policy_cand *a,
                    struct policy_cand *b)
@@ -205,12 +213,8 @@ static bool before(const struct trial *tr, const struct look *lk, struct policy_
 
 	if (c)
 		return c < 0;
-	for (struct policy_cand *x = a; x; x = x == a ? b : NULL)
-		if (x->lazy) {
-			x->sc.cpu_left =
-			    policy__vgpu_balance(tr->t, lk->s, x->node, lk->cpu_per_core);
-			x->lazy = false;
-		}
+	settle(tr, lk, a);
+	settle(tr, lk, b);
 	c = score_cmp(&a->sc, &b->sc);
 	return c ? c < 0 : a->k < b->k;
 }

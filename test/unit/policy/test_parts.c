@@ -1,9 +1,10 @@
 /*
- * policy/backfill.h and policy/preempt.h on their own, with the plain
- * inputs they take (a node table, a timeline of ends, a queue tree,
- * candidate views) and no planner: each test builds a small table whose
- * one right answer it names in a comment, and checks the decision
- * returned and what was left in the table.
+ * policy/backfill.h and policy/preempt.h on their own, and policy_place(),
+ * the placement both build on, with the plain inputs they take (a node
+ * table, a timeline of ends, a queue tree, candidate views) and no
+ * planner: each test builds a small table whose one right answer it names
+ * in a comment, and checks the decision returned and what was left in the
+ * table.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -76,6 +77,35 @@ static void world_free(struct world *w)
 static int64_t free_gpus(const struct world *w, uint32_t node)
 {
 	return w->t.free[(size_t)node * w->t.nres + KUBEAPI_RES_GPU];
+}
+
+/* ---- policy_place(), what the parts call ----------------------------- */
+
+/* Two free nodes, n-0 overcommitted on CPU (its free CPU below zero, as
+ * when pods bound by another scheduler outgrow it). A pod that asks no
+ * CPU still fits there, and as the lower index of two equally tight
+ * hosts it goes there; one that asks CPU goes to n-1. (The placement's
+ * first test reads a packed copy of the free CPU: an ask of none must
+ * pass it whatever the node has.) */
+static void test_place_without_cpu_on_overcommitted_node(void **state)
+{
+	struct world w;
+	const struct kubeapi_podspec *none[1], *some[1];
+	const struct policy_held *held[1];
+	struct policy_why why;
+	uint32_t out[1];
+
+	(void)state;
+	world_init(&w, 2);
+	none[0] = synth_pod(&w.s, "t", "none", NULL, "muster", 0, 1, NULL, 0, NULL)->spec;
+	some[0] = w.one;
+	policy_nodes_adjust(&w.t, 0, KUBEAPI_RES_CPU, -w.t.free[KUBEAPI_RES_CPU] - 1000);
+	assert_true(w.t.free[KUBEAPI_RES_CPU] < 0);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, none, 1, out, held, &why), 0);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, some, 1, out, held, &why), 0);
+	assert_int_equal(out[0], 1);
+	world_free(&w);
 }
 
 /* ---- backfill.h ------------------------------------------------------ */
@@ -245,6 +275,7 @@ static void test_preempt_out_of_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_place_without_cpu_on_overcommitted_node),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
 	    cmocka_unit_test(test_preempt_one_victim),
