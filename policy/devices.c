@@ -60,14 +60,6 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 	return 0;
 }
 
-/* One step of the hash of a node's GPU state (splitmix64's finaliser). */
-static uint64_t state_hash(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h ^= h >> 31;
-	return h * 0xbf58476d1ce4e5b9ull;
-}
-
 void policy__node_room(struct policy_nodes *t, size_t i)
 {
 	size_t n;
@@ -76,8 +68,8 @@ void policy__node_room(struct policy_nodes *t, size_t i)
 	uint64_t h = 0;
 
 	for (size_t k = 0; k < n; k++) {
-		h = state_hash(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
-		                      (uint64_t)g[k].used_mem << 32);
+		h = policy__mix64(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
+		                         (uint64_t)g[k].used_mem << 32);
 		if (!g[k].healthy)
 			continue;
 		empty += g[k].used_num == 0;

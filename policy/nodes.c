@@ -76,11 +76,9 @@ static uint16_t flavor_of(const struct flavor_ids *fi, const struct kubeapi_node
 	return POLICY_NO_FLAVOR;
 }
 
-/* Dense domain indexes for one level: value id -> index through a map
- * (arena-free: the map is freed before returning), then CSR of members. */
 /* lv->most: per well-known resource, the most one domain's nodes have
  * (t->free is still what they have allocatable). O(nodes). */
-static int level_most(const struct policy_nodes *t, struct policy_level *lv)
+static void level_most(const struct policy_nodes *t, struct policy_level *lv)
 {
 	unsigned nr = t->nres < KUBEAPI_RES_WELL_KNOWN ? t->nres : KUBEAPI_RES_WELL_KNOWN;
 
@@ -94,9 +92,10 @@ static int level_most(const struct policy_nodes *t, struct policy_level *lv)
 			if (sum > lv->most[r])
 				lv->most[r] = sum;
 		}
-	return 0;
 }
 
+/* Dense domain indexes for one level: value id -> index through a map
+ * (arena-free: the map is freed before returning), then CSR of members. */
 static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 {
 	struct policy_level *lv = &t->level[l];
@@ -147,7 +146,8 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 		lv->members[lv->start[d] + fill[d]++] = (uint32_t)i;
 		lv->free_gpu[d] += t->free[i * t->nres + KUBEAPI_RES_GPU];
 	}
-	return level_most(t, lv);
+	level_most(t, lv);
+	return 0;
 }
 
 /* The resources that are GPUs or parts of one: nvidia.com/gpu and what

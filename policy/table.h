@@ -8,6 +8,15 @@
 
 #include "policy/policy.h"
 
+/** One step of a 64-bit hash: v mixed into h (a hash_combine step, then
+ *  splitmix64's multiply). For the memos' keys of GPU states. */
+static inline uint64_t policy__mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h ^= h >> 31;
+	return h * 0xbf58476d1ce4e5b9ull;
+}
+
 /** Lay out every node's registered GPUs (t->gpu, t->gpu_first) and mark
  *  their nodes as GPU nodes. 0 or -ENOMEM. O(nodes + GPUs). */
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a);

@@ -62,13 +62,6 @@ static int shares_on(const struct policy_nodes *t, const struct kubeapi_podspec 
 /* Entries kept at most; past it the memo starts afresh (16 bytes each). */
 #define MEMO_MAX (1u << 18)
 
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h ^= h >> 31;
-	return h * 0xbf58476d1ce4e5b9ull;
-}
-
 static uint64_t dbits(double d)
 {
 	uint64_t b;
@@ -102,16 +95,17 @@ static uint64_t memo_key(const struct policy_nodes *t, size_t i, const struct ku
 	int64_t mem = policy_spec_request(s, KUBEAPI_RES_MEMORY);
 	size_t ng;
 	const struct policy_gpu *g = policy_nodes_gpus(t, i, &ng);
-	uint64_t h = mix64((uintptr_t)s, (uintptr_t)t->mix);
+	uint64_t h = policy__mix64((uintptr_t)s, (uintptr_t)t->mix);
 
-	h = mix64(h, dbits(t->mix->total));
-	h = mix64(h, kinds_admitted(t->mix, f[KUBEAPI_RES_CPU], f[KUBEAPI_RES_MEMORY]));
-	h = mix64(h, kinds_admitted(t->mix, f[KUBEAPI_RES_CPU] - cpu, f[KUBEAPI_RES_MEMORY] - mem));
+	h = policy__mix64(h, dbits(t->mix->total));
+	h = policy__mix64(h, kinds_admitted(t->mix, f[KUBEAPI_RES_CPU], f[KUBEAPI_RES_MEMORY]));
+	h = policy__mix64(
+	    h, kinds_admitted(t->mix, f[KUBEAPI_RES_CPU] - cpu, f[KUBEAPI_RES_MEMORY] - mem));
 	for (size_t k = 0; k < ng; k++) {
-		h = mix64(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
-		                 (uint64_t)g[k].used_mem << 32);
-		h = mix64(h,
-		          g[k].memory | (uint64_t)g[k].split << 32 | (uint64_t)g[k].healthy << 63);
+		h = policy__mix64(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
+		                         (uint64_t)g[k].used_mem << 32);
+		h = policy__mix64(h, g[k].memory | (uint64_t)g[k].split << 32 |
+		                         (uint64_t)g[k].healthy << 63);
 	}
 	return h | 1;
 }
