@@ -5,7 +5,7 @@
  * object with "items", as the list calls return) has each item decoded;
  * anything else is decoded as one object, whatever its JSON type, since a
  * list's items reach the cache without a type check. Every decoder runs on
- * every object: Pod, Node, PodGroup in both dialects, PriorityClass,
+ * every object: Pod, Node, PodGroup in its three dialects, PriorityClass,
  * PodDisruptionBudget, Namespace.
  *
  * Checked, as kubeapi/decode.h promises: a decoder returns 0, -EINVAL or
@@ -68,6 +68,12 @@ static int pg_volcano(struct kubeapi_model *m, const cJSON *o, void *out,
 	return kubeapi_podgroup_decode(m, KUBEAPI_PG_VOLCANO, o, out, e);
 }
 
+static int pg_native(struct kubeapi_model *m, const cJSON *o, void *out,
+                     struct kubeapi_decode_error *e)
+{
+	return kubeapi_podgroup_decode(m, KUBEAPI_PG_NATIVE, o, out, e);
+}
+
 static void pg_rel(struct kubeapi_model *m, void *obj)
 {
 	kubeapi_podgroup_release(m, obj);
@@ -104,8 +110,8 @@ static void ns_rel(struct kubeapi_model *m, void *obj)
 }
 
 static const struct decoder decoders[] = {
-    {pod, pod_rel}, {node, node_rel}, {pg_x_k8s, pg_rel}, {pg_volcano, pg_rel},
-    {pc, pc_rel},   {pdb, pdb_rel},   {ns, ns_rel},
+    {pod, pod_rel},      {node, node_rel}, {pg_x_k8s, pg_rel}, {pg_volcano, pg_rel},
+    {pg_native, pg_rel}, {pc, pc_rel},     {pdb, pdb_rel},     {ns, ns_rel},
 };
 
 static bool all_zero(const void *p, size_t n)

@@ -212,6 +212,116 @@ static int min_tasks(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_p
 	return 0;
 }
 
+/* ---- native PodGroups (scheduling.k8s.io/v1beta1) ---- */
+
+/* spec.schedulingPolicy: exactly one of gang (minCount) and basic. */
+static int native_policy(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	const cJSON *pol, *gang, *basic;
+	int64_t v;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "schedulingPolicy", "spec.schedulingPolicy", &pol)) != 0)
+		return rc < 0 ? rc : kubeapi__fail(d, "spec.schedulingPolicy: missing");
+	if ((rc = kubeapi__object(d, pol, "gang", "spec.schedulingPolicy.gang", &gang)) < 0 ||
+	    (rc = kubeapi__object(d, pol, "basic", "spec.schedulingPolicy.basic", &basic)) < 0)
+		return rc;
+	if (!gang == !basic)
+		return kubeapi__fail(d, "spec.schedulingPolicy: expected exactly one of gang and "
+		                        "basic");
+	g->min_member = 1;
+	g->basic = basic != NULL;
+	if (basic)
+		return 0;
+	rc = kubeapi__int(d, gang, "minCount", "spec.schedulingPolicy.gang.minCount", 1, INT32_MAX,
+	                  &v);
+	if (rc != 0)
+		return rc < 0 ? rc
+		              : kubeapi__fail(d, "spec.schedulingPolicy.gang.minCount: missing");
+	g->min_member = (int32_t)v;
+	return 0;
+}
+
+/* spec.schedulingConstraints.topology: at most one key (the API's own
+ * limit). */
+static int native_topology(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	const cJSON *c, *topo;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "schedulingConstraints", "spec.schedulingConstraints",
+	                          &c)) != 0 ||
+	    (rc = kubeapi__array(d, c, "topology", "spec.schedulingConstraints.topology", 1,
+	                         &topo)) != 0)
+		return rc < 0 ? rc : 0;
+	if (cJSON_GetArraySize(topo) == 0)
+		return 0;
+	rc = kubeapi__string_id(d, cJSON_GetArrayItem(topo, 0), "key",
+	                        "spec.schedulingConstraints.topology[0].key", KUBEAPI_MAX_NAME,
+	                        &g->topology_key);
+	if (rc < 0)
+		return rc;
+	if (!g->topology_key)
+		return kubeapi__fail(d, "spec.schedulingConstraints.topology[0].key: missing");
+	return 0;
+}
+
+/* spec.disruptionMode: {single: {}} or {all: {}}. */
+static int native_disruption(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	const cJSON *m, *single, *all;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "disruptionMode", "spec.disruptionMode", &m)) != 0)
+		return rc < 0 ? rc : 0;
+	if ((rc = kubeapi__object(d, m, "single", "spec.disruptionMode.single", &single)) < 0 ||
+	    (rc = kubeapi__object(d, m, "all", "spec.disruptionMode.all", &all)) < 0)
+		return rc;
+	if (!single == !all)
+		return kubeapi__fail(d,
+		                     "spec.disruptionMode: expected exactly one of single and all");
+	g->disruption = all ? KUBEAPI_DISRUPT_ALL : KUBEAPI_DISRUPT_SINGLE;
+	return 0;
+}
+
+/* spec.priority, spec.priorityClassName and spec.preemptionPolicy, as a
+ * pod's. */
+static int native_priority(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	static const char *const policies[] = {"PreemptLowerPriority", "Never"};
+	const char *s;
+	size_t len;
+	int64_t v;
+	int rc, at;
+
+	if ((rc = kubeapi__int(d, spec, "priority", "spec.priority", INT32_MIN, INT32_MAX, &v)) < 0)
+		return rc;
+	g->has_priority = rc == 0;
+	g->priority = rc == 0 ? (int32_t)v : 0;
+	if ((rc = kubeapi__string_id(d, spec, "priorityClassName", "spec.priorityClassName",
+	                             KUBEAPI_MAX_NAME, &g->priority_class)) < 0 ||
+	    (rc = kubeapi__string(d, spec, "preemptionPolicy", "spec.preemptionPolicy", 64, &s,
+	                          &len)) != 0)
+		return rc < 0 ? rc : 0;
+	if ((at = kubeapi__lookup(policies, 2, s, len)) < 0)
+		return kubeapi__fail(d,
+		                     "spec.preemptionPolicy: \"%s\" is not PreemptLowerPriority or "
+		                     "Never",
+		                     s);
+	g->preempt_never = at == 1;
+	return 0;
+}
+
+static int native_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	int rc;
+
+	if ((rc = native_policy(d, spec, g)) < 0 || (rc = native_topology(d, spec, g)) < 0 ||
+	    (rc = native_disruption(d, spec, g)) < 0)
+		return rc;
+	return native_priority(d, spec, g);
+}
+
 static int podgroup_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
 {
 	const cJSON *minres;
@@ -274,7 +384,23 @@ static int pg_condition(struct kubeapi__dec *d, const cJSON *c, struct kubeapi_p
 	return 0;
 }
 
-static int pg_status(struct kubeapi__dec *d, const cJSON *status, struct kubeapi_pg_status *st)
+/* A native PodGroup's PodGroupInitiallyScheduled condition, the one Muster
+ * writes (DisruptionTarget beside it is left out). */
+static const cJSON *native_condition(const cJSON *conds)
+{
+	const cJSON *c, *type;
+
+	cJSON_ArrayForEach(c, conds)
+	{
+		type = cJSON_GetObjectItemCaseSensitive(c, "type");
+		if (cJSON_IsString(type) && strcmp(type->valuestring, KUBEAPI_PG_SCHEDULED) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static int pg_status(struct kubeapi__dec *d, const cJSON *status, bool native,
+                     struct kubeapi_pg_status *st)
 {
 	static const char *const counts[] = {"running", "succeeded", "failed"};
 	int32_t *at[] = {&st->running, &st->succeeded, &st->failed};
@@ -295,6 +421,12 @@ static int pg_status(struct kubeapi__dec *d, const cJSON *status, struct kubeapi
 	if ((rc = kubeapi__array(d, status, "conditions", "status.conditions", 64, &conds)) < 0)
 		return rc;
 	st->ncond = (uint8_t)cJSON_GetArraySize(conds);
+	if (native) {
+		const cJSON *c = native_condition(conds);
+
+		st->ncond = c != NULL;
+		return c ? pg_condition(d, c, st) : 0;
+	}
 	return st->ncond == 1 ? pg_condition(d, cJSON_GetArrayItem(conds, 0), st) : 0;
 }
 
@@ -305,9 +437,12 @@ static int podgroup_fields(struct kubeapi__dec *d, const cJSON *obj, const struc
 	const cJSON *spec, *status;
 	int rc;
 
+	bool native = g->dialect == KUBEAPI_PG_NATIVE;
+
 	if ((rc = kubeapi__object(d, obj, "spec", "spec", &spec)) < 0 ||
 	    (rc = kubeapi__object(d, obj, "status", "status", &status)) < 0 ||
-	    (rc = podgroup_spec(d, spec, g)) < 0 || (rc = pg_status(d, status, &g->status)) < 0)
+	    (rc = native ? native_spec(d, spec, g) : podgroup_spec(d, spec, g)) < 0 ||
+	    (rc = pg_status(d, status, native, &g->status)) < 0)
 		return rc;
 	return kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &g->muster);
 }
@@ -350,6 +485,7 @@ void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *
 	intern_unref(m->in, g->name);
 	intern_unref(m->in, g->queue);
 	intern_unref(m->in, g->priority_class);
+	intern_unref(m->in, g->topology_key);
 	intern_unref(m->in, g->status.phase);
 	intern_unref(m->in, g->status.cond_type);
 	intern_unref(m->in, g->status.cond_reason);

@@ -596,12 +596,36 @@ void kubeapi__podspec_unref(struct kubeapi_model *m, const struct kubeapi_podspe
 
 /* ---- the pod -------------------------------------------------------------------- */
 
-static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, struct kubeapi_pod *p)
+/* spec.schedulingGroup.podGroupName (Kubernetes 1.36+): the PodGroup of
+ * scheduling.k8s.io/v1beta1. 1: the pod names none. */
+static int native_group(struct kubeapi__dec *d, const cJSON *spec, const char **s, size_t *len)
 {
-	const char *s;
-	size_t len;
+	const cJSON *sg;
 	int rc;
 
+	if ((rc = kubeapi__object(d, spec, "schedulingGroup", "spec.schedulingGroup", &sg)) != 0)
+		return rc;
+	return kubeapi__string(d, sg, "podGroupName", "spec.schedulingGroup.podGroupName",
+	                       KUBEAPI_MAX_NAME, s, len);
+}
+
+/* The pod's group: Kubernetes' own field first (kube-scheduler reads it
+ * and nothing else), then the scheduler-plugins label, then Volcano's
+ * annotation. */
+static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, const cJSON *spec,
+                     struct kubeapi_pod *p)
+{
+	const char *s = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = native_group(d, spec, &s, &len)) < 0)
+		return rc;
+	if (rc == 0 && len > 0) {
+		p->group_source = KUBEAPI_GROUP_NATIVE;
+		p->group = kubeapi__intern(d, s, len);
+		return p->group ? 0 : -ENOMEM;
+	}
 	rc = kubeapi__string(d, md->labels, GROUP_LABEL, "metadata.labels." GROUP_LABEL,
 	                     KUBEAPI_MAX_NAME, &s, &len);
 	if (rc < 0)
@@ -745,7 +769,7 @@ static int pod_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kub
 		return rc;
 	if ((rc = kubeapi__string_id(d, spec, "nodeName", "spec.nodeName", KUBEAPI_MAX_NAME,
 	                             &p->node)) < 0 ||
-	    (rc = pod_group(d, md, p)) < 0 || (rc = pod_task(d, md, p)) < 0 ||
+	    (rc = pod_group(d, md, spec, p)) < 0 || (rc = pod_task(d, md, p)) < 0 ||
 	    (rc = pod_owner(d, md->owners, p)) < 0 || (rc = pod_phase(d, status, p)) < 0 ||
 	    (rc = pod_scheduled_condition(d, status, p)) < 0 ||
 	    (rc = pod_start_time(d, status, p)) < 0 ||

@@ -210,6 +210,7 @@ enum kubeapi_group_source {
 	KUBEAPI_GROUP_NONE,
 	KUBEAPI_GROUP_LABEL,      /* label scheduling.x-k8s.io/pod-group */
 	KUBEAPI_GROUP_ANNOTATION, /* annotation scheduling.k8s.io/group-name */
+	KUBEAPI_GROUP_NATIVE,     /* spec.schedulingGroup.podGroupName */
 };
 
 /* PodScheduled as the pod last reported it, so status writes can be skipped
@@ -273,6 +274,19 @@ struct kubeapi_node {
 enum kubeapi_dialect {
 	KUBEAPI_PG_SCHEDULER_PLUGINS, /* scheduling.x-k8s.io/v1alpha1 */
 	KUBEAPI_PG_VOLCANO,           /* scheduling.volcano.sh/v1beta1 */
+	KUBEAPI_PG_NATIVE,            /* scheduling.k8s.io/v1beta1 (Kubernetes 1.37) */
+};
+
+/* The condition a native PodGroup carries while it waits (False, reason
+ * Unschedulable) and once admitted (True, never reverted), as
+ * kube-scheduler writes it. */
+#define KUBEAPI_PG_SCHEDULED "PodGroupInitiallyScheduled"
+
+/* A native PodGroup's spec.disruptionMode. */
+enum kubeapi_disruption {
+	KUBEAPI_DISRUPT_UNSET,
+	KUBEAPI_DISRUPT_SINGLE, /* single: members may be evicted one by one */
+	KUBEAPI_DISRUPT_ALL,    /* all: the gang is evicted whole or not at all */
 };
 
 /* Volcano spec.minTaskMember: at most this many tasks (a training job has
@@ -304,11 +318,19 @@ struct kubeapi_podgroup {
 	uint8_t dialect;
 	uint8_t has_timeout;
 	uint8_t ntasks; /* entries in min_tasks */
-	uint8_t pad_;
+	uint8_t basic;  /* native schedulingPolicy.basic: pods one by one, no gang */
 	int32_t min_member;
 	int32_t timeout_s;       /* scheduleTimeoutSeconds, when has_timeout */
 	uint32_t queue;          /* Volcano spec.queue, else 0 */
-	uint32_t priority_class; /* Volcano spec.priorityClassName, else 0 */
+	uint32_t priority_class; /* Volcano or native spec.priorityClassName, else 0 */
+	/* Native only (zero for the CRD dialects): spec.priority, which wins
+	 * over the class when set; preemptionPolicy Never; disruptionMode;
+	 * schedulingConstraints.topology[0].key, the node label every member
+	 * must share one value of (the API allows one). */
+	int32_t priority;
+	uint8_t has_priority, preempt_never, disruption;
+	uint8_t pad_;
+	uint32_t topology_key;
 	int64_t created_s;
 	uint64_t rv;
 	const struct kubeapi_reslist *min_resources;

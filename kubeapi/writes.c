@@ -217,8 +217,9 @@ int kubeapi_patch_podgroup_status(struct kubeapi_http *h, enum kubeapi_dialect d
                                   const struct kubeapi_target *t, const char *status_json,
                                   kubeapi_http_done_cb cb, void *data)
 {
-	const char *gv = dialect == KUBEAPI_PG_VOLCANO ? "scheduling.volcano.sh/v1beta1"
-	                                               : "scheduling.x-k8s.io/v1alpha1";
+	const char *gv = dialect == KUBEAPI_PG_VOLCANO  ? "scheduling.volcano.sh/v1beta1"
+	                 : dialect == KUBEAPI_PG_NATIVE ? "scheduling.k8s.io/v1beta1"
+	                                                : "scheduling.x-k8s.io/v1alpha1";
 	char path[700];
 	cJSON *p, *st;
 
@@ -240,7 +241,12 @@ int kubeapi_patch_podgroup_status(struct kubeapi_http *h, enum kubeapi_dialect d
 	 * (`subresources: {}`), so its status is patched on the object. */
 	snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s%s", gv, t->ns, t->name,
 	         dialect == KUBEAPI_PG_VOLCANO ? "" : "/status");
-	return submit_json(h, KUBEAPI_PATCH_MERGE, path, p, KUBEAPI_REQ_RETRY, cb, data);
+	/* A native PodGroup is a built-in type: a strategic merge patch
+	 * merges its conditions by type, so kube-controller-manager's or an
+	 * eviction's DisruptionTarget beside Muster's condition stays. */
+	return submit_json(
+	    h, dialect == KUBEAPI_PG_NATIVE ? KUBEAPI_PATCH_STRATEGIC : KUBEAPI_PATCH_MERGE, path,
+	    p, KUBEAPI_REQ_RETRY, cb, data);
 }
 
 int kubeapi_event_create(struct kubeapi_http *h, const struct kubeapi_event *ev,

@@ -80,6 +80,7 @@ struct search {
 	size_t n;
 	uint32_t *out;
 	const struct policy_held **held;
+	const struct policy_within *within; /* the gang's constraint, or NULL */
 };
 
 static int merge_events(struct backfill *b, struct search *x)
@@ -122,7 +123,8 @@ static void seek(struct search *x, size_t m)
 static int fits(struct backfill *b, struct search *x, bool keep)
 {
 	struct policy_why why;
-	int rc = policy_place(&x->s, b->fits, b->arena, x->specs, x->n, x->out, x->held, &why);
+	int rc = policy_place_within(&x->s, b->fits, b->arena, x->within, x->specs, x->n, x->out,
+	                             x->held, &why);
 
 	b->tries++;
 	if (rc == -ENOMEM)
@@ -260,8 +262,9 @@ static int install(struct backfill *b, uint32_t id, struct search *x, int64_t st
 	return 0;
 }
 
-int backfill_reserve(struct backfill *b, uint32_t id, const struct kubeapi_podspec *const *specs,
-                     size_t n, int64_t runtime_s, const struct backfill_resv **out)
+int backfill_reserve(struct backfill *b, uint32_t id, const struct policy_within *w,
+                     const struct kubeapi_podspec *const *specs, size_t n, int64_t runtime_s,
+                     const struct backfill_resv **out)
 {
 	struct search x;
 	int64_t start;
@@ -272,6 +275,7 @@ int backfill_reserve(struct backfill *b, uint32_t id, const struct kubeapi_podsp
 		return -EINVAL;
 	if ((rc = search_init(b, &x, specs, n)) < 0)
 		return rc;
+	x.within = w;
 	start = search_start(b, &x, &err);
 	if (err)
 		return err == -ENOSPC ? 0 : err; /* never fits: holds nothing */
@@ -339,17 +343,18 @@ static void take_extra(struct backfill *b, int64_t end_s, uint32_t node,
 	}
 }
 
-int backfill_place(struct backfill *b, int64_t end_s, const struct kubeapi_podspec *const *specs,
-                   size_t n, uint32_t *out, const struct policy_held **held, struct policy_why *why)
+int backfill_place(struct backfill *b, int64_t end_s, const struct policy_within *w,
+                   const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
+                   const struct policy_held **held, struct policy_why *why)
 {
 	struct policy_nodes *t = b->nodes;
 	size_t nu;
 	int rc;
 
 	if (!b->nresv)
-		return policy_place(t, b->fits, b->arena, specs, n, out, held, why);
+		return policy_place_within(t, b->fits, b->arena, w, specs, n, out, held, why);
 	nu = lower(b, end_s);
-	rc = policy_place(t, b->fits, b->arena, specs, n, out, held, why);
+	rc = policy_place_within(t, b->fits, b->arena, w, specs, n, out, held, why);
 	while (nu--)
 		policy_nodes_adjust(t, b->undo[nu].node, b->undo[nu].res, b->undo[nu].delta);
 	if (rc < 0)

@@ -102,22 +102,25 @@ void backfill_timeline_done(struct backfill *b);
 
 /**
  * Reserve for gang `id` (specs[0..n), its expected runtime runtime_s or
- * POLICY_NEVER) the nodes where it starts earliest. 1 with *out the new
+ * POLICY_NEVER, its topology constraint w or NULL) the nodes where it
+ * starts earliest. 1 with *out the new
  * reservation, 0 when it fits not even once all running work has ended
  * (nothing is held), or -ENOMEM. The live table is not changed.
  */
-int backfill_reserve(struct backfill *b, uint32_t id, const struct kubeapi_podspec *const *specs,
-                     size_t n, int64_t runtime_s, const struct backfill_resv **out);
+int backfill_reserve(struct backfill *b, uint32_t id, const struct policy_within *w,
+                     const struct kubeapi_podspec *const *specs, size_t n, int64_t runtime_s,
+                     const struct backfill_resv **out);
 
 /**
- * policy_place() on the live table, within the reservations: a
- * placement ending at end_s (POLICY_NEVER: unknown) after a reservation's
- * start may use of its nodes only what the reservation leaves. On success
- * the placement is counted into the table and takes from the
- * reservations' extra. Returns as policy_place().
+ * policy_place_within() (w: the gang's topology constraint, or NULL) on
+ * the live table, within the reservations: a placement ending at end_s
+ * (POLICY_NEVER: unknown) after a reservation's start may use of its
+ * nodes only what the reservation leaves. On success the placement is
+ * counted into the table and takes from the reservations' extra. Returns
+ * as policy_place().
  */
-int backfill_place(struct backfill *b, int64_t end_s, const struct kubeapi_podspec *const *specs,
-                   size_t n, uint32_t *out, const struct policy_held **held,
-                   struct policy_why *why);
+int backfill_place(struct backfill *b, int64_t end_s, const struct policy_within *w,
+                   const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
+                   const struct policy_held **held, struct policy_why *why);
 
 #endif /* MUSTER_POLICY_BACKFILL_H */

@@ -29,6 +29,10 @@ static const struct kubeapi_podgroup *find_group(const struct plan_run *r,
 	const struct idmap *first = r->in->groups, *second = r->in->vcgroups;
 	const struct kubeapi_podgroup *g;
 
+	/* The native field names a native PodGroup and nothing else: the
+	 * CRDs' PodGroups of the same name are other objects. */
+	if (pod->group_source == KUBEAPI_GROUP_NATIVE)
+		return r->in->natgroups ? idmap_get(r->in->natgroups, key) : NULL;
 	if (pod->group_source == KUBEAPI_GROUP_ANNOTATION) {
 		first = r->in->vcgroups;
 		second = r->in->groups;
@@ -76,10 +80,14 @@ static void resolve_queue(struct plan_run *r, struct plan_gang *g, const struct 
 	plan__say(r, g, &f);
 }
 
+/* A PodGroup's priority: a native one's spec.priority, else its priority
+ * class's value; INT32_MIN for none (the members' then count). */
 static int32_t group_priority(const struct plan_run *r, const struct kubeapi_podgroup *pg)
 {
 	const struct kubeapi_priorityclass *pc;
 
+	if (pg && pg->has_priority)
+		return pg->priority;
 	if (!pg || !pg->priority_class || !r->in->priorityclasses)
 		return INT32_MIN;
 	pc = idmap_get(r->in->priorityclasses, pg->priority_class);
@@ -103,9 +111,24 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	g->queue = QUEUE_NONE;
 	g->state = PLAN_RUNNING;
 	g->min_member = 1;
+	g->within = (struct policy_within){-1, POLICY_NO_DOMAIN};
 	if (idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
 		return NULL;
 	return g;
+}
+
+/* The topology level a PodGroup's constraint names: its index, nlevels
+ * when no configured level has that key, -1 for no constraint. */
+static int constraint_level(const struct plan_run *r, const struct kubeapi_podgroup *pg)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+	unsigned l = 0;
+
+	if (!pg->topology_key)
+		return -1;
+	while (l < t->nlevels && t->level[l].key != pg->topology_key)
+		l++;
+	return (int)l;
 }
 
 /* What gang g takes from its PodGroup pg. */
@@ -113,6 +136,7 @@ static void use_group(const struct plan_run *r, struct plan_gang *g,
                       const struct kubeapi_podgroup *pg)
 {
 	g->group = pg;
+	g->within.level = constraint_level(r, pg);
 	g->ran = plan__group_ran(r, pg);
 	g->min_member = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
 	g->submitted_s = pg->created_s;
@@ -120,23 +144,43 @@ static void use_group(const struct plan_run *r, struct plan_gang *g,
 	g->fixed_priority = g->priority != INT32_MIN;
 }
 
+/* A member of a native PodGroup whose policy is basic: scheduled pod by
+ * pod, as kube-scheduler does, so a gang of its own (taking the group's
+ * priority). The Job controller gives every Job such a group unless the
+ * Job asks for a gang. */
+static const struct kubeapi_podgroup *basic_group(const struct plan_run *r,
+                                                  const struct kubeapi_pod *pod)
+{
+	const struct kubeapi_podgroup *pg;
+
+	if (!pod->group || pod->group_source != KUBEAPI_GROUP_NATIVE)
+		return NULL;
+	pg = find_group(r, pod);
+	return pg && pg->basic ? pg : NULL;
+}
+
 /* The gang pod belongs to, created on first sight. NULL: out of memory. */
 struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	struct plan *p = r->p;
-	uint64_t key = pod->group ? plan_gang_key(pod->ns, pod->group, 0)
-	                          : plan_gang_key(pod->ns, pod->name, 1);
+	const struct kubeapi_podgroup *basic = basic_group(r, pod);
+	uint32_t group = basic ? 0 : pod->group;
+	uint64_t key =
+	    group ? plan_gang_key(pod->ns, group, 0) : plan_gang_key(pod->ns, pod->name, 1);
 	uintptr_t at = (uintptr_t)idmap_get(&r->by_group, key);
 	const struct kubeapi_podgroup *pg;
 	struct plan_gang *g;
 
 	if (at)
 		return &p->gangs[at - 1];
-	if (!(g = new_gang(r, key, pod->ns, pod->group ? pod->group : pod->name)))
+	if (!(g = new_gang(r, key, pod->ns, group ? group : pod->name)))
 		return NULL;
 	g->submitted_s = pod->created_s;
-	g->enqueued = !pod->group; /* a single pod has no minResources */
-	if (pod->group) {
+	g->enqueued = !group; /* a single pod has no minResources */
+	if (basic) {
+		g->priority = group_priority(r, basic);
+		g->fixed_priority = g->priority != INT32_MIN;
+	} else if (group) {
 		if ((pg = find_group(r, pod))) {
 			use_group(r, g, pg);
 		} else {

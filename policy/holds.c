@@ -102,6 +102,8 @@ static bool may_preempt(const struct plan_run *r, const struct plan_gang *g,
 	if (!q || (q->preemption.within_queue == CONFIG_WITHIN_QUEUE_NEVER &&
 	           q->preemption.reclaim_within_cohort == CONFIG_RECLAIM_NEVER))
 		return false;
+	if (g->group && g->group->preempt_never)
+		return false;
 	for (size_t k = 0; k < n; k++)
 		if (pods[k]->spec->preempt_never)
 			return false;
@@ -119,7 +121,8 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	                          .nslots = r->nslots,
 	                          .queue = g->queue,
 	                          .req = req,
-	                          .n = n};
+	                          .n = n,
+	                          .within = &g->within};
 	struct plan_facts f = {.why = PLAN_WHY_PREEMPTING};
 	struct preempt_answer ans;
 	struct preempt_cand *c;

@@ -584,9 +584,24 @@ static bool covers_all(const struct policy_nodes *t, unsigned l)
 	return t->level[l].start[t->level[l].ndomains] == t->n;
 }
 
-int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
-                 const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
-                 const struct policy_held **held, struct policy_why *why)
+/* The gang inside one domain of level w->level, or of domain w->domain
+ * when it names one: true when placed. */
+static bool within(struct trial *tr, const struct policy_within *w, const struct ask *ask)
+{
+	const struct policy_level *lv = &tr->t->level[w->level];
+
+	if (w->domain == POLICY_NO_DOMAIN)
+		return tightest(tr, (unsigned)w->level, ask);
+	if (w->domain >= lv->ndomains)
+		return false;
+	return run(tr, lv->members + lv->start[w->domain],
+	           lv->start[w->domain + 1] - lv->start[w->domain]);
+}
+
+int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
+                        const struct policy_within *w, const struct kubeapi_podspec *const *specs,
+                        size_t n, uint32_t *out, const struct policy_held **held,
+                        struct policy_why *why)
 {
 	struct trial tr = {.t = t, .specs = specs, .n = n, .out = out, .a = a};
 	struct ask ask;
@@ -597,6 +612,15 @@ int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct aren
 		return 0;
 	if ((rc = setup(&tr, fc, a, why, &ask)) < 0)
 		return rc;
+	if (w && w->level >= 0) {
+		if (w->level < (int)t->nlevels && within(&tr, w, &ask)) {
+			give_held(&tr, held);
+			return 0;
+		}
+		explain(&tr, why);
+		undo(&tr);
+		return -ENOSPC;
+	}
 	for (unsigned l = t->nlevels; l-- > 0;) {
 		if (tightest(&tr, l, &ask)) {
 			give_held(&tr, held);
@@ -612,4 +636,11 @@ int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct aren
 	explain(&tr, why);
 	undo(&tr);
 	return -ENOSPC;
+}
+
+int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
+                 const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
+                 const struct policy_held **held, struct policy_why *why)
+{
+	return policy_place_within(t, fc, a, NULL, specs, n, out, held, why);
 }

@@ -112,6 +112,13 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 	               : kubeapi_model_resource_name(r->in->model, why->short_res),
 	};
 
+	if (g->within.level >= 0) {
+		const struct policy_nodes *t = &r->p->nodes;
+
+		words.within_unknown = (unsigned)g->within.level >= t->nlevels;
+		words.within = plan__str(r, words.within_unknown ? g->group->topology_key
+		                                                 : t->level[g->within.level].key);
+	}
 	g->state = PLAN_WAITING;
 	g->block = (struct plan_block){.why = PLAN_WHY_FIT,
 	                               .placed = (uint32_t)why->placed,
@@ -208,7 +215,10 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 		quota_message(r, g, &v, req);
 		return 0;
 	}
-	if (same && !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
+	/* The memo knows shapes, not constraints: a constrained gang is
+	 * placed afresh and leaves no answer behind. */
+	if (same && g->within.level < 0 &&
+	    !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
 		return -ENOMEM;
 	hit = fit ? plan__memo_find(r, fit, same, n, plan__runtime(r, g)) : NULL;
 	if (hit) {
@@ -226,7 +236,8 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (!(specs = plan__specs(r, pods, n)))
 		return -ENOMEM;
 	r->p->stats.placement_tries++;
-	rc = backfill_place(&r->bf, r->bf.nresv ? plan__end(r, g) : 0, specs, n, out, held, &why);
+	rc = backfill_place(&r->bf, r->bf.nresv ? plan__end(r, g) : 0, &g->within, specs, n, out,
+	                    held, &why);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
@@ -238,6 +249,10 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	if (!flavor_quota(r, g, specs, n, out, held, req))
 		return 0;
 	queue_tree_charge(r->tree, g->queue, req, +1);
+	if (g->within.level >= 0 && n > 0) /* the rest go where these went */
+		g->within.domain =
+		    r->p->nodes
+		        .domain[(size_t)out[0] * r->p->nodes.nlevels + (unsigned)g->within.level];
 	return 1;
 }
 

@@ -46,10 +46,12 @@
 
 struct plan_input {
 	struct kubeapi_model *model;
-	const struct idmap *nodes, *pods;      /* the cache's stores */
-	const struct idmap *groups, *vcgroups; /* PodGroups of both dialects */
-	const struct idmap *priorityclasses;   /* may be NULL */
-	struct queue_set *qs;                  /* its usage is recounted */
+	const struct idmap *nodes, *pods; /* the cache's stores */
+	/* PodGroups of the three dialects: scheduler-plugins, Volcano and
+	 * scheduling.k8s.io (natgroups may be NULL: served from 1.37 on). */
+	const struct idmap *groups, *vcgroups, *natgroups;
+	const struct idmap *priorityclasses; /* may be NULL */
+	struct queue_set *qs;                /* its usage is recounted */
 	/* Ids of the schedulerNames Muster takes (one gang tree and one quota
 	 * for all of them); an id no pod has is harmless. */
 	const uint32_t *schedulers;
@@ -163,6 +165,11 @@ struct plan_gang {
 	uint32_t tried;           /* when this cycle tried it: 1, 2, ...; 0 not tried */
 	const int64_t *req;       /* what its pending members ask, per queue slot; or NULL */
 	struct plan_block block;  /* why it waits */
+	/* A native PodGroup's topology constraint: level -1 none; a level
+	 * past plan.nodes.nlevels when its key is not a configured level (it
+	 * fits nowhere); domain, once a member is bound or placed, where the
+	 * rest must go. */
+	struct policy_within within;
 };
 
 struct plan_bind {

@@ -291,4 +291,24 @@ int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct aren
                  const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,
                  const struct policy_held **held, struct policy_why *why);
 
+/* A hard topology constraint (a native PodGroup's
+ * schedulingConstraints.topology): every member inside one domain of
+ * t->level[level], and inside `domain` when it is not POLICY_NO_DOMAIN
+ * (where the gang's members placed earlier are). level -1: none. */
+struct policy_within {
+	int level;
+	uint32_t domain;
+};
+
+/**
+ * policy_place() under constraint w (NULL or level -1: none, the same
+ * call). Only the domains of w's level are tried, tightest first as
+ * above, and never a coarser level or the whole cluster; a level index
+ * past t->nlevels fits nowhere. Same results and cost, for one level.
+ */
+int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
+                        const struct policy_within *w, const struct kubeapi_podspec *const *specs,
+                        size_t n, uint32_t *out, const struct policy_held **held,
+                        struct policy_why *why);
+
 #endif /* MUSTER_POLICY_POLICY_H */

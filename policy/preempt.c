@@ -91,7 +91,8 @@ static int fits_now(struct attempt *x, bool budget)
 	x->b->tries++;
 	if (!queue_tree_fits(a->tree, a->queue, a->req).fits)
 		return 0;
-	rc = policy_place(a->nodes, a->fits, a->arena, a->specs, a->n, x->out, x->held, &why);
+	rc = policy_place_within(a->nodes, a->fits, a->arena, a->within, a->specs, a->n, x->out,
+	                         x->held, &why);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0)

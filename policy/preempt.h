@@ -68,6 +68,7 @@ struct preempt_ask {
 	const int64_t *req; /* what its members ask, per queue slot */
 	const struct kubeapi_podspec *const *specs;
 	size_t n;
+	const struct policy_within *within; /* its topology constraint, or NULL */
 };
 
 /* The cycle's search budget, shared by its preemptors; tries counts

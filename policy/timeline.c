@@ -139,8 +139,8 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 		return rc;
 	if (!(specs = plan__specs(r, pods, n)))
 		return -ENOMEM;
-	rc = backfill_reserve(&r->bf, (uint32_t)(g - r->p->gangs), specs, n, plan__runtime(r, g),
-	                      &v);
+	rc = backfill_reserve(&r->bf, (uint32_t)(g - r->p->gangs), &g->within, specs, n,
+	                      plan__runtime(r, g), &v);
 	if (rc <= 0)
 		return rc; /* 0: never fits, holds nothing */
 	g->reserved = 1;

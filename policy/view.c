@@ -108,6 +108,10 @@ static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long nod
 	b->node = (uint32_t)node;
 	b->gang = g ? (uint32_t)(g - r->p->gangs) : UINT32_MAX;
 	b->next = 0;
+	if (g && g->within.level >= 0 && (unsigned)g->within.level < r->p->nodes.nlevels)
+		g->within.domain =
+		    r->p->nodes
+		        .domain[(size_t)node * r->p->nodes.nlevels + (unsigned)g->within.level];
 	if (g) {
 		b->next = g->bound_first;
 		g->bound_first = (uint32_t)r->nbound;

@@ -231,7 +231,22 @@ static void fit_message(const struct plan_facts *f, char *buf, size_t len)
 {
 	char detail[512];
 
+	if (f->within && f->within_unknown) {
+		snprintf(buf, len,
+		         "gang %s/%s: its PodGroup asks for every member in one domain of %s, "
+		         "which is not one of Muster's topology.levels",
+		         f->ns, f->name, f->within);
+		return;
+	}
 	fit_detail(f, detail, sizeof(detail));
+	if (f->within) {
+		snprintf(buf, len,
+		         "gang %s/%s: no %s domain holds its %u members; 0/%zu nodes are "
+		         "available%s%s",
+		         f->ns, f->name, f->within, f->members, f->nodes, detail[0] ? ": " : "",
+		         detail);
+		return;
+	}
 	snprintf(buf, len, "gang %s/%s: %u of %u members fit; 0/%zu nodes are available%s%s", f->ns,
 	         f->name, f->placed, f->members, f->nodes, detail[0] ? ": " : "", detail);
 }

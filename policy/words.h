@@ -42,6 +42,10 @@ struct plan_facts {
 	uint32_t rejected[POLICY_REJECT_COUNT];
 	int64_t free_total; /* of res, on ready schedulable nodes */
 	int64_t ask;        /* the gang's request of res, 0 when unknown */
+	/* A topology constraint's label key (all members in one domain of
+	 * it), or NULL; within_unknown: no configured level has that key. */
+	const char *within;
+	bool within_unknown;
 	/* PLAN_WHY_STRICT_FIFO: the queue, and its head. */
 	const char *queue;
 	const char *head_ns, *head_name;

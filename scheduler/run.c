@@ -211,6 +211,7 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
 	    .pods = kubeapi_cache_store(c, KUBEAPI_STORE_PODS),
 	    .groups = kubeapi_cache_store(c, KUBEAPI_STORE_PODGROUPS),
 	    .vcgroups = kubeapi_cache_store(c, KUBEAPI_STORE_VCJOBS),
+	    .natgroups = kubeapi_cache_store(c, KUBEAPI_STORE_NATIVEPGS),
 	    .priorityclasses = kubeapi_cache_store(c, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .qs = s->qs,
 	    .assumed = assumed,

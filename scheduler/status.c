@@ -222,11 +222,14 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 /* ---- PodGroups ---------------------------------------------------------- */
 
 /* A PodGroup's status as Muster means it. cond_type NULL: no condition
- * (only Volcano has them). */
+ * (Volcano's and native PodGroups have them). phase NULL: none (native
+ * PodGroups carry conditions only). cond_false: the condition's status
+ * is False (Volcano's are always True). */
 struct pg_intent {
 	const char *phase;
 	int32_t running, succeeded, failed;
 	const char *cond_type, *reason, *message;
+	bool cond_false;
 };
 
 /* Volcano's phase (its session's getPodGroupPhase): Running once minMember
@@ -271,11 +274,39 @@ static const char *volcano_reason(const struct plan_gang *g)
 	return "NotEnoughResources";
 }
 
+/* A native PodGroup's PodGroupInitiallyScheduled, as kube-scheduler
+ * writes it: False with reason Unschedulable and the gang's message while
+ * it waits, True with reason Scheduled once minCount members are bound;
+ * never back to False once True (members that come later do not revert
+ * it). No condition before the first cycle that says anything. */
+static void native_intent(const struct plan_gang *g, bool waits, struct pg_intent *in)
+{
+	const struct kubeapi_pg_status *st = &g->group->status;
+
+	*in = (struct pg_intent){0};
+	if (st->ncond && st->cond_true)
+		return;
+	in->cond_type = KUBEAPI_PG_SCHEDULED;
+	if (g->bound + g->nbind + g->succeeded + g->failed >= g->min_member) {
+		in->reason = "Scheduled";
+	} else if (waits) {
+		in->reason = "Unschedulable";
+		in->message = g->message;
+		in->cond_false = true;
+	} else {
+		in->cond_type = NULL;
+	}
+}
+
 static void intent(struct sched *s, const struct plan_gang *g, struct pg_intent *in)
 {
 	bool volcano = g->group->dialect == KUBEAPI_PG_VOLCANO;
 	bool waits = g->message && g->state != PLAN_ADMITTED && g->state != PLAN_RUNNING;
 
+	if (g->group->dialect == KUBEAPI_PG_NATIVE) {
+		native_intent(g, waits, in);
+		return;
+	}
 	*in = (struct pg_intent){.phase = volcano ? volcano_phase(s, g) : sp_phase(g),
 	                         .running = (int32_t)g->running,
 	                         .succeeded = (int32_t)g->succeeded,
@@ -297,15 +328,17 @@ static bool same_str(struct sched *s, uint32_t id, const char *want)
 	return strcmp(sched_str(s, id), want ? want : "") == 0;
 }
 
-/* Does the server's copy say what in says? */
+/* Does the server's copy say what in says? A native PodGroup's copy is
+ * its one condition (native_condition() in kubeapi). */
 static bool matches(struct sched *s, const struct kubeapi_pg_status *st, const struct pg_intent *in)
 {
-	if (!same_str(s, st->phase, in->phase) || st->running != in->running ||
-	    st->succeeded != in->succeeded || st->failed != in->failed)
+	if (in->phase && (!same_str(s, st->phase, in->phase) || st->running != in->running ||
+	                  st->succeeded != in->succeeded || st->failed != in->failed))
 		return false;
 	if (!in->cond_type)
 		return true;
-	return st->ncond == 1 && st->cond_true && same_str(s, st->cond_type, in->cond_type) &&
+	return st->ncond == 1 && st->cond_true == !in->cond_false &&
+	       same_str(s, st->cond_type, in->cond_type) &&
 	       same_str(s, st->cond_reason, in->reason) &&
 	       st->cond_msg ==
 	           (in->message ? kubeapi_text_hash(in->message, strlen(in->message)) : 0);
@@ -314,7 +347,7 @@ static bool matches(struct sched *s, const struct kubeapi_pg_status *st, const s
 /* The condition, keeping its transition time and id while its type holds
  * (a transition is a change of type, not of message). */
 static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_status *old,
-                          const struct pg_intent *in)
+                          const struct pg_intent *in, bool native)
 {
 	cJSON *list = cJSON_AddArrayToObject(st, "conditions"), *c = cJSON_CreateObject();
 	struct timespec ts = {0};
@@ -324,7 +357,8 @@ static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_st
 		cJSON_Delete(c);
 		return;
 	}
-	if (old->ncond == 1 && old->cond_true && same_str(s, old->cond_type, in->cond_type)) {
+	if (old->ncond == 1 && old->cond_true == !in->cond_false &&
+	    same_str(s, old->cond_type, in->cond_type)) {
 		ts.tv_sec = old->cond_time_s;
 		snprintf(tid, sizeof(tid), "%s", sched_str(s, old->transition_id));
 	} else {
@@ -334,8 +368,9 @@ static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_st
 	ts.tv_nsec = 0;
 	kubeapi_format_microtime(ts, when);
 	cJSON_AddStringToObject(c, "type", in->cond_type);
-	cJSON_AddStringToObject(c, "status", "True");
-	cJSON_AddStringToObject(c, "transitionID", tid);
+	cJSON_AddStringToObject(c, "status", in->cond_false ? "False" : "True");
+	if (!native) /* metav1.Condition has no transitionID */
+		cJSON_AddStringToObject(c, "transitionID", tid);
 	cJSON_AddStringToObject(c, "lastTransitionTime", when);
 	cJSON_AddStringToObject(c, "reason", in->reason);
 	if (in->message)
@@ -351,12 +386,14 @@ static char *group_status_json(struct sched *s, const struct kubeapi_podgroup *p
 
 	if (!st)
 		return NULL;
-	cJSON_AddStringToObject(st, "phase", in->phase);
-	cJSON_AddNumberToObject(st, "running", in->running);
-	cJSON_AddNumberToObject(st, "succeeded", in->succeeded);
-	cJSON_AddNumberToObject(st, "failed", in->failed);
+	if (in->phase) {
+		cJSON_AddStringToObject(st, "phase", in->phase);
+		cJSON_AddNumberToObject(st, "running", in->running);
+		cJSON_AddNumberToObject(st, "succeeded", in->succeeded);
+		cJSON_AddNumberToObject(st, "failed", in->failed);
+	}
 	if (in->cond_type)
-		add_condition(s, st, &pg->status, in);
+		add_condition(s, st, &pg->status, in, pg->dialect == KUBEAPI_PG_NATIVE);
 	out = cJSON_PrintUnformatted(st);
 	cJSON_Delete(st);
 	return out;
@@ -427,6 +464,7 @@ void sched_status_sweep(struct sched *s)
 	const struct idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
 	const struct idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
 	const struct idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
+	const struct idmap *nat = kubeapi_cache_store(s->cache, KUBEAPI_STORE_NATIVEPGS);
 	struct idmap *maps[3] = {&s->written, &s->evented, &s->groups};
 
 	for (int k = 0; k < 3; k++) {
@@ -443,7 +481,8 @@ void sched_status_sweep(struct sched *s)
 				pod = idmap_get(pods, key);
 				if (!pod || pod->node)
 					stale[n++] = e->key;
-			} else if (!idmap_get(pg, key) && !idmap_get(vc, key)) {
+			} else if (!idmap_get(pg, key) && !idmap_get(vc, key) &&
+			           !idmap_get(nat, key)) {
 				stale[n++] = e->key;
 			}
 		}

@@ -279,7 +279,8 @@ ALLOWED = [
     *[(v, r, None, ns) for v in ("list", "watch") for r, ns in (
         ("pods", "*"), ("nodes", None), ("namespaces", None),
         ("priorityclasses.scheduling.k8s.io", None), ("poddisruptionbudgets.policy", "*"),
-        ("podgroups.scheduling.x-k8s.io", "*"), ("podgroups.scheduling.volcano.sh", "*"))],
+        ("podgroups.scheduling.x-k8s.io", "*"), ("podgroups.scheduling.volcano.sh", "*"),
+        ("podgroups.scheduling.k8s.io", "*"))],
     # Writes (kubeapi/writes.c), in any namespace.
     ("create", "pods", "binding", "team-x"),
     ("create", "pods", "eviction", "team-x"),
@@ -288,6 +289,7 @@ ALLOWED = [
     ("create", "events.events.k8s.io", None, "team-x"),
     ("patch", "podgroups.scheduling.x-k8s.io", "status", "team-x"),
     ("patch", "podgroups.scheduling.volcano.sh", None, "team-x"),
+    ("patch", "podgroups.scheduling.k8s.io", "status", "team-x"),
     # Leader election, in muster-system only.
     ("create", "leases.coordination.k8s.io", None, NS),
     ("get", f"leases.coordination.k8s.io/{LEASE}", None, NS),
@@ -330,6 +332,13 @@ DENIED = [
     ("create", "podgroups.scheduling.volcano.sh", None, "team-x"),
     ("update", "podgroups.scheduling.volcano.sh", None, "team-x"),
     ("delete", "podgroups.scheduling.volcano.sh", None, "team-x"),
+    # Kubernetes' own PodGroups and Workloads: read, and status alone.
+    ("patch", "podgroups.scheduling.k8s.io", None, "team-x"),
+    ("update", "podgroups.scheduling.k8s.io", "status", "team-x"),
+    ("create", "podgroups.scheduling.k8s.io", None, "team-x"),
+    ("delete", "podgroups.scheduling.k8s.io", None, "team-x"),
+    ("create", "workloads.scheduling.k8s.io", None, "team-x"),
+    ("update", "workloads.scheduling.k8s.io", None, "team-x"),
     # Leases: Muster's own, in muster-system; never deleted or listed.
     ("delete", f"leases.coordination.k8s.io/{LEASE}", None, NS),
     ("patch", f"leases.coordination.k8s.io/{LEASE}", None, NS),

@@ -265,7 +265,7 @@ static const char *label(struct kubeapi_model *m, const struct kubeapi_labels *l
 
 /* ---- decoding any kind ----------------------------------------------------- */
 
-enum kind { POD, NODE, PG_SP, PG_VC, PC, PDB, NS, NKINDS };
+enum kind { POD, NODE, PG_SP, PG_VC, PG_NAT, PC, PDB, NS, NKINDS };
 
 /* Each kind's name in errors and the real object hostile rows start from. */
 static const struct {
@@ -275,6 +275,7 @@ static const struct {
     [NODE] = {"Node", "nodes.json", "gpu-0000", ""},
     [PG_SP] = {"PodGroup", "podgroups-x-k8s.json", "pg-sp", "tdec-helper"},
     [PG_VC] = {"PodGroup", "podgroups-volcano.json", "pg-vc", "tdec-helper"},
+    [PG_NAT] = {"PodGroup", "podgroups-native.json", "pg-nat", "tdec-helper"},
     [PC] = {"PriorityClass", "priorityclasses.json", "tdec-batch-low", ""},
     [PDB] = {"PodDisruptionBudget", "pdbs.json", "pdb-sel", "tdec-helper"},
     [NS] = {"Namespace", "namespaces.json", "tdec-helper", ""},
@@ -301,6 +302,8 @@ static int decode(struct kubeapi_model *m, enum kind k, const cJSON *o, union ob
 		return kubeapi_podgroup_decode(m, KUBEAPI_PG_SCHEDULER_PLUGINS, o, &out->pg, err);
 	case PG_VC:
 		return kubeapi_podgroup_decode(m, KUBEAPI_PG_VOLCANO, o, &out->pg, err);
+	case PG_NAT:
+		return kubeapi_podgroup_decode(m, KUBEAPI_PG_NATIVE, o, &out->pg, err);
 	case PC:
 		return kubeapi_priorityclass_decode(m, o, &out->pc, err);
 	case PDB:
@@ -324,6 +327,7 @@ static void release(struct kubeapi_model *m, enum kind k, union obj *o)
 		break;
 	case PG_SP:
 	case PG_VC:
+	case PG_NAT:
 		kubeapi_podgroup_release(m, &o->pg);
 		break;
 	case PC:
@@ -1350,6 +1354,118 @@ static void test_podgroup_volcano(void **state)
 	cJSON_Delete(doc);
 }
 
+/* scheduling.k8s.io/v1beta1 (captured from a 1.37.2 API server): gang
+ * minCount, the topology key, disruptionMode, priority as the priority
+ * admission resolved it, and the PodGroupInitiallyScheduled condition
+ * picked out beside a DisruptionTarget. */
+static void test_podgroup_native(void **state)
+{
+	struct kubeapi_model *m = *state;
+	cJSON *doc = item("podgroups-native.json", "pg-nat");
+	union obj o;
+
+	decode_ok(m, PG_NAT, doc, &o);
+	assert_int_equal(o.pg.dialect, KUBEAPI_PG_NATIVE);
+	assert_int_equal(o.pg.min_member, 4);
+	assert_int_equal(o.pg.basic, 0);
+	assert_string_equal(S(m, o.pg.topology_key), "muster.dev/rack");
+	assert_int_equal(o.pg.disruption, KUBEAPI_DISRUPT_ALL);
+	assert_int_equal(o.pg.has_priority, 1);
+	assert_int_equal(o.pg.priority, 100);
+	assert_string_equal(S(m, o.pg.priority_class), "tdec-batch-low");
+	assert_int_equal(o.pg.preempt_never, 0);
+	assert_null(o.pg.min_resources);
+	assert_int_equal(o.pg.queue, 0);
+	assert_string_equal(label(m, o.pg.muster, "muster.dev/queue"), "research");
+	assert_int_equal(o.pg.status.ncond, 1);
+	assert_string_equal(S(m, o.pg.status.cond_type), KUBEAPI_PG_SCHEDULED);
+	assert_int_equal(o.pg.status.cond_true, 0);
+	assert_string_equal(S(m, o.pg.status.cond_reason), "Unschedulable");
+	assert_int_equal(o.pg.status.cond_msg,
+	                 kubeapi_text_hash("gang tdec-helper/pg-nat: waits",
+	                                   strlen("gang tdec-helper/pg-nat: waits")));
+	assert_int_equal(o.pg.status.cond_time_s, 1795536062); /* 2026-11-24T16:01:02Z */
+	kubeapi_podgroup_release(m, &o.pg);
+	cJSON_Delete(doc);
+
+	doc = item("podgroups-native.json", "pg-nat-basic");
+	decode_ok(m, PG_NAT, doc, &o);
+	assert_int_equal(o.pg.basic, 1);
+	assert_int_equal(o.pg.min_member, 1);
+	assert_int_equal(o.pg.topology_key, 0);
+	assert_int_equal(o.pg.disruption, KUBEAPI_DISRUPT_SINGLE);
+	assert_int_equal(o.pg.status.ncond, 0);
+	kubeapi_podgroup_release(m, &o.pg);
+	cJSON_Delete(doc);
+
+	doc = item("podgroups-native.json", "pg-nat-never");
+	decode_ok(m, PG_NAT, doc, &o);
+	assert_int_equal(o.pg.preempt_never, 1);
+	assert_int_equal(o.pg.priority, 50);
+	kubeapi_podgroup_release(m, &o.pg);
+	/* no status at all; no priority: none (the class, if any, decides) */
+	set(doc, "status", NULL);
+	set(doc, "spec priority", NULL);
+	decode_ok(m, PG_NAT, doc, &o);
+	assert_int_equal(o.pg.has_priority, 0);
+	assert_int_equal(o.pg.status.ncond, 0);
+	kubeapi_podgroup_release(m, &o.pg);
+
+	/* malformed: skipped with the field named */
+	set(doc, "spec schedulingPolicy basic", "{}");
+	expect_bad(m, PG_NAT, doc, "spec.schedulingPolicy: expected exactly one of gang and basic");
+	set(doc, "spec schedulingPolicy", "{}");
+	expect_bad(m, PG_NAT, doc, "spec.schedulingPolicy: expected exactly one of gang and basic");
+	set(doc, "spec schedulingPolicy", NULL);
+	expect_bad(m, PG_NAT, doc, "spec.schedulingPolicy: missing");
+	set(doc, "spec schedulingPolicy", "{\"gang\":{\"minCount\":0}}");
+	expect_bad(m, PG_NAT, doc, "spec.schedulingPolicy.gang.minCount");
+	set(doc, "spec schedulingPolicy", "{\"gang\":{\"minCount\":3}}");
+	set(doc, "spec preemptionPolicy", "\"Sometimes\"");
+	expect_bad(m, PG_NAT, doc, "spec.preemptionPolicy: \"Sometimes\" is not");
+	set(doc, "spec preemptionPolicy", NULL);
+	set(doc, "spec disruptionMode", "{\"single\":{},\"all\":{}}");
+	expect_bad(m, PG_NAT, doc, "spec.disruptionMode: expected exactly one of single and all");
+	set(doc, "spec disruptionMode", NULL);
+	set(doc, "spec schedulingConstraints", "{\"topology\":[{\"key\":\"a\"},{\"key\":\"b\"}]}");
+	expect_bad(m, PG_NAT, doc, "spec.schedulingConstraints.topology");
+	set(doc, "spec schedulingConstraints", "{\"topology\":[{}]}");
+	expect_bad(m, PG_NAT, doc, "spec.schedulingConstraints.topology[0].key: missing");
+	set(doc, "spec schedulingConstraints", "{\"topology\":[]}");
+	decode_ok(m, PG_NAT, doc, &o);
+	assert_int_equal(o.pg.min_member, 3);
+	assert_int_equal(o.pg.topology_key, 0);
+	kubeapi_podgroup_release(m, &o.pg);
+	cJSON_Delete(doc);
+}
+
+/* spec.schedulingGroup.podGroupName names a native PodGroup, and wins
+ * over the CRDs' label and annotation (kube-scheduler reads only it). */
+static void test_pod_native_group(void **state)
+{
+	struct kubeapi_model *m = *state;
+	cJSON *doc = item("pods.json", "job1-6pjkl");
+	union obj o;
+
+	set(doc, "metadata labels scheduling.x-k8s.io/pod-group", "\"pg-a\"");
+	set(doc, "spec schedulingGroup", "{\"podGroupName\":\"pg-nat\"}");
+	decode_ok(m, POD, doc, &o);
+	assert_string_equal(S(m, o.pod.group), "pg-nat");
+	assert_int_equal(o.pod.group_source, KUBEAPI_GROUP_NATIVE);
+	kubeapi_pod_release(m, &o.pod);
+	/* an empty schedulingGroup falls back to the label */
+	set(doc, "spec schedulingGroup", "{}");
+	decode_ok(m, POD, doc, &o);
+	assert_string_equal(S(m, o.pod.group), "pg-a");
+	assert_int_equal(o.pod.group_source, KUBEAPI_GROUP_LABEL);
+	kubeapi_pod_release(m, &o.pod);
+	set(doc, "spec schedulingGroup", "{\"podGroupName\":7}");
+	expect_bad(m, POD, doc, "spec.schedulingGroup.podGroupName: expected a string");
+	set(doc, "spec schedulingGroup", "[]");
+	expect_bad(m, POD, doc, "spec.schedulingGroup: expected an object");
+	cJSON_Delete(doc);
+}
+
 static void test_priorityclass(void **state)
 {
 	struct kubeapi_model *m = *state;
@@ -1509,6 +1625,7 @@ static void test_all_real_objects_decode(void **state)
 	    {"nodes.json", NODE, 2},
 	    {"podgroups-x-k8s.json", PG_SP, 1},
 	    {"podgroups-volcano.json", PG_VC, 1},
+	    {"podgroups-native.json", PG_NAT, 3},
 	    {"priorityclasses.json", PC, 3},
 	    {"pdbs.json", PDB, 3},
 	    {"namespaces.json", NS, 6},
@@ -2413,6 +2530,8 @@ int main(void)
 	    T(test_node),
 	    T(test_podgroup_scheduler_plugins),
 	    T(test_podgroup_volcano),
+	    T(test_podgroup_native),
+	    T(test_pod_native_group),
 	    T(test_priorityclass),
 	    T(test_pdb),
 	    T(test_namespace),

@@ -133,9 +133,10 @@ static void test_reserve_then_backfill(void **state)
 	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 1), 0);
 	assert_int_equal(backfill_timeline_add(&b, NOW_S + 200, 1, w.eight, NULL), 0);
 	assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 0, w.eight, NULL), 0);
-	assert_int_equal(backfill_reserve(&b, 7, gang, 3, 50, &v), -EINVAL); /* no timeline yet */
+	assert_int_equal(backfill_reserve(&b, 7, NULL, gang, 3, 50, &v),
+	                 -EINVAL); /* no timeline yet */
 	backfill_timeline_done(&b);
-	assert_int_equal(backfill_reserve(&b, 7, gang, 3, 50, &v), 1);
+	assert_int_equal(backfill_reserve(&b, 7, NULL, gang, 3, 50, &v), 1);
 	assert_int_equal(v->id, 7);
 	assert_int_equal(v->start_s, NOW_S + 200);
 	assert_int_equal(v->end_s, NOW_S + 250);
@@ -148,10 +149,10 @@ static void test_reserve_then_backfill(void **state)
 	assert_int_equal(free_gpus(&w, 2), 8);
 
 	one[0] = w.eight;
-	assert_int_equal(backfill_place(&b, NOW_S + 300, one, 1, out, held, &why), -ENOSPC);
-	assert_int_equal(backfill_place(&b, POLICY_NEVER, one, 1, out, held, &why), -ENOSPC);
+	assert_int_equal(backfill_place(&b, NOW_S + 300, NULL, one, 1, out, held, &why), -ENOSPC);
+	assert_int_equal(backfill_place(&b, POLICY_NEVER, NULL, one, 1, out, held, &why), -ENOSPC);
 	assert_int_equal(free_gpus(&w, 2), 8); /* given back after the refusal */
-	assert_int_equal(backfill_place(&b, NOW_S + 150, one, 1, out, held, &why), 0);
+	assert_int_equal(backfill_place(&b, NOW_S + 150, NULL, one, 1, out, held, &why), 0);
 	assert_int_equal(out[0], 2);
 	assert_int_equal(free_gpus(&w, 2), 0);
 	assert_int_equal(b.backfilled, 1);
@@ -174,10 +175,10 @@ static void test_reserve_unknown_and_never(void **state)
 	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 2), 0);
 	assert_int_equal(backfill_timeline_add(&b, POLICY_NEVER, 0, w.eight, NULL), 0);
 	backfill_timeline_done(&b);
-	assert_int_equal(backfill_reserve(&b, 1, three, 3, 60, &v), 0);
+	assert_int_equal(backfill_reserve(&b, 1, NULL, three, 3, 60, &v), 0);
 	assert_null(v);
 	assert_int_equal(b.nresv, 0);
-	assert_int_equal(backfill_reserve(&b, 2, two, 2, 60, &v), 1);
+	assert_int_equal(backfill_reserve(&b, 2, NULL, two, 2, 60, &v), 1);
 	assert_int_equal(v->start_s, POLICY_NEVER);
 	assert_int_equal(v->end_s, POLICY_NEVER);
 	world_free(&w);
@@ -230,8 +231,8 @@ static void test_preempt_one_victim(void **state)
 	assert_int_equal(queue_tree_demand(queue_set_tree(w.qs), q, 0), 16);
 	preempt_order(c, 2);
 	assert_int_equal(c[0].id, 11); /* lower priority first */
-	ask = (struct preempt_ask){&w.t, &w.fits, &w.arena, queue_set_tree(w.qs), 1, q,
-	                           req,  specs,   1};
+	ask = (struct preempt_ask){&w.t,  &w.fits, &w.arena, queue_set_tree(w.qs), 1, q, req,
+	                           specs, 1,       NULL};
 	assert_int_equal(preempt_search(&ask, c, 2, &budget, &ans), 1);
 	assert_int_equal(ans.nvictims, 1);
 	assert_int_equal(ans.victims[0].id, 11);
@@ -262,8 +263,8 @@ static void test_preempt_out_of_budget(void **state)
 	c[0] = cand(&w, 3, 0, 0, vreq[0]);
 	preempt_release(&w.t, queue_set_tree(w.qs), &c[0], -1);
 	preempt_order(c, 1);
-	ask = (struct preempt_ask){&w.t, &w.fits, &w.arena, queue_set_tree(w.qs), 1, q,
-	                           req,  specs,   1};
+	ask = (struct preempt_ask){&w.t,  &w.fits, &w.arena, queue_set_tree(w.qs), 1, q, req,
+	                           specs, 1,       NULL};
 	assert_int_equal(preempt_search(&ask, c, 1, &budget, &ans), 0);
 	assert_int_equal(ans.nvictims, 0);
 	assert_int_equal(budget.tries, 0);

@@ -1,0 +1,316 @@
+/*
+ * Native PodGroups (scheduling.k8s.io/v1beta1) in the planner: a gang of
+ * minCount members; a basic group's pods placed one by one; the topology
+ * constraint as a hard rule, whole gangs and later members alike; the
+ * group's own priority; and the message when no domain holds the gang or
+ * the key is not a configured level.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/intern.h"
+#include "bench/synth.h"
+#include "config/config.h"
+#include "queue/queue.h"
+#include "policy/plan.h"
+
+static const char yaml[] =
+    "resources: [nvidia.com/gpu]\n"
+    "topology:\n"
+    "  levels: [topology.kubernetes.io/zone, muster.dev/rack, kubernetes.io/hostname]\n"
+    "queues:\n"
+    "  - name: q\n"
+    "    namespaces: [s]\n"
+    "    quota:\n"
+    "      nvidia.com/gpu: {nominal: 1000}\n";
+
+struct world {
+	struct synth s;
+	struct idmap natgroups;
+	struct config *cfg;
+	struct queue_set *qs;
+	struct plan plan;
+	struct plan_memory keep;
+};
+
+/* racks x per_rack nodes of 8 GPUs, one zone; rack r's nodes r-0, r-1... */
+static void world_init(struct world *w, int racks, int per_rack)
+{
+	char name[16], rack[8];
+
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(synth_init(&w->s), 0);
+	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &w->cfg, NULL), 0);
+	assert_int_equal(queue_set_build(w->cfg, &w->qs), 0);
+	for (int r = 0; r < racks; r++)
+		for (int k = 0; k < per_rack; k++) {
+			snprintf(rack, sizeof(rack), "r%d", r);
+			snprintf(name, sizeof(name), "r%d-%d", r, k);
+			synth_node(&w->s, name, "z", rack, 8, NULL);
+		}
+}
+
+static void world_free(struct world *w)
+{
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&w->natgroups, i, e) {
+		kubeapi_podgroup_release(w->s.model, (void *)e->value);
+		free((void *)e->value);
+	}
+	idmap_free(&w->natgroups);
+	plan_free(&w->plan);
+	plan_memory_free(&w->keep);
+	queue_set_free(&w->qs);
+	config_free(&w->cfg);
+	synth_free(&w->s);
+}
+
+/* A native PodGroup s/name; spec as a JSON object body. */
+static void nat_group(struct world *w, const char *name, const char *spec)
+{
+	struct kubeapi_podgroup *g = calloc(1, sizeof(*g));
+	struct kubeapi_decode_error err;
+	unsigned long seq = ++w->s.seq;
+	cJSON *o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"s\","
+	                       "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":"
+	                       "\"1\",\"creationTimestamp\":\"2026-01-01T00:00:%02luZ\"},"
+	                       "\"spec\":{%s}}",
+	                       name, seq, seq % 60, spec);
+
+	assert_non_null(g);
+	assert_int_equal(kubeapi_podgroup_decode(w->s.model, KUBEAPI_PG_NATIVE, o, g, &err), 0);
+	cJSON_Delete(o);
+	assert_int_equal(idmap_put(&w->natgroups, synth_key(&w->s, "s", name), g), 0);
+}
+
+/* A pod of Muster's in native group `group` asking gpus, bound to `node`
+ * (NULL: pending). */
+static void nat_pod(struct world *w, const char *name, const char *group, int gpus,
+                    const char *node)
+{
+	struct kubeapi_pod *p = calloc(1, sizeof(*p));
+	struct kubeapi_decode_error err;
+	unsigned long seq = ++w->s.seq;
+	char bind[64] = "";
+	cJSON *o;
+
+	if (node)
+		snprintf(bind, sizeof(bind), "\"nodeName\":\"%s\",", node);
+	o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"s\","
+	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	                "\"creationTimestamp\":\"2026-01-01T00:01:%02luZ\"},"
+	                "\"spec\":{%s\"schedulerName\":\"muster\","
+	                "\"schedulingGroup\":{\"podGroupName\":\"%s\"},"
+	                "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}],"
+	                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+	                "{\"nvidia.com/gpu\":\"%d\"}}}]},"
+	                "\"status\":{\"phase\":\"%s\"}}",
+	                name, seq, seq % 60, bind, group, gpus, node ? "Running" : "Pending");
+	assert_non_null(p);
+	assert_int_equal(kubeapi_pod_decode(w->s.model, o, p, &err), 0);
+	cJSON_Delete(o);
+	assert_int_equal(idmap_put(&w->s.pods, synth_key(&w->s, "s", name), p), 0);
+}
+
+static void cycle(struct world *w)
+{
+	struct plan_input in = {
+	    .model = w->s.model,
+	    .nodes = &w->s.nodes,
+	    .pods = &w->s.pods,
+	    .groups = &w->s.groups,
+	    .vcgroups = &w->s.vcgroups,
+	    .natgroups = &w->natgroups,
+	    .qs = w->qs,
+	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
+	    .nschedulers = 1,
+	};
+
+	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
+}
+
+static const struct plan_gang *gang(struct world *w, const char *name)
+{
+	uint64_t key = plan_gang_key(synth_id(&w->s, "s"), synth_id(&w->s, name), 0);
+
+	for (size_t k = 0; k < w->plan.ngangs; k++)
+		if (w->plan.gangs[k].key == key)
+			return &w->plan.gangs[k];
+	return NULL;
+}
+
+/* The node pod was bound to this cycle, or NULL. */
+static const char *node_of(struct world *w, const char *pod)
+{
+	uint32_t id = synth_id(&w->s, pod);
+
+	for (size_t k = 0; k < w->plan.nbinds; k++)
+		if (w->plan.binds[k].pod->name == id)
+			return intern_str(kubeapi_model_intern(w->s.model), w->plan.binds[k].node);
+	return NULL;
+}
+
+/* The rack of a node "rR-K": "rR". */
+static void rack_of(const char *node, char *out, size_t len)
+{
+	snprintf(out, len, "%.*s", (int)strcspn(node, "-"), node);
+}
+
+/* A gang of 4 x 8 GPUs asking one rack: it goes to the rack with room for
+ * all four, although the cluster has eight free nodes spread over racks
+ * that hold three each. */
+static void test_topology_one_rack(void **state)
+{
+	struct world w;
+	char rack[8], other[8];
+
+	(void)state;
+	world_init(&w, 3, 4); /* r0..r2, 4 nodes each */
+	nat_group(&w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
+	nat_pod(&w, "busy-0", "busy", 8, "r0-0");
+	nat_pod(&w, "busy-1", "busy", 8, "r2-0");
+	nat_group(&w, "g",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":4}},"
+	          "\"schedulingConstraints\":{\"topology\":[{\"key\":\"muster.dev/rack\"}]}");
+	for (int k = 0; k < 4; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "g-%d", k);
+		nat_pod(&w, name, "g", 8, NULL);
+	}
+	cycle(&w);
+	assert_int_equal(gang(&w, "g")->state, PLAN_ADMITTED);
+	for (int k = 0; k < 4; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "g-%d", k);
+		assert_non_null(node_of(&w, name));
+		rack_of(node_of(&w, name), k ? other : rack, sizeof(rack));
+		if (k)
+			assert_string_equal(other, rack);
+	}
+	assert_string_equal(rack, "r1");
+	world_free(&w);
+}
+
+/* One GPU short in every rack: nothing is bound, and the message names
+ * the key; the same gang without the constraint is admitted across
+ * racks. A key no configured level has waits saying so. */
+static void test_topology_short_and_unknown(void **state)
+{
+	struct world w;
+	const struct plan_gang *g;
+
+	(void)state;
+	world_init(&w, 2, 2); /* 4 nodes, 32 GPUs */
+	nat_group(&w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
+	nat_pod(&w, "busy-0", "busy", 1, "r0-0");
+	nat_pod(&w, "busy-1", "busy", 1, "r1-0");
+	nat_group(&w, "g",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},"
+	          "\"schedulingConstraints\":{\"topology\":[{\"key\":\"muster.dev/rack\"}]}");
+	nat_pod(&w, "g-0", "g", 8, NULL);
+	nat_pod(&w, "g-1", "g", 8, NULL);
+	nat_group(&w, "u",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}},"
+	          "\"schedulingConstraints\":{\"topology\":[{\"key\":\"example.com/pod\"}]}");
+	nat_pod(&w, "u-0", "u", 1, NULL);
+	cycle(&w);
+	g = gang(&w, "g");
+	assert_int_equal(g->state, PLAN_WAITING);
+	assert_null(node_of(&w, "g-0"));
+	assert_null(node_of(&w, "g-1"));
+	assert_string_equal(g->message, "gang s/g: no muster.dev/rack domain holds its 2 members; "
+	                                "0/4 nodes are available: 2 Insufficient nvidia.com/gpu; "
+	                                "expected start unknown (reservation on 2 node(s))");
+	g = gang(&w, "u");
+	assert_int_equal(g->state, PLAN_WAITING);
+	assert_null(node_of(&w, "u-0"));
+	assert_string_equal(g->message,
+	                    "gang s/u: its PodGroup asks for every member in one domain of "
+	                    "example.com/pod, which is not one of Muster's topology.levels");
+	world_free(&w);
+
+	world_init(&w, 2, 2);
+	nat_group(&w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
+	nat_pod(&w, "busy-0", "busy", 1, "r0-0");
+	nat_pod(&w, "busy-1", "busy", 1, "r1-0");
+	nat_group(&w, "g", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
+	nat_pod(&w, "g-0", "g", 8, NULL);
+	nat_pod(&w, "g-1", "g", 8, NULL);
+	cycle(&w);
+	assert_int_equal(gang(&w, "g")->state, PLAN_ADMITTED);
+	world_free(&w);
+}
+
+/* Members past minCount, and members of a gang already running, go into
+ * the domain the gang is in, never another. */
+static void test_topology_later_members(void **state)
+{
+	struct world w;
+	char rack[8];
+
+	(void)state;
+	world_init(&w, 2, 2);
+	nat_group(&w, "g",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}},"
+	          "\"schedulingConstraints\":{\"topology\":[{\"key\":\"muster.dev/rack\"}]}");
+	nat_pod(&w, "g-0", "g", 8, "r1-0");
+	nat_pod(&w, "g-1", "g", 8, NULL); /* fits r1-1 */
+	nat_pod(&w, "g-2", "g", 8, NULL); /* r1 is full: waits, though r0 is empty */
+	cycle(&w);
+	assert_non_null(node_of(&w, "g-1"));
+	rack_of(node_of(&w, "g-1"), rack, sizeof(rack));
+	assert_string_equal(rack, "r1");
+	assert_null(node_of(&w, "g-2"));
+	world_free(&w);
+}
+
+/* basic: each pod on its own, no gang (two of four fit, two are bound);
+ * the group's priority orders it ahead of a gang created earlier. */
+static void test_basic_and_priority(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w, 1, 2); /* 16 GPUs */
+	nat_group(&w, "low", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},\"priority\":1");
+	nat_pod(&w, "low-0", "low", 8, NULL);
+	nat_pod(&w, "low-1", "low", 8, NULL);
+	nat_group(&w, "b", "\"schedulingPolicy\":{\"basic\":{}},\"priority\":10");
+	for (int k = 0; k < 4; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "b-%d", k);
+		nat_pod(&w, name, "b", 7, NULL);
+	}
+	cycle(&w);
+	assert_null(gang(&w, "b")); /* no gang record under the group's name */
+	assert_non_null(node_of(&w, "b-0"));
+	assert_non_null(node_of(&w, "b-1"));
+	assert_null(node_of(&w, "b-2"));
+	assert_null(node_of(&w, "low-0"));
+	assert_int_equal(gang(&w, "low")->state, PLAN_WAITING);
+	world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_topology_one_rack),
+	    cmocka_unit_test(test_topology_short_and_unknown),
+	    cmocka_unit_test(test_topology_later_members),
+	    cmocka_unit_test(test_basic_and_priority),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
