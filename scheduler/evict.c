@@ -155,13 +155,51 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	return 0;
 }
 
+static void on_group_condition(void *data, const struct kubeapi_response *r)
+{
+	struct sched *s = data;
+
+	if (!s->stopping && r->status != 404 && (r->err || r->status >= 300))
+		s->n.write_errors++;
+}
+
+/* A native victim's PodGroup says it too, as kube-scheduler marks the
+ * PodGroups it preempts: DisruptionTarget=True, reason
+ * PreemptionByScheduler, beside PodGroupInitiallyScheduled (a strategic
+ * merge keeps that one). */
+static void group_disruption(struct sched *s, const struct plan_gang *victim,
+                             const struct plan_gang *g)
+{
+	struct kubeapi_target t = {sched_str(s, victim->ns), sched_str(s, victim->name), NULL, NULL};
+	struct timespec now = {time(NULL), 0};
+	char json[700], when[32];
+
+	kubeapi_format_microtime(now, when);
+	snprintf(json, sizeof(json),
+	         "{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\","
+	         "\"reason\":\"PreemptionByScheduler\",\"message\":\"Muster: preempted by gang "
+	         "%s/%s\",\"lastTransitionTime\":\"%s\"}]}",
+	         sched_str(s, g->ns), sched_str(s, g->name), when);
+	if (kubeapi_patch_podgroup_status(s->http, KUBEAPI_PG_NATIVE, &t, json, on_group_condition,
+	                                  s) < 0)
+		s->n.write_errors++;
+	else
+		s->n.podgroup_writes++;
+}
+
 void sched_evict_all(struct sched *s)
 {
+	uint32_t last = UINT32_MAX; /* a victim's members come in a row */
+
 	for (size_t k = 0; k < s->plan.nevictions; k++) {
 		const struct plan_evict *v = &s->plan.evictions[k];
+		const struct plan_gang *victim = &s->plan.gangs[v->victim];
 
 		if (idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
 			continue;
+		if (v->victim != last && victim->group && victim->group->dialect == KUBEAPI_PG_NATIVE)
+			group_disruption(s, victim, &s->plan.gangs[v->preemptor]);
+		last = v->victim;
 		if (send_eviction(s, v) < 0)
 			s->n.write_errors++;
 	}

@@ -18,12 +18,14 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from conftest import Not, until, wait_for
+from test_preemption import priorities  # noqa: F401 (a fixture)
 from test_scheduler import (GPU, GPU_TOLERATION, QUEUE_LABEL, RACK, SETTLE, SP, VOLCANO, all_bound,
                             create_gang, delete_pods, gpu_racks, node_labels, pin, pod)
 
 BATCH = ("batch", "v1")
 NATIVE = ("scheduling.k8s.io", "v1beta1")
 SCHEDULED = "PodGroupInitiallyScheduled"
+DISRUPTION = "DisruptionTarget"
 
 
 def job(name, members, gpus, queue="e2e-default", min_count=None, topology=None, disruption=None,
@@ -85,14 +87,15 @@ def job_podgroup(custom, ns, name):
     return Not(f"no PodGroup owned by Job {name} among {[p['metadata']['name'] for p in items]}")
 
 
-def scheduled_condition(custom, ns, name, status, reason, mentions=""):
-    """The PodGroupInitiallyScheduled condition of Job `name`'s PodGroup once
-    it has `status`, `reason` and a message containing `mentions`."""
+def scheduled_condition(custom, ns, name, status, reason, mentions="", kind=SCHEDULED):
+    """The PodGroupInitiallyScheduled (or `kind`) condition of Job `name`'s
+    PodGroup once it has `status`, `reason` and a message containing
+    `mentions`."""
     pg = job_podgroup(custom, ns, name)
     if not pg:
         return pg
     conds = (pg.get("status") or {}).get("conditions") or []
-    c = next((c for c in conds if c.get("type") == SCHEDULED), None)
+    c = next((c for c in conds if c.get("type") == kind), None)
     if c and c["status"] == status and c["reason"] == reason and mentions in (c.get("message") or "") \
             and c.get("lastTransitionTime"):
         return c
@@ -184,3 +187,29 @@ def test_three_dialects_share_one_queue(core, custom, muster, ns):
 
     delete_pods(core, ns, sp)
     until(muster, "the native gang bound", lambda: job_bound(core, ns, "nat", 2))
+
+
+def test_higher_priority_native_gang_preempts_an_all_gang_whole(core, custom, muster, ns, priorities):
+    """Queue e2e-prio preempts by priority. On two nodes a Job of 2 x 8
+    GPUs, disruptionMode all, priority low, runs; a Job of 2 x 8 GPUs at
+    priority high asks for the same two nodes. Both low workers are
+    evicted (the gang whole), the high gang is bound there, and the low
+    PodGroup says DisruptionTarget PreemptionByScheduler naming the
+    preemptor while its PodGroupInitiallyScheduled stays True."""
+    prio = priorities(low=100, high=1000)
+    nodes = ["gpu-0014", "gpu-0015"]
+    create_job(custom, ns, job("low", 2, 8, queue="e2e-prio", disruption="all",
+                               priority_class=prio["low"], nodes=nodes))
+    low = until(muster, "the low gang bound", lambda: job_bound(core, ns, "low", 2))
+    until(muster, "the low PodGroup scheduled", lambda: scheduled_condition(custom, ns, "low", "True", "Scheduled"))
+
+    create_job(custom, ns, job("high", 2, 8, queue="e2e-prio", priority_class=prio["high"], nodes=nodes))
+    got = until(muster, "the high gang bound", lambda: job_bound(core, ns, "high", 2), timeout=60)
+    assert sorted(got.values()) == nodes, got
+    left = {p.metadata.name for p in core.list_namespaced_pod(ns).items if not p.metadata.deletion_timestamp}
+    assert not set(low) & left, f"a low worker survived: {sorted(set(low) & left)}"
+    high_pg = job_podgroup(custom, ns, "high")["metadata"]["name"]
+    until(muster, "the low PodGroup's DisruptionTarget",
+          lambda: scheduled_condition(custom, ns, "low", "True", "PreemptionByScheduler",
+                                      f"Muster: preempted by gang {ns}/{high_pg}", kind=DISRUPTION))
+    assert scheduled_condition(custom, ns, "low", "True", "Scheduled"), "PodGroupInitiallyScheduled reverted"
