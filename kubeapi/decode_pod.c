@@ -609,9 +609,12 @@ static int native_group(struct kubeapi__dec *d, const cJSON *spec, const char **
 	                       KUBEAPI_MAX_NAME, s, len);
 }
 
-/* The pod's group: Kubernetes' own field first (kube-scheduler reads it
- * and nothing else), then the scheduler-plugins label, then Volcano's
- * annotation. */
+/* The pod's group: the scheduler-plugins label, then Volcano's
+ * annotation, then Kubernetes' own field. The CRDs' names come first
+ * because they are the user's (or operator's) choice on the pod, while
+ * from 1.37 the Job controller gives every Job's pods a native group,
+ * basic (no gang) unless the Job asked for one: a Job whose template
+ * names a scheduler-plugins PodGroup stays that gang. */
 static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, const cJSON *spec,
                      struct kubeapi_pod *p)
 {
@@ -619,13 +622,6 @@ static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, con
 	size_t len = 0;
 	int rc;
 
-	if ((rc = native_group(d, spec, &s, &len)) < 0)
-		return rc;
-	if (rc == 0 && len > 0) {
-		p->group_source = KUBEAPI_GROUP_NATIVE;
-		p->group = kubeapi__intern(d, s, len);
-		return p->group ? 0 : -ENOMEM;
-	}
 	rc = kubeapi__string(d, md->labels, GROUP_LABEL, "metadata.labels." GROUP_LABEL,
 	                     KUBEAPI_MAX_NAME, &s, &len);
 	if (rc < 0)
@@ -639,7 +635,12 @@ static int pod_group(struct kubeapi__dec *d, const struct kubeapi__meta *md, con
 			return rc;
 		p->group_source = KUBEAPI_GROUP_ANNOTATION;
 	}
-	if (!s || len == 0) {
+	if (rc > 0 || len == 0) {
+		if ((rc = native_group(d, spec, &s, &len)) < 0)
+			return rc;
+		p->group_source = KUBEAPI_GROUP_NATIVE;
+	}
+	if (rc > 0 || !s || len == 0) {
 		p->group_source = KUBEAPI_GROUP_NONE;
 		return 0;
 	}

@@ -170,7 +170,8 @@ static void on_group_condition(void *data, const struct kubeapi_response *r)
 static void group_disruption(struct sched *s, const struct plan_gang *victim,
                              const struct plan_gang *g)
 {
-	struct kubeapi_target t = {sched_str(s, victim->ns), sched_str(s, victim->name), NULL, NULL};
+	struct kubeapi_target t = {sched_str(s, victim->ns), sched_str(s, victim->name), NULL,
+	                           NULL};
 	struct timespec now = {time(NULL), 0};
 	char json[700], when[32];
 
@@ -197,7 +198,8 @@ void sched_evict_all(struct sched *s)
 
 		if (idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
 			continue;
-		if (v->victim != last && victim->group && victim->group->dialect == KUBEAPI_PG_NATIVE)
+		if (v->victim != last && victim->group &&
+		    victim->group->dialect == KUBEAPI_PG_NATIVE)
 			group_disruption(s, victim, &s->plan.gangs[v->preemptor]);
 		last = v->victim;
 		if (send_eviction(s, v) < 0)

@@ -202,7 +202,8 @@ static const char *const why_name[] = {
     [PLAN_WHY_ENQUEUE] = "MinResources",
 };
 
-static const char *const kind_name[] = {"PodGroup", "VolcanoPodGroup", "Pod"};
+/* scheduler-plugins' PodGroup keeps the plain name it always had here. */
+static const char *const kind_name[] = {"PodGroup", "VolcanoPodGroup", "Pod", "NativePodGroup"};
 
 static void add_requests(const struct snap *sn, const struct snap_gang *g, cJSON *o)
 {

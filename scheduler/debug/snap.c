@@ -316,7 +316,10 @@ static int take_gang(const struct snap_input *s, struct snap *sn, struct snap_ga
 	o->req = arena_calloc(&sn->arena, sn->nslots + 1, sizeof(int64_t));
 	if (!o->ns || !o->name || (g->message && !o->message) || !o->req)
 		return -ENOMEM;
-	o->kind = !g->group ? 2 : g->group->dialect == KUBEAPI_PG_VOLCANO ? 1 : 0;
+	o->kind = !g->group                                 ? 2
+	          : g->group->dialect == KUBEAPI_PG_VOLCANO ? 1
+	          : g->group->dialect == KUBEAPI_PG_NATIVE  ? 3
+	                                                    : 0;
 	o->state = (uint8_t)g->state;
 	o->reserved = g->reserved;
 	o->queue = g->queue;

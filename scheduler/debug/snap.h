@@ -26,7 +26,7 @@
 struct snap_gang {
 	const char *ns, *name;
 	const char *message; /* NULL when none */
-	uint8_t kind;        /* 0 PodGroup, 1 Volcano PodGroup, 2 single pod */
+	uint8_t kind;        /* 0 PodGroup, 1 Volcano PodGroup, 2 single pod, 3 scheduling.k8s.io */
 	uint8_t state;       /* enum plan_state */
 	uint8_t reserved;
 	int queue; /* tree node, or QUEUE_NONE */

@@ -234,14 +234,18 @@ def test_deployment_runs_muster_as_documented():
 
 
 def example_gangs():
-    """(file, PodGroup, Job) for every Job of manifests/examples/."""
+    """(file, PodGroup, Job) for every Job of manifests/examples/; the
+    PodGroup is None for a Job in Kubernetes' own dialect (spec.scheduling:
+    the Job controller makes the PodGroup)."""
     out = []
     for path in sorted(os.listdir(EXAMPLES)):
         docs = load(os.path.join(EXAMPLES, path))
         groups = {(d["apiVersion"], d["metadata"]["name"]): d for d in docs if d["kind"] == "PodGroup"}
         for job in (d for d in docs if d["kind"] == "Job"):
             meta = job["spec"]["template"].get("metadata", {})
-            if SP_LABEL in meta.get("labels", {}):
+            if "scheduling" in job["spec"]:
+                pg = None
+            elif SP_LABEL in meta.get("labels", {}):
                 pg = groups[("/".join(SP), meta["labels"][SP_LABEL])]
             else:
                 pg = groups[("/".join(VOLCANO), meta["annotations"][VOLCANO_ANNOTATION])]
@@ -249,18 +253,28 @@ def example_gangs():
     return out
 
 
+def min_member(pg, job):
+    """minMember of the example's PodGroup, or the native Job's minCount."""
+    if pg is None:
+        return job["spec"]["scheduling"]["schedulingPolicy"]["gang"]["minCount"]
+    return pg["spec"]["minMember"]
+
+
 def test_examples_are_whole_gangs_for_muster():
     """Each example Job's pods are Muster's, name a PodGroup of the same
-    file in its dialect, and are exactly minMember; both dialects and an
-    indexed PyTorch job are there."""
+    file in its dialect (or, natively, ask the Job controller for a gang),
+    and are exactly minMember; the three dialects and an indexed PyTorch
+    job are there."""
     gangs = example_gangs()
-    assert {pg["apiVersion"] for _, pg, _ in gangs} == {"/".join(SP), "/".join(VOLCANO)}
+    assert {pg["apiVersion"] if pg else "native" for _, pg, _ in gangs} == \
+        {"/".join(SP), "/".join(VOLCANO), "native"}
     for path, pg, job in gangs:
         spec = job["spec"]
         assert spec["template"]["spec"]["schedulerName"] == "muster", path
-        assert spec["parallelism"] == spec["completions"] == pg["spec"]["minMember"], path
-        assert "namespace" not in pg["metadata"] and "namespace" not in job["metadata"], path
-    (torch,) = [(pg, job) for _, pg, job in gangs if job["spec"].get("completionMode") == "Indexed"]
+        assert spec["parallelism"] == spec["completions"] == min_member(pg, job), path
+        assert "namespace" not in (pg or {"metadata": {}})["metadata"] and "namespace" not in job["metadata"], path
+    (torch,) = [(pg, job) for _, pg, job in gangs
+                if job["spec"].get("completionMode") == "Indexed" and pg is not None]
     pg, job = torch
     assert pg["spec"]["minMember"] == 4
     (c,) = job["spec"]["template"]["spec"]["containers"]
@@ -421,6 +435,7 @@ def expected_rules(ns):
         ("pods/binding", (), ("create",)), ("pods/eviction", (), ("create",)),
         ("pods/status", (), ("patch",)), ("events.events.k8s.io", (), ("create",)),
         ("podgroups.scheduling.x-k8s.io/status", (), ("patch",)),
+        ("podgroups.scheduling.k8s.io", (), list_watch), ("podgroups.scheduling.k8s.io/status", (), ("patch",)),
     }
     if ns == NS:
         want |= {("leases.coordination.k8s.io", (), ("create",)),
@@ -463,12 +478,33 @@ def with_queue(doc, queue):
     return doc
 
 
+def native_with_queue(job, queue):
+    """A native example Job whose pods carry the queue label."""
+    job = json.loads(json.dumps(job))
+    meta = job["spec"]["template"].setdefault("metadata", {})
+    meta["labels"] = dict(meta.get("labels") or {}, **{QUEUE_LABEL: queue})
+    return job
+
+
+def native_scheduled(custom, ns, job_name):
+    """The True PodGroupInitiallyScheduled condition of the native PodGroup
+    the Job controller made for job_name, else Not."""
+    items = custom.list_namespaced_custom_object("scheduling.k8s.io", "v1beta1", ns, "podgroups")["items"]
+    for pg in items:
+        if any(o.get("name") == job_name and o.get("kind") == "Job" for o in pg["metadata"].get("ownerReferences") or []):
+            for c in (pg.get("status") or {}).get("conditions") or []:
+                if c.get("type") == "PodGroupInitiallyScheduled" and c.get("status") == "True":
+                    return c
+            return Not(f"{pg['metadata']['name']}: status {pg.get('status')}")
+    return Not(f"no PodGroup of Job {job_name}")
+
+
 def gang_pods(core, ns, pg, job):
     """Pod names of the Job, once all minMember exist and are bound, else Not."""
     sel = f"batch.kubernetes.io/job-name={job['metadata']['name']}"
     got = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(ns, label_selector=sel).items}
     unbound = sorted(n for n, node in got.items() if not node)
-    if len(got) < pg["spec"]["minMember"] or unbound:
+    if len(got) < min_member(pg, job) or unbound:
         return Not(f"{job['metadata']['name']}: pods {got}")
     return got
 
@@ -617,19 +653,25 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
         assert until(muster, "high-priority pod bound", lambda: bound(core, ns, "high"), BIND_TIMEOUT) == node
         until(muster, "Preempted Event on the victim", lambda: "Preempted" in event_reasons(core, ns, "low"))
 
-        # The examples, in team-a whatever the namespace: both dialects and
-        # the PyTorch job (8 + 6 + 32 GPUs), bound whole.
+        # The examples, in team-a whatever the namespace: the three dialects
+        # and the PyTorch job (8 + 2 + 6 + 32 GPUs: team-a's 32 and the 16 it
+        # may borrow), bound whole.
         gangs = example_gangs()
         for path in sorted(os.listdir(EXAMPLES)):
-            docs = [with_queue(d, "team-a") if d["kind"] == "PodGroup" else d
+            docs = [with_queue(d, "team-a") if d["kind"] == "PodGroup" else
+                    native_with_queue(d, "team-a") if "scheduling" in d.get("spec", {}) else d
                     for d in load(os.path.join(EXAMPLES, path))]
             kubectl(cluster, "apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump_all(docs))
         for _, pg, job in gangs:
             until(muster, f"gang {job['metadata']['name']} bound", lambda: gang_pods(core, ns, pg, job),
                   BIND_TIMEOUT)
-        # PodGroup status in both dialects: the status subresource and the
-        # Volcano object itself.
-        for _, pg, _ in gangs:
+        # PodGroup status in the three dialects: the status subresource, the
+        # Volcano object itself, and the native PodGroup's condition.
+        for _, pg, job in gangs:
+            if pg is None:
+                until(muster, "the native PodGroup's PodGroupInitiallyScheduled",
+                      lambda job=job: native_scheduled(custom, ns, job["metadata"]["name"]))
+                continue
             group, version = pg["apiVersion"].split("/")
 
             def phase(pg=pg, group=group, version=version):

@@ -1439,25 +1439,41 @@ static void test_podgroup_native(void **state)
 	cJSON_Delete(doc);
 }
 
-/* spec.schedulingGroup.podGroupName names a native PodGroup, and wins
- * over the CRDs' label and annotation (kube-scheduler reads only it). */
+/* spec.schedulingGroup.podGroupName names a native PodGroup when the pod
+ * names no CRD PodGroup: the Job controller of 1.37 gives every Job's pods
+ * a (basic) native group, and a label or annotation on the template is
+ * the user's own choice. */
 static void test_pod_native_group(void **state)
 {
 	struct kubeapi_model *m = *state;
 	cJSON *doc = item("pods.json", "job1-6pjkl");
 	union obj o;
 
-	set(doc, "metadata labels scheduling.x-k8s.io/pod-group", "\"pg-a\"");
+	set(doc, "metadata labels scheduling.x-k8s.io/pod-group", NULL);
+	set(doc, "metadata annotations scheduling.k8s.io/group-name", NULL);
 	set(doc, "spec schedulingGroup", "{\"podGroupName\":\"pg-nat\"}");
 	decode_ok(m, POD, doc, &o);
 	assert_string_equal(S(m, o.pod.group), "pg-nat");
 	assert_int_equal(o.pod.group_source, KUBEAPI_GROUP_NATIVE);
 	kubeapi_pod_release(m, &o.pod);
-	/* an empty schedulingGroup falls back to the label */
-	set(doc, "spec schedulingGroup", "{}");
+	/* the label wins, then the annotation */
+	set(doc, "metadata labels scheduling.x-k8s.io/pod-group", "\"pg-a\"");
 	decode_ok(m, POD, doc, &o);
 	assert_string_equal(S(m, o.pod.group), "pg-a");
 	assert_int_equal(o.pod.group_source, KUBEAPI_GROUP_LABEL);
+	kubeapi_pod_release(m, &o.pod);
+	set(doc, "metadata labels scheduling.x-k8s.io/pod-group", NULL);
+	set(doc, "metadata annotations scheduling.k8s.io/group-name", "\"pg-b\"");
+	decode_ok(m, POD, doc, &o);
+	assert_string_equal(S(m, o.pod.group), "pg-b");
+	assert_int_equal(o.pod.group_source, KUBEAPI_GROUP_ANNOTATION);
+	kubeapi_pod_release(m, &o.pod);
+	set(doc, "metadata annotations scheduling.k8s.io/group-name", NULL);
+	/* an empty schedulingGroup: no group */
+	set(doc, "spec schedulingGroup", "{}");
+	decode_ok(m, POD, doc, &o);
+	assert_int_equal(o.pod.group, 0);
+	assert_int_equal(o.pod.group_source, KUBEAPI_GROUP_NONE);
 	kubeapi_pod_release(m, &o.pod);
 	set(doc, "spec schedulingGroup", "{\"podGroupName\":7}");
 	expect_bad(m, POD, doc, "spec.schedulingGroup.podGroupName: expected a string");
