@@ -626,7 +626,7 @@ static int replay(struct cluster *c, const struct trace *t, uint64_t seed, enum 
 	if (!order || !b || !v || vgpus_init(v, c) < 0)
 		goto out;
 	out->npods = arrivals(t, c->gpus * 1000, seed, order, MAX_PODS * 2);
-	if ((rc = policy_nodes_build(&nodes, &a, c->s.model, NULL, c->node, c->n)) < 0)
+	if ((rc = policy_nodes_build(&nodes, &a, c->s.model, NULL, NULL, 0, c->node, c->n)) < 0)
 		goto out;
 	for (size_t k = 0; k < out->npods; k++) {
 		const struct tpod *p = &t->pod[order[k]];

@@ -118,7 +118,7 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 }
 
 /* The topology level a PodGroup's constraint names: its index, nlevels
- * when no configured level has that key, -1 for no constraint. */
+ * when the table has none of that key, -1 for no constraint. */
 static int constraint_level(const struct plan_run *r, const struct kubeapi_podgroup *pg)
 {
 	const struct policy_nodes *t = &r->p->nodes;

@@ -182,8 +182,18 @@ static void set_allocatable(struct policy_nodes *t, size_t i, uint64_t gpu_mask)
 		}
 }
 
+/* Whether label key `key` is one of t's levels already. */
+static bool has_level(const struct policy_nodes *t, uint32_t key)
+{
+	for (unsigned l = 0; l < t->nlevels; l++)
+		if (t->level[l].key == key)
+			return true;
+	return false;
+}
+
 int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_model *m,
-                       const struct config *cfg, const struct kubeapi_node *const *nodes, size_t n)
+                       const struct config *cfg, const uint32_t *extra, size_t nextra,
+                       const struct kubeapi_node *const *nodes, size_t n)
 {
 	const struct config_strings *levels = cfg ? &cfg->topology.levels : NULL;
 	struct flavor_ids fi;
@@ -203,6 +213,10 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 		if (key) /* a key no node carries is no level */
 			t->level[t->nlevels++].key = key;
 	}
+	t->nsearch = t->nlevels;
+	for (size_t k = 0; k < nextra && t->nlevels < POLICY_MAX_LEVELS; k++)
+		if (extra[k] && !has_level(t, extra[k]))
+			t->level[t->nlevels++].key = extra[k];
 	t->node = arena_alloc(a, (n + 1) * sizeof(*t->node));
 	t->free = arena_calloc(a, n * t->nres + 1, sizeof(*t->free));
 	t->free_cpu = arena_alloc(a, (n + 1) * sizeof(*t->free_cpu));

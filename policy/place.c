@@ -621,7 +621,7 @@ int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, stru
 		undo(&tr);
 		return -ENOSPC;
 	}
-	for (unsigned l = t->nlevels; l-- > 0;) {
+	for (unsigned l = t->nsearch; l-- > 0;) {
 		if (tightest(&tr, l, &ask)) {
 			give_held(&tr, held);
 			return 0;
@@ -629,7 +629,7 @@ int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, stru
 		if (n == 1 && covers_all(t, l))
 			break; /* one pod no domain holds fits on no node */
 	}
-	if ((n > 1 || !t->nlevels || !covers_all(t, 0)) && run(&tr, NULL, 0)) {
+	if ((n > 1 || !t->nsearch || !covers_all(t, 0)) && run(&tr, NULL, 0)) {
 		give_held(&tr, held);
 		return 0;
 	}

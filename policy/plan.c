@@ -116,8 +116,8 @@ static void place_message(struct plan_run *r, struct plan_gang *g, const struct 
 		const struct policy_nodes *t = &r->p->nodes;
 
 		words.within_unknown = (unsigned)g->within.level >= t->nlevels;
-		words.within = plan__str(r, words.within_unknown ? g->group->topology_key
-		                                                 : t->level[g->within.level].key);
+		words.within_none = !words.within_unknown && !t->level[g->within.level].ndomains;
+		words.within = plan__str(r, g->group->topology_key);
 	}
 	g->state = PLAN_WAITING;
 	g->block = (struct plan_block){.why = PLAN_WHY_FIT,

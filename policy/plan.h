@@ -165,10 +165,11 @@ struct plan_gang {
 	uint32_t tried;           /* when this cycle tried it: 1, 2, ...; 0 not tried */
 	const int64_t *req;       /* what its pending members ask, per queue slot; or NULL */
 	struct plan_block block;  /* why it waits */
-	/* A native PodGroup's topology constraint: level -1 none; a level
-	 * past plan.nodes.nlevels when its key is not a configured level (it
-	 * fits nowhere); domain, once a member is bound or placed, where the
-	 * rest must go. */
+	/* A native PodGroup's topology constraint: level -1 none; the level
+	 * of its key (a configured one, or one the table keeps for such
+	 * constraints alone); past plan.nodes.nlevels when the table has no
+	 * room for it (it fits nowhere); domain, once a member is bound or
+	 * placed, where the rest must go. */
 	struct policy_within within;
 };
 

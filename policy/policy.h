@@ -59,7 +59,11 @@ struct policy_level {
 struct policy_nodes {
 	size_t n;
 	unsigned nres; /* resources registered in the model */
-	unsigned nlevels;
+	/* Levels [0, nsearch) are the configured ones, which placement
+	 * searches for the smallest domain that holds a gang; the rest, up
+	 * to nlevels, only constrain: label keys that gangs require (a native
+	 * PodGroup's topology key) but the configuration does not list. */
+	unsigned nlevels, nsearch;
 	const struct kubeapi_node **node;
 	int64_t *free; /* n x nres: allocatable minus what pods use */
 	/* free[i * nres + KUBEAPI_RES_CPU] again, packed: the test a member
@@ -106,10 +110,14 @@ struct policy_nodes {
 
 /**
  * Build the table for nodes[0..n) with the flavors and topology levels of
- * cfg, free = allocatable. Returns 0 or -ENOMEM. O(n x (levels + flavors)).
+ * cfg, then constraint-only levels for the label keys extra[0..nextra)
+ * that are not among them (up to POLICY_MAX_LEVELS in all; extra may be
+ * NULL), free = allocatable. Returns 0 or -ENOMEM.
+ * O(n x (levels + flavors)).
  */
 int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_model *m,
-                       const struct config *cfg, const struct kubeapi_node *const *nodes, size_t n);
+                       const struct config *cfg, const uint32_t *extra, size_t nextra,
+                       const struct kubeapi_node *const *nodes, size_t n);
 
 /** The node index of name id `name`, or -1. O(1). */
 long policy_nodes_find(const struct policy_nodes *t, uint32_t name);

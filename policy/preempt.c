@@ -354,7 +354,7 @@ static int search(struct attempt *x, const struct preempt_cand *c, size_t nc, st
 		return rc;
 	for (size_t k = 0; k < x->a->n; k++)
 		want += policy_spec_gpus(x->a->specs[k]);
-	for (unsigned l = x->a->nodes->nlevels; l-- > 0 && !b->count;)
+	for (unsigned l = x->a->nodes->nsearch; l-- > 0 && !b->count;)
 		if ((rc = search_level(x, c, nc, l, want, &s, b)) < 0)
 			return rc;
 	if (b->count)

@@ -58,6 +58,28 @@ static int by_name(const void *a, const void *b, void *strs)
 	return strcmp(intern_str(strs, x->name), intern_str(strs, y->name));
 }
 
+/* The topology keys native PodGroups require, distinct, into keys[0..cap):
+ * the table gets a constraint-only level for each the configuration does
+ * not list. O(PodGroups). */
+static size_t required_keys(const struct plan_run *r, uint32_t *keys, size_t cap)
+{
+	const struct idmap_slot *e;
+	size_t n = 0;
+
+	if (!r->in->natgroups)
+		return 0;
+	IDMAP_FOREACH(r->in->natgroups, i, e) {
+		uint32_t key = ((const struct kubeapi_podgroup *)e->value)->topology_key;
+		size_t k = 0;
+
+		while (k < n && keys[k] != key)
+			k++;
+		if (key && k == n && n < cap)
+			keys[n++] = key;
+	}
+	return n;
+}
+
 /* Nodes in name order, so that equal clusters place equally whatever the
  * order the watch delivered them in. */
 int plan__build_nodes(struct plan_run *r)
@@ -65,7 +87,8 @@ int plan__build_nodes(struct plan_run *r)
 	const struct idmap *m = r->in->nodes;
 	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
 	const struct idmap_slot *e;
-	size_t n = 0;
+	uint32_t keys[POLICY_MAX_LEVELS];
+	size_t n = 0, nkeys = required_keys(r, keys, POLICY_MAX_LEVELS);
 
 	if (!v)
 		return -ENOMEM;
@@ -73,7 +96,8 @@ int plan__build_nodes(struct plan_run *r)
 		v[n++] = e->value;
 	qsort_r(v, n, sizeof(*v), by_name, r->strs);
 	r->p->stats.nodes = n;
-	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, v, n);
+	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, keys, nkeys, v,
+	                          n);
 }
 
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)

@@ -234,7 +234,14 @@ static void fit_message(const struct plan_facts *f, char *buf, size_t len)
 	if (f->within && f->within_unknown) {
 		snprintf(buf, len,
 		         "gang %s/%s: its PodGroup asks for every member in one domain of %s, "
-		         "which is not one of Muster's topology.levels",
+		         "past the %d topology levels Muster keeps",
+		         f->ns, f->name, f->within, POLICY_MAX_LEVELS);
+		return;
+	}
+	if (f->within && f->within_none) {
+		snprintf(buf, len,
+		         "gang %s/%s: its PodGroup asks for every member in one domain of %s, and "
+		         "no node has that label",
 		         f->ns, f->name, f->within);
 		return;
 	}

@@ -43,9 +43,11 @@ struct plan_facts {
 	int64_t free_total; /* of res, on ready schedulable nodes */
 	int64_t ask;        /* the gang's request of res, 0 when unknown */
 	/* A topology constraint's label key (all members in one domain of
-	 * it), or NULL; within_unknown: no configured level has that key. */
+	 * it), or NULL; within_none: no node carries that label;
+	 * within_unknown: the node table has no level of that key (more
+	 * distinct keys than POLICY_MAX_LEVELS). */
 	const char *within;
-	bool within_unknown;
+	bool within_none, within_unknown;
 	/* PLAN_WHY_STRICT_FIFO: the queue, and its head. */
 	const char *queue;
 	const char *head_ns, *head_name;

@@ -243,7 +243,7 @@ static int take_nodes(const struct snap_input *s, struct snap *sn)
 	int rc;
 
 	sn->nres = t->nres;
-	sn->nlevels = t->nlevels;
+	sn->nlevels = t->nsearch; /* the configured levels; not constraint-only ones */
 	sn->nnodes = t->n;
 	sn->res_name = arena_calloc(&sn->arena, sn->nres + 1, sizeof(char *));
 	sn->level_name = arena_calloc(&sn->arena, sn->nlevels + 1, sizeof(char *));

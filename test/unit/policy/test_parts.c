@@ -58,8 +58,8 @@ static void world_init(struct world *w, int n)
 		snprintf(name, sizeof(name), "n-%d", k);
 		nodes[k] = synth_node(&w->s, name, NULL, NULL, 8, NULL);
 	}
-	assert_int_equal(policy_nodes_build(&w->t, &w->arena, w->s.model, w->cfg, nodes, (size_t)n),
-	                 0);
+	assert_int_equal(
+	    policy_nodes_build(&w->t, &w->arena, w->s.model, w->cfg, NULL, 0, nodes, (size_t)n), 0);
 	w->eight = synth_pod(&w->s, "t", "eight", NULL, "muster", 100, 8, NULL, 0, NULL)->spec;
 	w->one = synth_pod(&w->s, "t", "one", NULL, "muster", 100, 1, NULL, 0, NULL)->spec;
 }

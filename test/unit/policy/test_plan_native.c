@@ -235,9 +235,10 @@ static void test_topology_short_and_unknown(void **state)
 	g = gang(&w, "u");
 	assert_int_equal(g->state, PLAN_WAITING);
 	assert_null(node_of(&w, "u-0"));
+	assert_int_equal(g->state, PLAN_WAITING); /* no node has the label */
 	assert_string_equal(g->message,
-	                    "gang s/u: its PodGroup asks for every member in one domain of "
-	                    "example.com/pod, which is not one of Muster's topology.levels");
+	                    "gang s/u: its PodGroup asks for every member in one domain "
+	                    "of example.com/pod, and no node has that label");
 	world_free(&w);
 
 	world_init(&w, 2, 2);
@@ -249,6 +250,41 @@ static void test_topology_short_and_unknown(void **state)
 	nat_pod(&w, "g-1", "g", 8, NULL);
 	cycle(&w);
 	assert_int_equal(gang(&w, "g")->state, PLAN_ADMITTED);
+	world_free(&w);
+}
+
+/* A key the configuration does not list still constrains: blocks that
+ * cut across the racks (b1 = r0-0 + r1-0, b2 = r0-1 + r1-1). A gang of 2 x
+ * 8 GPUs asking for one block goes to b2, the whole free block, though
+ * unconstrained it would fill rack r1; the debug view's levels stay the
+ * configured three. */
+static void test_topology_key_not_configured(void **state)
+{
+	static const char *const nodes[][2] = {
+	    {"r0-0", "b1"}, {"r0-1", "b2"}, {"r1-0", "b1"}, {"r1-1", "b2"}};
+	struct world w;
+	char labels[64];
+
+	(void)state;
+	world_init(&w, 0, 0);
+	for (size_t k = 0; k < 4; k++) {
+		snprintf(labels, sizeof(labels), "\"example.com/block\":\"%s\"", nodes[k][1]);
+		synth_node(&w.s, nodes[k][0], "z", k < 2 ? "r0" : "r1", 8, labels);
+	}
+	nat_group(&w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}");
+	nat_pod(&w, "busy-0", "busy", 1, "r0-0");
+	nat_group(&w, "g",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},"
+	          "\"schedulingConstraints\":{\"topology\":[{\"key\":\"example.com/block\"}]}");
+	nat_pod(&w, "g-0", "g", 8, NULL);
+	nat_pod(&w, "g-1", "g", 8, NULL);
+	cycle(&w);
+	assert_int_equal(gang(&w, "g")->state, PLAN_ADMITTED);
+	assert_true(
+	    (strcmp(node_of(&w, "g-0"), "r0-1") == 0 && strcmp(node_of(&w, "g-1"), "r1-1") == 0) ||
+	    (strcmp(node_of(&w, "g-0"), "r1-1") == 0 && strcmp(node_of(&w, "g-1"), "r0-1") == 0));
+	assert_int_equal(w.plan.nodes.nsearch, 3);
+	assert_int_equal(w.plan.nodes.nlevels, 4);
 	world_free(&w);
 }
 
@@ -309,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_topology_one_rack),
 	    cmocka_unit_test(test_topology_short_and_unknown),
 	    cmocka_unit_test(test_topology_later_members),
+	    cmocka_unit_test(test_topology_key_not_configured),
 	    cmocka_unit_test(test_basic_and_priority),
 	};
 
