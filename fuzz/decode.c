@@ -5,7 +5,7 @@
  * object with "items", as the list calls return) has each item decoded;
  * anything else is decoded as one object, whatever its JSON type, since a
  * list's items reach the cache without a type check. Every decoder runs on
- * every object: Pod, Node, PodGroup in its three dialects, PriorityClass,
+ * every object: Pod, Node, PodGroup in its three dialects, Workload, PriorityClass,
  * PodDisruptionBudget, Namespace.
  *
  * Checked, as kubeapi/decode.h promises: a decoder returns 0, -EINVAL or
@@ -109,9 +109,19 @@ static void ns_rel(struct kubeapi_model *m, void *obj)
 	kubeapi_namespace_release(m, obj);
 }
 
+static int wl(struct kubeapi_model *m, const cJSON *o, void *out, struct kubeapi_decode_error *e)
+{
+	return kubeapi_workload_decode(m, o, out, e);
+}
+
+static void wl_rel(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_workload_release(m, obj);
+}
+
 static const struct decoder decoders[] = {
-    {pod, pod_rel},      {node, node_rel}, {pg_x_k8s, pg_rel}, {pg_volcano, pg_rel},
-    {pg_native, pg_rel}, {pc, pc_rel},     {pdb, pdb_rel},     {ns, ns_rel},
+    {pod, pod_rel}, {node, node_rel}, {pg_x_k8s, pg_rel}, {pg_volcano, pg_rel}, {pg_native, pg_rel},
+    {pc, pc_rel},   {pdb, pdb_rel},   {ns, ns_rel},       {wl, wl_rel},
 };
 
 static bool all_zero(const void *p, size_t n)

@@ -51,6 +51,12 @@ static uint64_t key_pdb(const void *o)
 
 	return kubeapi_cache_key(d->ns, d->name);
 }
+static uint64_t key_wl(const void *o)
+{
+	const struct kubeapi_workload *w = o;
+
+	return kubeapi_cache_key(w->ns, w->name);
+}
 static uint64_t key_ns(const void *o)
 {
 	return kubeapi_cache_key(0, ((const struct kubeapi_namespace *)o)->name);
@@ -73,6 +79,10 @@ static const struct kind_desc kinds[KUBEAPI_STORE_COUNT] = {
                                  &kubeapi__podgroup_kind,
                                  KUBEAPI_PG_NATIVE,
                                  key_pg},
+    [KUBEAPI_STORE_WORKLOADS] = {{"Workload", "/apis/scheduling.k8s.io/v1beta1/workloads", true},
+                                 &kubeapi__workload_kind,
+                                 0,
+                                 key_wl},
     [KUBEAPI_STORE_PRIORITYCLASSES] = {{"PriorityClass",
                                         "/apis/scheduling.k8s.io/v1/priorityclasses", false},
                                        &kubeapi__priorityclass_kind,

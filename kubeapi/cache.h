@@ -33,6 +33,7 @@ enum kubeapi_store_kind {
 	KUBEAPI_STORE_PODGROUPS, /* scheduling.x-k8s.io/v1alpha1 */
 	KUBEAPI_STORE_VCJOBS,    /* scheduling.volcano.sh/v1beta1 PodGroups */
 	KUBEAPI_STORE_NATIVEPGS, /* scheduling.k8s.io/v1beta1 PodGroups (1.37) */
+	KUBEAPI_STORE_WORKLOADS, /* scheduling.k8s.io/v1beta1 Workloads: their labels */
 	KUBEAPI_STORE_PRIORITYCLASSES,
 	KUBEAPI_STORE_PDBS,
 	KUBEAPI_STORE_NAMESPACES,

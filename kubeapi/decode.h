@@ -60,6 +60,8 @@ int kubeapi_pdb_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi
                        struct kubeapi_decode_error *err);
 int kubeapi_namespace_decode(struct kubeapi_model *m, const cJSON *obj,
                              struct kubeapi_namespace *out, struct kubeapi_decode_error *err);
+int kubeapi_workload_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_workload *out,
+                            struct kubeapi_decode_error *err);
 
 /* Release what a decoded object references and zero it. Safe on zeroed. */
 void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p);
@@ -68,5 +70,6 @@ void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *
 void kubeapi_priorityclass_release(struct kubeapi_model *m, struct kubeapi_priorityclass *pc);
 void kubeapi_pdb_release(struct kubeapi_model *m, struct kubeapi_pdb *d);
 void kubeapi_namespace_release(struct kubeapi_model *m, struct kubeapi_namespace *ns);
+void kubeapi_workload_release(struct kubeapi_model *m, struct kubeapi_workload *w);
 
 #endif /* MUSTER_KUBEAPI_DECODE_H */

@@ -158,11 +158,12 @@ union kubeapi__any_object {
 	struct kubeapi_priorityclass pc;
 	struct kubeapi_pdb pdb;
 	struct kubeapi_namespace ns;
+	struct kubeapi_workload wl;
 };
 
 /* The kinds, for the driver and the cache's stores. */
 extern const struct kubeapi__kind kubeapi__node_kind, kubeapi__pod_kind, kubeapi__podgroup_kind,
-    kubeapi__priorityclass_kind, kubeapi__pdb_kind, kubeapi__namespace_kind;
+    kubeapi__priorityclass_kind, kubeapi__pdb_kind, kubeapi__namespace_kind, kubeapi__workload_kind;
 
 /* The typed *_release functions behind a void pointer. */
 void kubeapi__node_release(struct kubeapi_model *m, void *obj);
@@ -171,6 +172,7 @@ void kubeapi__podgroup_release(struct kubeapi_model *m, void *obj);
 void kubeapi__priorityclass_release(struct kubeapi_model *m, void *obj);
 void kubeapi__pdb_release(struct kubeapi_model *m, void *obj);
 void kubeapi__namespace_release(struct kubeapi_model *m, void *obj);
+void kubeapi__workload_release(struct kubeapi_model *m, void *obj);
 
 /* Decode obj as kind k: all of *out on success, nothing (and no reference
  * left behind) on failure. */

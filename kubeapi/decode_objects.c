@@ -312,12 +312,26 @@ static int native_priority(struct kubeapi__dec *d, const cJSON *spec, struct kub
 	return 0;
 }
 
+/* spec.workloadRef.workloadName: the Workload whose labels may name the
+ * queue. */
+static int native_workload(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
+{
+	const cJSON *ref;
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "workloadRef", "spec.workloadRef", &ref)) != 0)
+		return rc < 0 ? rc : 0;
+	rc = kubeapi__string_id(d, ref, "workloadName", "spec.workloadRef.workloadName",
+	                        KUBEAPI_MAX_NAME, &g->workload);
+	return rc < 0 ? rc : 0;
+}
+
 static int native_spec(struct kubeapi__dec *d, const cJSON *spec, struct kubeapi_podgroup *g)
 {
 	int rc;
 
 	if ((rc = native_policy(d, spec, g)) < 0 || (rc = native_topology(d, spec, g)) < 0 ||
-	    (rc = native_disruption(d, spec, g)) < 0)
+	    (rc = native_disruption(d, spec, g)) < 0 || (rc = native_workload(d, spec, g)) < 0)
 		return rc;
 	return native_priority(d, spec, g);
 }
@@ -486,6 +500,7 @@ void kubeapi_podgroup_release(struct kubeapi_model *m, struct kubeapi_podgroup *
 	intern_unref(m->in, g->queue);
 	intern_unref(m->in, g->priority_class);
 	intern_unref(m->in, g->topology_key);
+	intern_unref(m->in, g->workload);
 	intern_unref(m->in, g->status.phase);
 	intern_unref(m->in, g->status.cond_type);
 	intern_unref(m->in, g->status.cond_reason);
@@ -842,4 +857,55 @@ void kubeapi_namespace_release(struct kubeapi_model *m, struct kubeapi_namespace
 	intern_unref(m->in, ns->name);
 	kubeapi__labels_unref(m->in, ns->muster);
 	memset(ns, 0, sizeof(*ns));
+}
+
+/* ---- Workloads ------------------------------------------------------------------- */
+
+static void workload_identity(void *obj, const struct kubeapi__meta *md, const void *arg)
+{
+	struct kubeapi_workload *w = obj;
+
+	(void)arg;
+	w->ns = md->ns;
+	w->name = md->name;
+	w->rv = md->rv;
+}
+
+/* Only the labels: the rest (its PodGroup templates) is what the
+ * PodGroups made from it say again. */
+static int workload_fields(struct kubeapi__dec *d, const cJSON *obj, const struct kubeapi__meta *md,
+                           void *out)
+{
+	struct kubeapi_workload *w = out;
+
+	(void)obj;
+	return kubeapi__labels(d, md->labels, md->annotations, MUSTER_PREFIX, &w->muster);
+}
+
+const struct kubeapi__kind kubeapi__workload_kind = {
+    "Workload",
+    true,
+    sizeof(struct kubeapi_workload),
+    workload_identity,
+    workload_fields,
+    kubeapi__workload_release,
+};
+
+int kubeapi_workload_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_workload *out,
+                            struct kubeapi_decode_error *err)
+{
+	return kubeapi__decode(m, &kubeapi__workload_kind, NULL, obj, out, err);
+}
+
+void kubeapi__workload_release(struct kubeapi_model *m, void *obj)
+{
+	kubeapi_workload_release(m, obj);
+}
+
+void kubeapi_workload_release(struct kubeapi_model *m, struct kubeapi_workload *w)
+{
+	intern_unref(m->in, w->ns);
+	intern_unref(m->in, w->name);
+	kubeapi__labels_unref(m->in, w->muster);
+	memset(w, 0, sizeof(*w));
 }

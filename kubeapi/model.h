@@ -331,6 +331,7 @@ struct kubeapi_podgroup {
 	uint8_t has_priority, preempt_never, disruption;
 	uint8_t pad_;
 	uint32_t topology_key;
+	uint32_t workload; /* spec.workloadRef.workloadName, else 0 */
 	int64_t created_s;
 	uint64_t rv;
 	const struct kubeapi_reslist *min_resources;
@@ -384,6 +385,14 @@ struct kubeapi_pdb {
 	uint8_t pad_[3];
 	uint64_t rv;
 	const struct kubeapi_selector *selector; /* NULL when selects_nothing */
+};
+
+/* A Workload (scheduling.k8s.io/v1beta1): only its labels under
+ * muster.dev/, where its PodGroups' queue may be named. */
+struct kubeapi_workload {
+	uint32_t ns, name;
+	uint64_t rv;
+	const struct kubeapi_labels *muster;
 };
 
 struct kubeapi_namespace {

@@ -46,9 +46,21 @@ int32_t plan__pod_priority(const struct kubeapi_pod *pod)
 	return pod->spec && pod->spec->has_priority ? pod->spec->priority : 0;
 }
 
+/* The queue label of a native PodGroup's Workload, or 0. */
+static uint32_t workload_label(const struct plan_run *r, const struct kubeapi_podgroup *pg)
+{
+	const struct kubeapi_workload *w;
+
+	if (!pg->workload || !r->in->workloads)
+		return 0;
+	w = idmap_get(r->in->workloads, (uint64_t)pg->ns << 32 | pg->workload);
+	return w ? kubeapi_labels_get(w->muster, r->queue_label) : 0;
+}
+
 /* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
  * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason saying
- * why. */
+ * why. The label muster.dev/queue is read from the PodGroup, then (native)
+ * its Workload, then the pod. */
 int plan__queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
                    const struct kubeapi_pod *pod, struct queue_resolution *res)
 {
@@ -56,6 +68,8 @@ int plan__queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
 
 	if (pg)
 		label = kubeapi_labels_get(pg->muster, r->queue_label);
+	if (pg && !label)
+		label = workload_label(r, pg);
 	if (!label && pod)
 		label = kubeapi_labels_get(pod->muster, r->queue_label);
 	if (pg && pg->dialect == KUBEAPI_PG_VOLCANO)

@@ -50,6 +50,9 @@ struct plan_input {
 	/* PodGroups of the three dialects: scheduler-plugins, Volcano and
 	 * scheduling.k8s.io (natgroups may be NULL: served from 1.37 on). */
 	const struct idmap *groups, *vcgroups, *natgroups;
+	/* scheduling.k8s.io Workloads by namespace and name (may be NULL):
+	 * the labels of a native PodGroup's Workload may name its queue. */
+	const struct idmap *workloads;
 	const struct idmap *priorityclasses; /* may be NULL */
 	struct queue_set *qs;                /* its usage is recounted */
 	/* Ids of the schedulerNames Muster takes (one gang tree and one quota

@@ -212,6 +212,7 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
 	    .groups = kubeapi_cache_store(c, KUBEAPI_STORE_PODGROUPS),
 	    .vcgroups = kubeapi_cache_store(c, KUBEAPI_STORE_VCJOBS),
 	    .natgroups = kubeapi_cache_store(c, KUBEAPI_STORE_NATIVEPGS),
+	    .workloads = kubeapi_cache_store(c, KUBEAPI_STORE_WORKLOADS),
 	    .priorityclasses = kubeapi_cache_store(c, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .qs = s->qs,
 	    .assumed = assumed,

@@ -294,7 +294,7 @@ ALLOWED = [
         ("pods", "*"), ("nodes", None), ("namespaces", None),
         ("priorityclasses.scheduling.k8s.io", None), ("poddisruptionbudgets.policy", "*"),
         ("podgroups.scheduling.x-k8s.io", "*"), ("podgroups.scheduling.volcano.sh", "*"),
-        ("podgroups.scheduling.k8s.io", "*"))],
+        ("podgroups.scheduling.k8s.io", "*"), ("workloads.scheduling.k8s.io", "*"))],
     # Writes (kubeapi/writes.c), in any namespace.
     ("create", "pods", "binding", "team-x"),
     ("create", "pods", "eviction", "team-x"),
@@ -436,6 +436,7 @@ def expected_rules(ns):
         ("pods/status", (), ("patch",)), ("events.events.k8s.io", (), ("create",)),
         ("podgroups.scheduling.x-k8s.io/status", (), ("patch",)),
         ("podgroups.scheduling.k8s.io", (), list_watch), ("podgroups.scheduling.k8s.io/status", (), ("patch",)),
+        ("workloads.scheduling.k8s.io", (), list_watch),
     }
     if ns == NS:
         want |= {("leases.coordination.k8s.io", (), ("create",)),

@@ -265,7 +265,7 @@ static const char *label(struct kubeapi_model *m, const struct kubeapi_labels *l
 
 /* ---- decoding any kind ----------------------------------------------------- */
 
-enum kind { POD, NODE, PG_SP, PG_VC, PG_NAT, PC, PDB, NS, NKINDS };
+enum kind { POD, NODE, PG_SP, PG_VC, PG_NAT, PC, PDB, NS, WL, NKINDS };
 
 /* Each kind's name in errors and the real object hostile rows start from. */
 static const struct {
@@ -279,6 +279,7 @@ static const struct {
     [PC] = {"PriorityClass", "priorityclasses.json", "tdec-batch-low", ""},
     [PDB] = {"PodDisruptionBudget", "pdbs.json", "pdb-sel", "tdec-helper"},
     [NS] = {"Namespace", "namespaces.json", "tdec-helper", ""},
+    [WL] = {"Workload", "workloads.json", "wl-train", "tdec-helper"},
 };
 
 union obj {
@@ -288,6 +289,7 @@ union obj {
 	struct kubeapi_priorityclass pc;
 	struct kubeapi_pdb pdb;
 	struct kubeapi_namespace ns;
+	struct kubeapi_workload wl;
 };
 
 static int decode(struct kubeapi_model *m, enum kind k, const cJSON *o, union obj *out,
@@ -310,6 +312,8 @@ static int decode(struct kubeapi_model *m, enum kind k, const cJSON *o, union ob
 		return kubeapi_pdb_decode(m, o, &out->pdb, err);
 	case NS:
 		return kubeapi_namespace_decode(m, o, &out->ns, err);
+	case WL:
+		return kubeapi_workload_decode(m, o, &out->wl, err);
 	default:
 		fail_msg("test bug: kind %d", (int)k);
 	}
@@ -338,6 +342,9 @@ static void release(struct kubeapi_model *m, enum kind k, union obj *o)
 		break;
 	case NS:
 		kubeapi_namespace_release(m, &o->ns);
+		break;
+	case WL:
+		kubeapi_workload_release(m, &o->wl);
 		break;
 	default:
 		break;
@@ -1439,6 +1446,32 @@ static void test_podgroup_native(void **state)
 	cJSON_Delete(doc);
 }
 
+/* A Workload: its muster.dev/ labels only; a PodGroup's workloadRef. */
+static void test_workload(void **state)
+{
+	struct kubeapi_model *m = *state;
+	cJSON *doc = item("workloads.json", "wl-train");
+	union obj o;
+
+	decode_ok(m, WL, doc, &o);
+	assert_string_equal(S(m, o.wl.ns), "tdec-helper");
+	assert_string_equal(S(m, o.wl.name), "wl-train");
+	assert_int_equal(o.wl.muster->n, 1);
+	assert_string_equal(label(m, o.wl.muster, "muster.dev/queue"), "research");
+	kubeapi_workload_release(m, &o.wl);
+	cJSON_Delete(doc);
+
+	doc = item("podgroups-native.json", "pg-nat");
+	set(doc, "spec workloadRef",
+	    "{\"workloadName\":\"wl-train\",\"templateName\":\"workers\"}");
+	decode_ok(m, PG_NAT, doc, &o);
+	assert_string_equal(S(m, o.pg.workload), "wl-train");
+	kubeapi_podgroup_release(m, &o.pg);
+	set(doc, "spec workloadRef", "{\"workloadName\":3}");
+	expect_bad(m, PG_NAT, doc, "spec.workloadRef.workloadName: expected a string");
+	cJSON_Delete(doc);
+}
+
 /* spec.schedulingGroup.podGroupName names a native PodGroup when the pod
  * names no CRD PodGroup: the Job controller of 1.37 gives every Job's pods
  * a (basic) native group, and a label or annotation on the template is
@@ -1645,6 +1678,7 @@ static void test_all_real_objects_decode(void **state)
 	    {"priorityclasses.json", PC, 3},
 	    {"pdbs.json", PDB, 3},
 	    {"namespaces.json", NS, 6},
+	    {"workloads.json", WL, 1},
 	};
 	size_t i;
 
@@ -2548,6 +2582,7 @@ int main(void)
 	    T(test_podgroup_volcano),
 	    T(test_podgroup_native),
 	    T(test_pod_native_group),
+	    T(test_workload),
 	    T(test_priorityclass),
 	    T(test_pdb),
 	    T(test_namespace),

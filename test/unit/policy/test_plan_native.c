@@ -30,11 +30,14 @@ static const char yaml[] =
     "  - name: q\n"
     "    namespaces: [s]\n"
     "    quota:\n"
-    "      nvidia.com/gpu: {nominal: 1000}\n";
+    "      nvidia.com/gpu: {nominal: 1000}\n"
+    "  - name: tiny\n"
+    "    quota:\n"
+    "      nvidia.com/gpu: {nominal: 1, borrowingLimit: 0}\n";
 
 struct world {
 	struct synth s;
-	struct idmap natgroups;
+	struct idmap natgroups, workloads;
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;
@@ -67,6 +70,11 @@ static void world_free(struct world *w)
 		free((void *)e->value);
 	}
 	idmap_free(&w->natgroups);
+	IDMAP_FOREACH(&w->workloads, i, e) {
+		kubeapi_workload_release(w->s.model, (void *)e->value);
+		free((void *)e->value);
+	}
+	idmap_free(&w->workloads);
 	plan_free(&w->plan);
 	plan_memory_free(&w->keep);
 	queue_set_free(&w->qs);
@@ -90,6 +98,21 @@ static void nat_group(struct world *w, const char *name, const char *spec)
 	assert_int_equal(kubeapi_podgroup_decode(w->s.model, KUBEAPI_PG_NATIVE, o, g, &err), 0);
 	cJSON_Delete(o);
 	assert_int_equal(idmap_put(&w->natgroups, synth_key(&w->s, "s", name), g), 0);
+}
+
+/* A Workload s/name with labels (a JSON object body). */
+static void workload(struct world *w, const char *name, const char *labels)
+{
+	struct kubeapi_workload *v = calloc(1, sizeof(*v));
+	struct kubeapi_decode_error err;
+	cJSON *o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"s\","
+	                       "\"resourceVersion\":\"1\",\"labels\":{%s}},\"spec\":{}}",
+	                       name, labels);
+
+	assert_non_null(v);
+	assert_int_equal(kubeapi_workload_decode(w->s.model, o, v, &err), 0);
+	cJSON_Delete(o);
+	assert_int_equal(idmap_put(&w->workloads, synth_key(&w->s, "s", name), v), 0);
 }
 
 /* A pod of Muster's in native group `group` asking gpus, bound to `node`
@@ -130,6 +153,7 @@ static void cycle(struct world *w)
 	    .groups = &w->s.groups,
 	    .vcgroups = &w->s.vcgroups,
 	    .natgroups = &w->natgroups,
+	    .workloads = &w->workloads,
 	    .qs = w->qs,
 	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
 	    .nschedulers = 1,
@@ -339,6 +363,53 @@ static void test_basic_and_priority(void **state)
 	world_free(&w);
 }
 
+/* The queue: the PodGroup's label, else its Workload's, else the pod's
+ * or the namespace's. A Workload naming queue tiny (1 GPU) holds its
+ * PodGroup's 2-GPU gang; a label on the PodGroup itself wins. */
+static void test_queue_from_workload(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w, 1, 1);
+	workload(&w, "wl", "\"muster.dev/queue\":\"tiny\"");
+	nat_group(&w, "a",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}},"
+	          "\"workloadRef\":{\"workloadName\":\"wl\",\"templateName\":\"t\"}");
+	nat_pod(&w, "a-0", "a", 2, NULL);
+	cycle(&w);
+	assert_null(node_of(&w, "a-0"));
+	assert_non_null(strstr(gang(&w, "a")->message, "queue tiny"));
+	world_free(&w);
+
+	world_init(&w, 1, 1);
+	workload(&w, "wl", "\"muster.dev/queue\":\"tiny\"");
+	nat_group(&w, "a",
+	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}},"
+	          "\"workloadRef\":{\"workloadName\":\"wl\",\"templateName\":\"t\"}");
+	nat_pod(&w, "a-0", "a", 2, NULL);
+	/* the same PodGroup, labelled for q */
+	{
+		struct kubeapi_podgroup *g =
+		    (void *)idmap_get(&w.natgroups, synth_key(&w.s, "s", "a"));
+		struct kubeapi_decode_error err;
+		cJSON *o = synth_parse(
+		    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"s\",\"resourceVersion\":\"2\","
+		    "\"labels\":{\"muster.dev/"
+		    "queue\":\"q\"}},\"spec\":{\"schedulingPolicy\":{\"gang\":"
+		    "{\"minCount\":1}},\"workloadRef\":{\"workloadName\":\"wl\",\"templateName\":"
+		    "\"t\"}}}");
+
+		kubeapi_podgroup_release(w.s.model, g);
+		assert_int_equal(kubeapi_podgroup_decode(w.s.model, KUBEAPI_PG_NATIVE, o, g, &err),
+		                 0);
+		cJSON_Delete(o);
+	}
+	cycle(&w);
+	assert_non_null(node_of(&w, "a-0"));
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +418,7 @@ int main(void)
 	    cmocka_unit_test(test_topology_later_members),
 	    cmocka_unit_test(test_topology_key_not_configured),
 	    cmocka_unit_test(test_basic_and_priority),
+	    cmocka_unit_test(test_queue_from_workload),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
