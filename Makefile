@@ -104,7 +104,7 @@ FUZZ_ARGS ?=
 FUZZ_LDFLAGS_watch := -Wl,--wrap=kubeapi_http_submit -Wl,--wrap=kubeapi_http_cancel
 
 .PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check arch-check \
-	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e clean fuzz fuzz-bins
+	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e bench-native clean fuzz fuzz-bins
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
 
@@ -200,6 +200,11 @@ bench-cache-sync: all
 
 bench-e2e: all
 	bench/e2e-bind
+
+# kube-scheduler 1.37's own gang scheduling beside Muster on native
+# PodGroups, one cluster, one run (bench/README.md).
+bench-native: all
+	bench/native-gangs
 
 bench-plan: all
 	$(BUILD)/bench/plan_cycle --sweep
