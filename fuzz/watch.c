@@ -3,15 +3,16 @@
  * watch into lines and events) and what the cluster cache does with the
  * events (kubeapi/cache.c: decode, store, replace, delete, sweep).
  *
- * Input: byte 0 chooses the watch and how its bytes arrive, the rest is
- * the stream, as the API server would send it (one JSON event a line):
+ * Input: bytes 0 and 1 choose the watch and how its bytes arrive, the
+ * rest is the stream, as the API server would send it (one JSON event a
+ * line):
  *
- *   byte 0 & 7   the kind, as enum kubeapi_store_kind (7 is Nodes again)
- *   byte 0 >> 3  0: the stream in one chunk, else chunks of that many
+ *   byte 0       the kind, as enum kubeapi_store_kind (modulo their count)
+ *   byte 1 & 31  0: the stream in one chunk, else chunks of that many
  *                bytes squared (1, 4, 9, ... 961), so events and lines
  *                are split across chunks at every kind of place
  *
- * The real cache and its seven informers run on a libuv loop; only the
+ * The real cache and its nine informers run on a libuv loop; only the
  * HTTP engine is replaced, at link time (-Wl,--wrap, see the Makefile),
  * by an in-memory one that keeps the engine's contract (kubeapi/http.h):
  * done_cb exactly once per call, never from within submit, -ECANCELED
@@ -47,6 +48,8 @@ static const char *const collection[KUBEAPI_STORE_COUNT] = {
     "/api/v1/pods",
     "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
     "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+    "/apis/scheduling.k8s.io/v1beta1/podgroups",
+    "/apis/scheduling.k8s.io/v1beta1/workloads",
     "/apis/scheduling.k8s.io/v1/priorityclasses",
     "/apis/policy/v1/poddisruptionbudgets",
     "/api/v1/namespaces",
@@ -237,16 +240,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned kind, root;
 	int rc;
 
-	if (size < 1)
+	if (size < 2)
 		return 0;
-	kind = (data[0] & 7) % KUBEAPI_STORE_COUNT;
-	root = data[0] >> 3;
+	kind = data[0] % KUBEAPI_STORE_COUNT;
+	root = data[1] & 31;
 	FUZZ_CHECK(kubeapi_cache_new(&loop, (struct kubeapi_http *)&engine, &opt, &cache) == 0);
 	FUZZ_CHECK(kubeapi_cache_start(cache) == 0);
 	pump();
 	watch = find_watch(collection[kind]);
 	FUZZ_CHECK(watch); /* every kind is watched once its list is in */
-	rc = feed(watch, (const char *)data + 1, size - 1, (size_t)root * root);
+	rc = feed(watch, (const char *)data + 2, size - 2, (size_t)root * root);
 	complete(watch, 200, rc, NULL);
 	pump();
 	if (relist_all(cache)) {

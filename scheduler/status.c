@@ -289,6 +289,7 @@ static void native_intent(const struct plan_gang *g, bool waits, struct pg_inten
 	in->cond_type = KUBEAPI_PG_SCHEDULED;
 	if (g->bound + g->nbind + g->succeeded + g->failed >= g->min_member) {
 		in->reason = "Scheduled";
+		in->message = ""; /* kube-scheduler's: its status says nothing more */
 	} else if (waits) {
 		in->reason = "Unschedulable";
 		in->message = g->message;
@@ -373,8 +374,10 @@ static void add_condition(struct sched *s, cJSON *st, const struct kubeapi_pg_st
 		cJSON_AddStringToObject(c, "transitionID", tid);
 	cJSON_AddStringToObject(c, "lastTransitionTime", when);
 	cJSON_AddStringToObject(c, "reason", in->reason);
-	if (in->message)
-		cJSON_AddStringToObject(c, "message", in->message);
+	/* A native condition always says its message, "" too: the strategic
+	 * merge keeps a field left out, so True would keep False's reason. */
+	if (in->message || native)
+		cJSON_AddStringToObject(c, "message", in->message ? in->message : "");
 	cJSON_AddItemToArray(list, c);
 }
 
