@@ -294,6 +294,8 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 			t->level[l].free_gpu[d] += sign * gpus;
 			t->level[l].free_core[d] += sign * cores;
 			t->level[l].empty_gpu[d] += empty;
+			if (t->level[l].index)
+				policy__dindex_update(&t->level[l], d);
 		}
 	}
 }
@@ -307,8 +309,11 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 	for (unsigned l = 0; res == KUBEAPI_RES_GPU && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
-		if (d != POLICY_NO_DOMAIN)
-			t->level[l].free_gpu[d] += delta;
+		if (d == POLICY_NO_DOMAIN)
+			continue;
+		t->level[l].free_gpu[d] += delta;
+		if (t->level[l].index)
+			policy__dindex_update(&t->level[l], d);
 	}
 }
 
@@ -348,6 +353,8 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
 		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
 		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
+		dst->level[l].index = NULL; /* src's follows src; a copy makes its own */
+		dst->level[l].index_tried = 0;
 	}
 	return 0;
 }

@@ -11,7 +11,11 @@
  * the nodes that take them (struct trial's cands), and after each member
  * only the node it went to is scored again. On 5,000 nodes with 30% of
  * the gangs on shared GPUs that took the cycle from 3.3x the whole-GPU
- * cycle to about 1.5x (bench/README.md).
+ * cycle to about 1.5x (bench/README.md). And the search for the tightest
+ * domain walks the level's index (dindex.c) from the least key that could
+ * hold the gang, instead of reading every domain: at the node level that
+ * read was the cluster's size per gang tried, and the cycle's cost grew
+ * with the square of the cluster.
  */
 #include "policy/table.h"
 
@@ -454,6 +458,18 @@ static bool level_holds(const struct trial *tr, const struct policy_level *lv)
 	return true;
 }
 
+/* Whether domain d of lv may hold the gang: enough GPUs and cores free,
+ * and for a domain of one node, enough of everything. */
+static bool offers(const struct trial *tr, const struct policy_level *lv, const struct ask *ask,
+                   uint32_t d)
+{
+	if (lv->free_gpu[d] < ask->gpus || lv->free_core[d] < ask->cores ||
+	    lv->empty_gpu[d] < ask->alone)
+		return false;
+	return lv->start[d + 1] - lv->start[d] != 1 ||
+	       node_holds_total(tr, lv->members[lv->start[d]]);
+}
+
 /* The domains of level l that may hold the gang, into h as a min-heap
  * on (what is left, index); their count. What is left is counted in
  * percent of a GPU, so whole GPUs and shares weigh alike. O(domains). */
@@ -463,11 +479,7 @@ static size_t offered(const struct trial *tr, const struct policy_level *lv, con
 	size_t n = 0;
 
 	for (uint32_t d = 0; d < lv->ndomains; d++) {
-		if (lv->free_gpu[d] < ask->gpus || lv->free_core[d] < ask->cores ||
-		    lv->empty_gpu[d] < ask->alone)
-			continue;
-		if (lv->start[d + 1] - lv->start[d] == 1 &&
-		    !node_holds_total(tr, lv->members[lv->start[d]]))
+		if (!offers(tr, lv, ask, d))
 			continue;
 		h[n++] = (struct policy_try){
 		    100 * (lv->free_gpu[d] - ask->gpus) + lv->free_core[d] - ask->cores, d};
@@ -485,11 +497,10 @@ static size_t offered(const struct trial *tr, const struct policy_level *lv, con
  * placed twice. True when placed (and counted into the table); false with
  * the table unchanged.
  */
-static bool tightest(struct trial *tr, unsigned l, const struct ask *ask)
+static bool scan_tightest(struct trial *tr, const struct policy_level *lv, const struct ask *ask)
 {
-	const struct policy_level *lv = &tr->t->level[l];
 	struct policy_try *h = tr->t->scratch->tries;
-	size_t n = level_holds(tr, lv) ? offered(tr, lv, ask, h) : 0;
+	size_t n = offered(tr, lv, ask, h);
 
 	while (n > 0) {
 		uint32_t d = h[0].d;
@@ -501,6 +512,31 @@ static bool tightest(struct trial *tr, unsigned l, const struct ask *ask)
 		sift(h, n, 0);
 	}
 	return false;
+}
+
+/* The same search over the level's index: its walk is in (what is left,
+ * index) order, the heap's, so the same domain wins, without reading the
+ * domains that have too little free. Trials undo what they change, so
+ * the walk stays valid; should one drop the index (out of memory), the
+ * scan takes over and finds the same answer. */
+static bool tightest(struct trial *tr, unsigned l, const struct ask *ask)
+{
+	struct policy_level *lv = &tr->t->level[l];
+	struct policy__dcursor c = {100 * ask->gpus + ask->cores, 0};
+	uint32_t d;
+
+	if (!level_holds(tr, lv))
+		return false;
+	if (!lv->index_tried && policy__dindex_build(lv, tr->a) < 0)
+		lv->index = NULL; /* scanned */
+	while (lv->index && policy__dindex_next(lv->index, &c, &d)) {
+		if (!offers(tr, lv, ask, d))
+			continue;
+		if (run(tr, lv->members + lv->start[d], lv->start[d + 1] - lv->start[d]))
+			return true;
+		undo(tr);
+	}
+	return lv->index ? false : scan_tightest(tr, lv, ask);
 }
 
 /* Count spec s's requests into the gang's total. */

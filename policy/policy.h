@@ -29,6 +29,7 @@
 struct policy_mix;       /* frag.h */
 struct policy_node_memo; /* vshares.c */
 struct policy_scratch;   /* place.c */
+struct policy_dindex;    /* dindex.c */
 
 /** Topology levels read from the configuration, coarse to fine. */
 #define POLICY_MAX_LEVELS 8
@@ -54,6 +55,12 @@ struct policy_level {
 	 * a gang asking more in all fits no domain of the level, and the
 	 * level is passed over without reading a domain. */
 	int64_t most[KUBEAPI_RES_WELL_KNOWN];
+	/* Its domains ordered by what they have free (dindex.c), made by
+	 * the first search of the level and kept with the counts above;
+	 * NULL when the level has none (few domains) and is scanned.
+	 * index_tried: made, or found not worth making. */
+	struct policy_dindex *index;
+	uint8_t index_tried;
 };
 
 struct policy_nodes {

@@ -32,6 +32,29 @@ void policy__node_room(struct policy_nodes *t, size_t i);
 void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign, int64_t *cores,
                       int64_t *empty);
 
+/* ---- a level's domains by what they have free (dindex.c) --------------- */
+
+/** Give level lv its index (lv->index, NULL when it has too few domains
+ *  or too large keys to be worth one) from its counts as they are. 0 or
+ *  -ENOMEM. O(domains). */
+int policy__dindex_build(struct policy_level *lv, struct arena *a);
+
+/** Domain d's counts changed: move it in lv->index (which must be set).
+ *  Out of memory, the index is dropped (lv->index = NULL). O(1). */
+void policy__dindex_update(struct policy_level *lv, uint32_t d);
+
+/* A walk of an index in (key, domain) order, from key `key` (start it at
+ * the least key wanted, domain 0). A walk stays valid across changes
+ * that are undone before its next step. */
+struct policy__dcursor {
+	int64_t key;
+	uint32_t d;
+};
+
+/** The walk's next domain into *d, or false at the end. O(keys / 64 +
+ *  domains / 64) at most. */
+bool policy__dindex_next(const struct policy_dindex *x, struct policy__dcursor *c, uint32_t *d);
+
 /* ---- a spec's vGPUs on one node (vshares.c) ---------------------------- */
 
 /* What the memos keep of one score: its shares (GPU indexes within the
