@@ -298,6 +298,38 @@ static void on_period(uv_timer_t *t)
 	cycle(t->data);
 }
 
+/* ---- the loop's stalls ------------------------------------------------ */
+
+/* A stall longer than this is logged: the lease's renew deadline is 10 s. */
+#define STALL_LOG_S 1.0
+
+/* Just before the loop waits for I/O: the time since the last wait ended
+ * is the time since the last prepare less what the loop spent waiting in
+ * between (libuv's idle time), so every callback of the iteration counts,
+ * I/O callbacks included. Costs two clock reads an iteration. */
+static void on_stall(uv_prepare_t *h)
+{
+	struct sched *s = h->data;
+	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(s->loop);
+
+	if (s->stall_ns) {
+		uint64_t wall = now - s->stall_ns, quiet = idle - s->stall_idle_ns;
+		double busy = wall > quiet ? (double)(wall - quiet) / 1e9 : 0.0;
+
+		debug_hist_observe(&s->m.stall, busy);
+		if (busy > s->m.stall_max)
+			s->m.stall_max = busy;
+		if (busy > STALL_LOG_S)
+			sched_logl(
+			    s, SCHED_WARN,
+			    "event loop busy %.0f ms without reading the network (last cycle "
+			    "%.0f ms)",
+			    busy * 1e3, s->n.last_cycle_ms);
+	}
+	s->stall_ns = now;
+	s->stall_idle_ns = idle;
+}
+
 /* ---- lifecycle -------------------------------------------------------- */
 
 static void closed_one(void *data)
@@ -333,7 +365,8 @@ static void stop(struct sched *s)
 	          (unsigned long long)s->n.cycles, (unsigned long long)s->n.binds_sent,
 	          (unsigned long long)s->n.binds_ok, (unsigned long long)s->n.binds_failed);
 	if (s->started) {
-		s->closing += 4;
+		s->closing += 5;
+		uv_close((uv_handle_t *)&s->stall, closed_handle);
 		uv_close((uv_handle_t *)&s->debounce, closed_handle);
 		uv_close((uv_handle_t *)&s->period, closed_handle);
 		uv_close((uv_handle_t *)&s->sigterm, closed_handle);
@@ -556,10 +589,12 @@ static int start(struct sched *s)
 	uv_timer_init(s->loop, &s->period);
 	uv_signal_init(s->loop, &s->sigterm);
 	uv_signal_init(s->loop, &s->sigint);
-	s->debounce.data = s->period.data = s->sigterm.data = s->sigint.data = s;
+	uv_prepare_init(s->loop, &s->stall);
+	s->stall.data = s->debounce.data = s->period.data = s->sigterm.data = s->sigint.data = s;
 	s->started = true;
 	if ((rc = start_debug(s)) < 0 || (rc = start_probe(s)) < 0)
 		return rc;
+	uv_prepare_start(&s->stall, on_stall);
 	uv_timer_start(&s->period, on_period, s->opt.period_ms, s->opt.period_ms);
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
@@ -593,6 +628,7 @@ int sched_run(const struct sched_options *opt)
 		free(s);
 		return 1;
 	}
+	uv_loop_configure(&loop, UV_METRICS_IDLE_TIME); /* on_stall()'s */
 	s->loop = &loop;
 	s->opt = *opt;
 	defaults(&s->opt);

@@ -117,6 +117,9 @@ struct sched {
 	unsigned nnames;
 	char instance[128];
 	uv_timer_t debounce, period;
+	/* Runs just before each wait for I/O: the loop's stalls (run.c). */
+	uv_prepare_t stall;
+	uint64_t stall_ns, stall_idle_ns; /* at the last: hrtime, idle time */
 	uv_signal_t sigterm, sigint;
 	bool started, stopping;
 	int exit_code;

@@ -44,6 +44,10 @@ enum debug_verb {
 struct debug_metrics {
 	struct debug_hist cycle;          /* seconds */
 	struct debug_hist admission_wait; /* seconds from creation to admission */
+	/* The event loop's busy spans: seconds of callbacks between two
+	 * waits for I/O (run.c), and the longest since start. */
+	struct debug_hist stall;
+	double stall_max;
 	struct debug_hist api[DEBUG_NVERBS];
 	uint64_t api_codes[DEBUG_NVERBS][DEBUG_CODES];
 	uint64_t preemptions;

@@ -931,6 +931,7 @@ def test_metrics_match_the_cluster(scenario, core, custom):
         "muster_preemptions_total": "counter", "muster_cycles_total": "counter",
         "muster_api_requests_total": "counter", "muster_api_request_duration_seconds": "histogram",
         "muster_leader": "gauge", "muster_ready": "gauge",
+        "muster_loop_stall_seconds": "histogram", "muster_loop_stall_max_seconds": "gauge",
     }
     assert {f: m.types.get(f) for f in families} == families
     assert set(m.helps) >= set(families)
@@ -972,6 +973,20 @@ def test_metrics_match_the_cluster(scenario, core, custom):
     cycle = hists["muster_cycle_duration_seconds"][()]
     assert cycle["count"] > 0 and cycle["sum"] > 0, cycle
     assert cycle["sum"] / cycle["count"] < 10, f"a mean cycle over 10 s: not in seconds? {cycle}"
+    # Every loop iteration is observed (far more than cycles), and the
+    # longest is the max gauge: it lies in the first bucket that holds
+    # every observation, above the bound before it.
+    stall = hists["muster_loop_stall_seconds"][()]
+    assert stall["count"] > cycle["count"], (stall["count"], cycle["count"])
+    longest = m.get("muster_loop_stall_max_seconds")
+    bounds = [le for le, n in stall["buckets"] if n == stall["count"]]
+    below = [le for le, n in stall["buckets"] if n < stall["count"]]
+    assert 0 < longest <= min(bounds), (longest, stall)
+    assert not below or longest > max(below), (longest, stall)
+    # A cycle runs inside one iteration: the longest stall is at least the
+    # longest cycle, which is above every cycle bucket short of _count.
+    cycle_below = [le for le, n in cycle["buckets"] if n < cycle["count"]]
+    assert not cycle_below or longest > max(cycle_below), (longest, cycle)
     wait = hists["muster_admission_wait_seconds"][()]
     assert wait["count"] >= 2, f"A and F were admitted: {wait}"
     # A and F waited seconds; anything in ms or us would land far above.
