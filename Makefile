@@ -207,7 +207,7 @@ bench-native: all
 	bench/native-gangs
 
 bench-plan: all
-	$(BUILD)/bench/plan_cycle --sweep
+	$(BUILD)/bench/plan_cycle --sweep --reps 3
 	$(BUILD)/bench/plan_cycle 5000 --vgpu 30 --baseline
 
 # One planner cycle with priority preemption, reclaim and reservations

@@ -15,16 +15,36 @@ struct arena_block {
 	alignas(max_align_t) unsigned char data[];
 };
 
-static struct arena_block *block_new(size_t size, struct arena_block *next)
+/* A block of at least size bytes: the smallest spare that holds it, else
+ * a new one. O(spares). */
+static struct arena_block *block_new(struct arena *a, size_t size, struct arena_block *next)
 {
-	struct arena_block *b = malloc(sizeof(*b) + size);
+	struct arena_block **best = NULL, *b;
 
-	if (!b)
+	for (struct arena_block **at = &a->spare; *at; at = &(*at)->next)
+		if ((*at)->size >= size && (!best || (*at)->size < (*best)->size))
+			best = at;
+	if (best) {
+		b = *best;
+		*best = b->next;
+	} else if (!(b = malloc(sizeof(*b) + size))) {
 		return NULL;
+	} else {
+		b->size = size;
+	}
 	b->next = next;
-	b->size = size;
 	b->used = 0;
 	return b;
+}
+
+static void free_list(struct arena_block *b)
+{
+	while (b) {
+		struct arena_block *next = b->next;
+
+		free(b);
+		b = next;
+	}
 }
 
 void *arena_alloc(struct arena *a, size_t n)
@@ -41,7 +61,7 @@ void *arena_alloc(struct arena *a, size_t n)
 		if (need > ARENA_BLOCK && b) {
 			/* A big one goes behind the current block, which keeps
 			 * its free space for the small ones that follow. */
-			struct arena_block *big = block_new(size, b->next);
+			struct arena_block *big = block_new(a, size, b->next);
 
 			if (!big)
 				return NULL;
@@ -50,7 +70,7 @@ void *arena_alloc(struct arena *a, size_t n)
 			a->used_total += need;
 			return big->data;
 		}
-		if (!(b = block_new(size, a->head)))
+		if (!(b = block_new(a, size, a->head)))
 			return NULL;
 		a->head = b;
 	}
@@ -73,30 +93,27 @@ void *arena_calloc(struct arena *a, size_t n, size_t size)
 
 void arena_reset(struct arena *a)
 {
-	struct arena_block *b = a->head, *keep = NULL;
+	struct arena_block *b = a->head;
 
+	free_list(a->spare); /* the last cycle did not need them */
+	a->spare = NULL;
 	while (b) {
 		struct arena_block *next = b->next;
 
-		if (!keep && b->size == ARENA_BLOCK)
-			keep = b;
-		else
-			free(b);
+		b->next = a->spare;
+		a->spare = b;
 		b = next;
 	}
-	if (keep) {
-		keep->next = NULL;
-		keep->used = 0;
-	}
-	a->head = keep;
+	a->head = NULL;
 	a->used_total = 0;
 }
 
 void arena_free(struct arena *a)
 {
-	arena_reset(a);
-	free(a->head);
-	a->head = NULL;
+	free_list(a->head);
+	free_list(a->spare);
+	a->head = a->spare = NULL;
+	a->used_total = 0;
 }
 
 int arena_grow(struct arena *a, void *vp, size_t n, size_t *cap, size_t size, size_t first)

@@ -66,6 +66,15 @@ void **idmap_ref(struct idmap *m, uint64_t key)
 	return &m->slots[i].value;
 }
 
+int idmap_reserve(struct idmap *m, size_t n)
+{
+	size_t nslots = m->nslots ? m->nslots : 64;
+
+	while (n * 10 > nslots * 7)
+		nslots *= 2;
+	return nslots > m->nslots ? resize(m, nslots) : 0;
+}
+
 int idmap_put(struct idmap *m, uint64_t key, void *value)
 {
 	void **v = idmap_ref(m, key);

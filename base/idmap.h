@@ -30,6 +30,10 @@ int idmap_put(struct idmap *m, uint64_t key, void *value);
  *  0. Valid until the map next changes. Amortized O(1). */
 void **idmap_ref(struct idmap *m, uint64_t key);
 
+/** Room for n entries without a rebuild (a map filled afresh each
+ *  cycle, whose size the last cycle told). 0 or -ENOMEM. O(n). */
+int idmap_reserve(struct idmap *m, size_t n);
+
 /** Remove key; returns its value or NULL. */
 void *idmap_del(struct idmap *m, uint64_t key);
 

@@ -7,8 +7,10 @@
  * usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform]
  *                   [--unique-specs] [--preempt] [--reservations N]
  *   NODES     one cluster of that many GPU nodes (default 5000)
- *   --sweep   500, 1000, 2000 and 5000 nodes, each in a child process so
- *             that each size's peak RSS is its own; a table at the end
+ *   --sweep   5,000, 20,000, 50,000 and 100,000 nodes (issue 18's
+ *             sizes), each in a child process so that each size's peak RSS
+ *             is its own; a table at the end, with each size's CPU per
+ *             node against the first's (1.00: the cycle grows linearly)
  *   --reps    cycles timed per size (default 5)
  *   --mix     pending gang sizes: "small" (default), P(n) ~ 1/n on 1..64,
  *             mean 13.5; "uniform" on 1..64, mean 32.5
@@ -93,6 +95,11 @@
  * (held_*): the cycle after a preemption, while the victims are still
  * terminating, replaying the holds and trying new preemptors. The stats on
  * the line are the last timed rep's.
+ *
+ * Steady state (the default and --vgpu modes, steady_*): after the timed
+ * reps, the last one's binds are assumed, every 100th running pod ends,
+ * and one more cycle is timed (steady_cycle()): what a cycle costs once
+ * the cluster changes by 1%.
  *
  * Output: one line of key=value per size, then (with --sweep) a table, and
  * in preempt mode a second one of the preemption and reservation stats.
@@ -813,6 +820,12 @@ struct result {
 	/* the last timed cycle's decisions (and, with --preempt, the held
 	 * cycle's), hashed to compare two binaries: decision_digest() */
 	uint64_t digest, held_digest;
+	/* The steady state (default and --vgpu modes): the cycle after the
+	 * last timed one, its binds taken as bound and 1% of the running
+	 * pods ended; the pods ended, its CPU time, what it admitted. */
+	long steady_ended;
+	double steady_cpu_ms;
+	size_t steady_admitted;
 };
 
 /* Gangs by outcome, telling quota waits from placement waits by the
@@ -984,6 +997,73 @@ static int time_snap(struct world *w, struct result *r)
 	return rc;
 }
 
+/* One in this many running pods ends before the steady cycle. */
+#define STEADY_END_EVERY 100
+
+/* Running pods whose keys are steady_end()'s to delete: every
+ * STEADY_END_EVERY-th bound pod in the store's order. */
+static long steady_victims(struct world *w, uint64_t **keys)
+{
+	const struct idmap_slot *e;
+	long n = 0, seen = 0;
+
+	*keys = malloc((w->s.pods.n / STEADY_END_EVERY + 1) * sizeof(**keys));
+	if (!*keys)
+		return -ENOMEM;
+	IDMAP_FOREACH(&w->s.pods, i, e) {
+		const struct kubeapi_pod *pod = e->value;
+
+		if (pod->node && seen++ % STEADY_END_EVERY == 0)
+			(*keys)[n++] = e->key;
+	}
+	return n;
+}
+
+/*
+ * The steady state the scheduler lives in: the last cycle's binds are
+ * assumed (as the scheduler's plan_input.assumed holds them until the
+ * watch shows them bound), 1% of the running pods have ended (deleted
+ * from the store, as the watch would), and the next cycle runs with the
+ * memory of the ones before. Timed alone; a planner that keeps its state
+ * across cycles pays for the change, one that rebuilds pays for the
+ * cluster.
+ */
+static int steady_cycle(struct world *w, struct plan_input *in, struct result *r)
+{
+	struct idmap assumed = {0};
+	uint64_t *gone = NULL;
+	long n;
+	double c0;
+	int rc = -ENOMEM;
+
+	for (size_t k = 0; k < w->plan.nbinds; k++) {
+		const struct plan_bind *b = &w->plan.binds[k];
+		uint64_t key = (uint64_t)b->pod->ns << 32 | b->pod->name;
+
+		if (idmap_put(&assumed, key, (void *)(uintptr_t)b->node) < 0)
+			goto out;
+	}
+	if ((n = steady_victims(w, &gone)) < 0)
+		goto out;
+	for (long k = 0; k < n; k++) {
+		struct kubeapi_pod *pod = idmap_del(&w->s.pods, gone[k]);
+
+		kubeapi_pod_release(w->s.model, pod);
+		free(pod);
+	}
+	in->assumed = &assumed;
+	c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	rc = plan_cycle(&w->plan, in, &w->keep);
+	r->steady_cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
+	r->steady_ended = n;
+	r->steady_admitted = w->plan.stats.admitted_gangs;
+	in->assumed = NULL;
+out:
+	free(gone);
+	idmap_free(&assumed);
+	return rc < 0 ? rc : 0;
+}
+
 static int run_cycles(struct world *w, int reps, struct result *r)
 {
 	struct plan_input in = {
@@ -1024,7 +1104,7 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	count_states(&w->plan, r);
 	if ((rc = time_snap(w, r)) < 0)
 		return rc;
-	return w->preempt ? held_cycle(w, &in, r) : 0;
+	return w->preempt ? held_cycle(w, &in, r) : steady_cycle(w, &in, r);
 }
 
 static void print_line(const struct result *r, const struct opts *o)
@@ -1060,6 +1140,9 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->resv_depth, r->st.preemptions, r->st.victims, r->evictions, r->st.preempt_tries,
 	    r->st.reservations, r->st.backfilled, r->st.reserve_tries, r->snap_cpu_ms,
 	    r->snap_bytes, r->digest);
+	if (!o->preempt)
+		printf(" steady_ended_pods=%ld steady_cycle_cpu_ms=%.2f steady_admitted_gangs=%zu",
+		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted);
 	if (o->vgpu_pct)
 		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
 		       "fractional_pods=%ld",
@@ -1162,23 +1245,27 @@ static int run_child(int nodes, const struct opts *o, struct result *r)
 
 static void print_table(const struct result *r, size_t n)
 {
-	printf("\n%6s %8s %8s %8s %6s | %8s %8s %8s %8s | %7s %7s %7s | %6s %6s %8s\n", "nodes",
-	       "running", "pending", "pending", "build", "wall", "wall", "cpu", "cpu ms", "arena",
-	       "rss", "peak", "tries", "memo", "admitted");
-	printf("%6s %8s %8s %8s %6s | %8s %8s %8s %8s | %7s %7s %7s | %6s %6s %8s\n", "", "pods",
-	       "gangs", "pods", "s", "min ms", "med ms", "min ms", "/1k node", "MiB", "MiB", "MiB",
-	       "", "hits", "gangs");
+	printf("\n%6s %8s %8s %8s %6s | %8s %8s %8s %8s %5s | %8s | %7s %7s %7s | %6s %6s %8s\n",
+	       "nodes", "running", "pending", "pending", "build", "wall", "wall", "cpu", "cpu ms",
+	       "x5k", "steady", "arena", "rss", "peak", "tries", "memo", "admitted");
+	printf("%6s %8s %8s %8s %6s | %8s %8s %8s %8s %5s | %8s | %7s %7s %7s | %6s %6s %8s\n", "",
+	       "pods", "gangs", "pods", "s", "min ms", "med ms", "min ms", "/1k node", "", "cpu ms",
+	       "MiB", "MiB", "MiB", "", "hits", "gangs");
 	for (size_t k = 0; k < n; k++)
-		printf("%6d %8ld %8ld %8ld %6.1f | %8.1f %8.1f %8.1f %8.1f | %7.1f %7.0f %7.0f | "
-		       "%6zu %6zu %8zu\n",
+		printf("%6d %8ld %8ld %8ld %6.1f | %8.1f %8.1f %8.1f %8.1f %5.2f | %8.1f | %7.1f "
+		       "%7.0f %7.0f | %6zu %6zu %8zu\n",
 		       r[k].nodes, r[k].running_pods, r[k].pending_gangs, r[k].pending_pods,
 		       r[k].build_s, r[k].min_ms, r[k].median_ms, r[k].cpu_min_ms,
-		       r[k].cpu_min_ms * 1000.0 / r[k].nodes, r[k].st.arena_bytes / 1048576.0,
+		       r[k].cpu_min_ms * 1000.0 / r[k].nodes,
+		       (r[k].cpu_min_ms / r[k].nodes) / (r[0].cpu_min_ms / r[0].nodes),
+		       r[k].steady_cpu_ms, r[k].st.arena_bytes / 1048576.0,
 		       r[k].rss_built / 1048576.0, r[k].rss_peak / 1048576.0,
 		       r[k].st.placement_tries, r[k].st.memo_hits, r[k].st.admitted_gangs);
 	printf("\nwall: elapsed time of plan_cycle(); cpu: process CPU time during it (less "
-	       "sensitive to other load\non the machine); rss: after building the cluster; peak: "
-	       "VmHWM of the process for that size.\n");
+	       "sensitive to other load\non the machine); x5k: cpu per node against the first "
+	       "size's (1.00: linear); steady: the\ncycle after, the last one's binds assumed and "
+	       "1%% of the running pods ended; rss: after\nbuilding the cluster; peak: VmHWM of "
+	       "the process for that size.\n");
 }
 
 /* --preempt: what the timed cycles preempted and reserved, and the cycle
@@ -1296,7 +1383,7 @@ static int vgpu_against_whole(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	static const int sizes[] = {500, 1000, 2000, 5000};
+	static const int sizes[] = {5000, 20000, 50000, 100000};
 	struct result res[4];
 	struct opts o;
 	int bad = 0;

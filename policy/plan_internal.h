@@ -91,6 +91,14 @@ struct plan_run {
 	size_t cap_binds, cap_evictions;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
+	/* Pending pods of ours as plan__count_pods() met them, with their
+	 * gang's index: plan__collect_pending() files them without a second
+	 * walk of every pod (and its lookups). */
+	struct plan_pend {
+		const struct kubeapi_pod *pod;
+		uint32_t gang;
+	} * pend;
+	size_t npend, cap_pend;
 	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
 	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
 	/* Each part's own state: none reads another's. */

@@ -219,8 +219,11 @@ int plan__count_pods(struct plan_run *r)
 		}
 		if (!plan__is_ours(r, pod) || pod->deleting)
 			continue;
-		if (!(g = plan__gang_of(r, pod)))
+		if (!(g = plan__gang_of(r, pod)) ||
+		    arena_grow(&r->p->arena, &r->pend, r->npend, &r->cap_pend, sizeof(*r->pend),
+		               4096) < 0)
 			return -ENOMEM;
+		r->pend[r->npend++] = (struct plan_pend){pod, (uint32_t)(g - r->p->gangs)};
 		g->npending++;
 		if (!g->fixed_priority && plan__pod_priority(pod) > g->priority)
 			g->priority = plan__pod_priority(pod);
@@ -241,11 +244,11 @@ static int by_age(const void *a, const void *b, void *strs)
 	return (x->name > y->name) - (x->name < y->name);
 }
 
-/* Second pass: each gang's pending pods, oldest first. */
+/* Each gang's pending pods, oldest first, from what plan__count_pods()
+ * met. The order is by_age()'s alone (creation, then name, distinct
+ * within a gang), whatever order the pods were met in. */
 int plan__collect_pending(struct plan_run *r)
 {
-	const struct idmap *m = r->in->pods;
-	const struct idmap_slot *e;
 	struct plan *p = r->p;
 
 	for (size_t k = 0; k < p->ngangs; k++) {
@@ -257,17 +260,10 @@ int plan__collect_pending(struct plan_run *r)
 			return -ENOMEM;
 		g->npending = 0;
 	}
-	IDMAP_FOREACH(m, s, e) {
-		const struct kubeapi_pod *pod = e->value;
-		struct plan_gang *g;
+	for (size_t k = 0; k < r->npend; k++) {
+		struct plan_gang *g = &p->gangs[r->pend[k].gang];
 
-		if (!pod->spec || pod->phase == KUBEAPI_POD_SUCCEEDED ||
-		    pod->phase == KUBEAPI_POD_FAILED || node_of(r, pod) || !plan__is_ours(r, pod) ||
-		    pod->deleting)
-			continue;
-		if (!(g = plan__gang_of(r, pod)))
-			return -ENOMEM;
-		g->pending[g->npending++] = pod;
+		g->pending[g->npending++] = r->pend[k].pod;
 	}
 	for (size_t k = 0; k < p->ngangs; k++)
 		if (p->gangs[k].npending > 1)

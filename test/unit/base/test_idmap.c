@@ -169,6 +169,27 @@ static void test_next_visits_each_key_once(void **state)
 	free(seen);
 }
 
+/* Room reserved for n entries: n puts rebuild nothing (the slots stay
+ * where they are) and every entry is found. */
+static void test_reserve_takes_n_without_rebuild(void **state)
+{
+	struct idmap m = {0};
+	const struct idmap_slot *slots;
+
+	(void)state;
+	assert_int_equal(idmap_reserve(&m, 10000), 0);
+	slots = m.slots;
+	assert_true(m.nslots * 7 >= 10000 * 10);
+	for (uint64_t k = 1; k <= 10000; k++)
+		assert_int_equal(idmap_put(&m, k * 7919, (void *)(uintptr_t)k), 0);
+	assert_ptr_equal(m.slots, slots);
+	for (uint64_t k = 1; k <= 10000; k++)
+		assert_int_equal((uintptr_t)idmap_get(&m, k * 7919), k);
+	assert_int_equal(idmap_reserve(&m, 10), 0); /* never shrinks */
+	assert_ptr_equal(m.slots, slots);
+	idmap_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +198,7 @@ int main(void)
 	    cmocka_unit_test(test_key_zero_is_refused_and_absent_keys_are_null),
 	    cmocka_unit_test(test_next_visits_each_key_once),
 	    cmocka_unit_test(test_ref_inserts_once_and_counts),
+	    cmocka_unit_test(test_reserve_takes_n_without_rebuild),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
