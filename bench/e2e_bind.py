@@ -478,8 +478,39 @@ def wait_bound(watcher, muster, expect, timeout, what):
         time.sleep(0.2)
 
 
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def loop_stalls(muster):
+    """Muster's own measure of its loop (muster_loop_stall_*, DEBUG.md):
+    the longest stall, iterations observed, and how many ran over 100 ms.
+    None when /metrics cannot be read."""
+    try:
+        r = urllib3.PoolManager().request("GET", f"http://127.0.0.1:{muster.debug_port}/metrics", timeout=5)
+    except urllib3.exceptions.HTTPError:
+        return None
+    vals = {}
+    for line in r.data.decode().splitlines():
+        m = re.match(r'(muster_loop_stall_max_seconds|muster_loop_stall_seconds_count|'
+                     r'muster_loop_stall_seconds_bucket\{le="0.1"\}) (\S+)$', line)
+        if m:
+            vals[m.group(1)] = float(m.group(2))
+    if len(vals) != 3:
+        return None
+    count = vals["muster_loop_stall_seconds_count"]
+    return {"max_ms": vals["muster_loop_stall_max_seconds"] * 1e3, "iterations": int(count),
+            "over_100ms": int(count - vals['muster_loop_stall_seconds_bucket{le="0.1"}'])}
+
+
 def start_muster(a, phase, running):
-    m = Muster([a.muster, "run", "--kubeconfig", a.kubeconfig, "--config", a.config], a.muster_log, phase)
+    port = free_port()
+    m = Muster([a.muster, "run", "--kubeconfig", a.kubeconfig, "--config", a.config,
+                "--debug-addr", f"127.0.0.1:{port}"], a.muster_log, phase)
+    m.debug_port = port
     running.append(m)
     log(f"{phase}: Muster started (pid {m.proc.pid}), load {loadavg()}")
     return m
@@ -491,6 +522,7 @@ def finish(a, api, ns, phase, res, muster, writes0):
     write status for every pod that goes)."""
     time.sleep(SETTLE_S)  # writes that trail the last bind (events, status) count too
     res["writes"] = writes_between(writes0, api.write_counts())
+    res["stalls"] = loop_stalls(muster)
     status = muster.stop()
     log(f"{phase}: Muster stopped by SIGTERM: exit status {status} after {muster.stop_s:.1f} s "
         f"(peak RSS {muster.rss_mib:.0f} MiB)")
@@ -674,6 +706,9 @@ def report(a, tp, lat):
             f"{c['binds']} binds; cycle ms p50 {c['ms_p50']:.1f}, max {c['ms_max']:.1f}, sum {c['ms_total']:.0f}")
         row(f"{label}: Muster exit on SIGTERM", f"{r['exit']}",
             f"after {r['stop_s']:.1f} s; peak RSS {r['rss_mib']:.0f} MiB")
+        st = r.get("stalls")
+        row(f"{label}: longest loop stall", f"{st['max_ms']:.1f} ms" if st else "unread",
+            f"{st['over_100ms']} of {st['iterations']} loop iterations over 100 ms" if st else "/metrics")
         row(f"{label}: namespace cleanup", f"{r['delete_s']:.1f} s", "Muster stopped")
     for label, r in (("throughput", tp), ("latency", lat)):
         if "exit" not in r:
@@ -725,6 +760,9 @@ def report(a, tp, lat):
         kv[f"e2e_{label}_muster_exit"] = r["exit"]
         kv[f"e2e_{label}_muster_stop_s"] = f"{r['stop_s']:.1f}"
         kv[f"e2e_{label}_muster_peak_rss_mib"] = f"{r['rss_mib']:.0f}"
+        if r.get("stalls"):
+            kv[f"e2e_{label}_loop_stall_max_ms"] = f"{r['stalls']['max_ms']:.1f}"
+            kv[f"e2e_{label}_loop_stalls_over_100ms"] = r["stalls"]["over_100ms"]
         kv[f"e2e_{label}_load"] = r["load_before"].split()[0]
     failed = [f"{k}: {r['failed']}" for k, r in (("throughput", tp), ("latency", lat)) if "failed" in r]
     failed += [f"{k}: did not run" for k, r in (("throughput", tp), ("latency", lat)) if "exit" not in r]
