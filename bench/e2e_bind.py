@@ -38,47 +38,28 @@ lines (prefix e2e_). Exit 1 when a pod stayed unbound or Muster did not exit
 import argparse
 import concurrent.futures
 import json
-import multiprocessing
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 import urllib3
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
-from kubernetes.watch.watch import iter_resp_lines
+
+import kubebench
+from kubebench import (GPU_TOLERATION, Watcher, cpu_seconds, fmt_pcts, gang_names, gpu_container,
+                       loadavg, percentile, status_kib, terminate, writes_between)
 
 SP_GROUP, SP_VERSION = "scheduling.x-k8s.io", "v1alpha1"
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
 BENCH_LABEL = "e2e.muster.dev/bench"
-GPU = "nvidia.com/gpu"
-GPU_TOLERATION = {"key": GPU, "operator": "Equal", "value": "present", "effect": "NoSchedule"}
 CYCLE_RE = re.compile(
     r"^(\S+) muster: cycle (\d+): (\d+) nodes, (\d+) pods, (\d+) pending gangs, (\d+) admitted, "
     r"(\d+) binds, ([0-9.]+) ms"
 )
-METRIC_RE = re.compile(
-    r'^apiserver_request_total\{(?=.*\bresource="(?P<resource>[^"]*)")(?=.*\bsubresource="(?P<sub>[^"]*)")'
-    r'(?=.*\bverb="(?P<verb>[^"]*)").*\} (?P<n>\S+)$'
-)
-WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION")
 SETTLE_S = 5
+log = kubebench.Log("e2e-bind")
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
-
-
-T0 = time.monotonic()
-
-
-def log(msg):
-    print(f"e2e-bind: [py +{time.monotonic() - T0:.0f}s] {msg}", flush=True)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def wait_quiet(pattern, timeout):
@@ -97,24 +78,6 @@ def wait_quiet(pattern, timeout):
             log(f"waiting for other benchmarks to finish (pids {' '.join(others)}; load {loadavg()})")
             said = now
         time.sleep(5)
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def percentile(sorted_values, p):
-    """Nearest-rank percentile of an ascending list."""
-    if not sorted_values:
-        return float("nan")
-    k = max(0, min(len(sorted_values) - 1, int(round(p / 100.0 * len(sorted_values) + 0.5)) - 1))
-    return sorted_values[k]
 
 
 # --- objects ----------------------------------------------------------------
@@ -140,185 +103,17 @@ def pod(name, gang, scheduler):
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             "tolerations": [GPU_TOLERATION],
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {
-                        "requests": {"cpu": "500m", "memory": "1Gi", GPU: "1"},
-                        "limits": {GPU: "1"},
-                    },
-                }
-            ],
+            "containers": [gpu_container()],
         },
     }
-
-
-def gang_names(i, members):
-    g = f"g-{i:05d}"
-    return g, [f"{g}-{k}" for k in range(members)]
 
 
 # --- the API ----------------------------------------------------------------
 
 
-class Api:
-    """The official client with a connection pool as large as the thread pool.
-    Replies are not turned into models (_preload_content=False): the client's
-    deserialization would cost more CPU than the request."""
-
-    def __init__(self, kubeconfig, pool):
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-        cfg.connection_pool_maxsize = pool
-        self.api = client.ApiClient(cfg)
-        self.core = client.CoreV1Api(self.api)
-        self.custom = client.CustomObjectsApi(self.api)
-
-    @staticmethod
-    def _done(r):
-        r.data  # read the reply so the connection goes back to the pool
-        r.release_conn()
-
-    def create_pod(self, ns, body):
-        self._done(self.core.create_namespaced_pod(ns, body, _preload_content=False))
-
+class Api(kubebench.Api):
     def create_podgroup(self, ns, body):
-        self._done(
-            self.custom.create_namespaced_custom_object(
-                SP_GROUP, SP_VERSION, ns, "podgroups", body, _preload_content=False
-            )
-        )
-
-    def list_rv(self, ns):
-        """(number of pods, number bound, resourceVersion) of the namespace."""
-        r = self.core.list_namespaced_pod(ns, _preload_content=False)
-        doc = json.loads(r.data)
-        items = doc["items"]
-        bound = sum(1 for p in items if p["spec"].get("nodeName"))
-        return len(items), bound, doc["metadata"]["resourceVersion"]
-
-    def write_counts(self):
-        """The API server's own count of write requests so far, by
-        (verb, resource[/subresource]), from apiserver_request_total."""
-        r = self.api.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False)[0]
-        counts = {}
-        for line in r.data.decode().splitlines():
-            m = METRIC_RE.match(line)
-            if m and m.group("verb") in WRITE_VERBS:
-                what = m.group("resource") + ("/" + m.group("sub") if m.group("sub") else "")
-                key = (m.group("verb"), what)
-                counts[key] = counts.get(key, 0) + float(m.group("n"))
-        return counts
-
-    def create_namespace(self, ns):
-        self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-
-    def delete_namespace(self, ns, timeout=900):
-        """Pods with grace period 0 first, in one deletecollection (kwok
-        frees them at once), then the namespace; returns the seconds until it
-        is gone. A busy server may time such a call out (504) or drop the
-        connection: it is sent again until `timeout`."""
-        t0 = time.monotonic()
-
-        def again(call, *args, **kw):
-            while True:
-                try:
-                    return call(*args, _preload_content=False, _request_timeout=120, **kw).release_conn()
-                except ApiException as e:
-                    if e.status == 404:
-                        return None
-                    if e.status < 500 and e.status != 429:
-                        raise
-                    why = f"HTTP {e.status}"
-                except urllib3.exceptions.HTTPError as e:
-                    why = type(e).__name__
-                if time.monotonic() - t0 > timeout:
-                    sys.exit(f"e2e-bind: cannot delete namespace {ns} ({why}) after {timeout}s")
-                log(f"deleting {ns}: {why}; again")
-                time.sleep(2)
-
-        again(self.core.delete_collection_namespaced_pod, ns, grace_period_seconds=0)
-        again(self.core.delete_namespace, ns)
-        while time.monotonic() - t0 < timeout:
-            try:
-                self.core.read_namespace(ns, _preload_content=False).release_conn()
-            except ApiException as e:
-                if e.status == 404:
-                    return time.monotonic() - t0
-                if e.status < 500:
-                    raise
-            time.sleep(1)
-        sys.exit(f"e2e-bind: namespace {ns} still there after {timeout}s")
-
-
-# --- the watch (its own process) ---------------------------------------------
-
-
-def watch_main(kubeconfig, ns, rv, expect, conn, count, connected, stop):
-    """Watch the pods of `ns` from resourceVersion `rv`; record the monotonic
-    time each pod is first seen with spec.nodeName. Sets `connected` once the
-    server has answered the watch, keeps `count` current, and sends
-    {name: time} through `conn` when `expect` pods are bound or `stop` is set."""
-    api = Api(kubeconfig, 2)
-    bound = {}
-    while len(bound) < expect and not stop.is_set():
-        resp = api.core.list_namespaced_pod(
-            ns,
-            watch=True,
-            resource_version=rv,
-            allow_watch_bookmarks=True,
-            timeout_seconds=30,  # short, so `stop` is seen without an event
-            _preload_content=False,
-        )
-        connected.set()
-        try:
-            for line in iter_resp_lines(resp):
-                now = time.monotonic()
-                if not line:
-                    continue
-                ev = json.loads(line)
-                obj = ev.get("object") or {}
-                if ev.get("type") == "ERROR":
-                    raise SystemExit(f"e2e-bind: watch error: {obj.get('message')}")
-                rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if ev["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
-                    name = obj["metadata"]["name"]
-                    if name not in bound:
-                        bound[name] = now
-                        count.value = len(bound)
-                if len(bound) >= expect or stop.is_set():
-                    break
-        finally:
-            resp.close()
-            resp.release_conn()
-    conn.send(bound)
-    conn.close()
-
-
-class Watcher:
-    def __init__(self, kubeconfig, ns, rv, expect):
-        ctx = multiprocessing.get_context("spawn")
-        self.count = ctx.Value("l", 0)
-        self.connected, self.stop_ev = ctx.Event(), ctx.Event()
-        self.rx, tx = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(
-            target=watch_main,
-            args=(kubeconfig, ns, rv, expect, tx, self.count, self.connected, self.stop_ev),
-            daemon=True,
-        )
-        self.proc.start()
-        if not self.connected.wait(60):
-            sys.exit("e2e-bind: the watch did not connect within 60 s")
-
-    def bound(self):
-        return self.count.value
-
-    def results(self):
-        self.stop_ev.set()
-        out = self.rx.recv() if self.rx.poll(60) else {}
-        self.proc.join(10)
-        return out
+        self.create_object(SP_GROUP, SP_VERSION, ns, "podgroups", body)
 
 
 # --- Muster and the processes whose CPU time is counted ------------------------
@@ -346,34 +141,13 @@ class Muster:
             f.seek(self.offset)
             return f.read().decode(errors="replace")
 
-    def _peak_rss_mib(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return float("nan")
-
     def stop(self, timeout=30):
         """SIGTERM, then wait up to `timeout` s. Sets status (the exit status,
         or "killed" when it had to be killed) and stop_s. Idempotent."""
         if self.status is not None:
             return self.status
-        self.rss_mib = self._peak_rss_mib()
-        t0 = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                self.status = "killed"
-        self.stop_s = time.monotonic() - t0
-        if self.status is None:
-            self.status = self.proc.returncode
+        self.rss_mib = (status_kib(self.proc.pid, "VmHWM") or float("nan")) / 1024
+        self.status, self.stop_s = terminate(self.proc, timeout)
         self.out.close()
         return self.status
 
@@ -399,12 +173,6 @@ class CpuMeter:
         t = os.times()
         out["bench client"] = (t.user - self.self0.user) + (t.system - self.self0.system)
         return wall, out
-
-
-def writes_between(before, after):
-    """Write requests made between two write_counts(), largest first."""
-    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    return sorted(((n, k) for k, n in d.items() if n > 0), reverse=True)
 
 
 def cycles_in(text):
@@ -549,7 +317,7 @@ def phase_throughput(a, api, meter_pids, running):
         f"{n} pods listed, {nbound} bound")
     if n != total or nbound:
         sys.exit(f"e2e-bind: expected {total} unbound pods, found {n} ({nbound} bound)")
-    watcher = Watcher(a.kubeconfig, ns, rv, total)
+    watcher = Watcher(a.kubeconfig, ns, rv, log, total)
     meter = CpuMeter(dict(meter_pids, watch=watcher.proc.pid))
     writes0 = api.write_counts()
     meter.start()
@@ -627,7 +395,7 @@ def phase_latency(a, api, meter_pids, running):
     res["warm_up_s"] = warm_up(api, ns, a)
     log(f"latency: warm-up pod bound {res['warm_up_s']:.2f} s after Muster's start")
     _, _, rv = api.list_rv(ns)
-    watcher = Watcher(a.kubeconfig, ns, rv, total)
+    watcher = Watcher(a.kubeconfig, ns, rv, log, total)
     meter = CpuMeter(dict(meter_pids, muster=muster.proc.pid, watch=watcher.proc.pid))
     writes0 = api.write_counts()
     meter.start()
@@ -658,12 +426,6 @@ def phase_latency(a, api, meter_pids, running):
 
 
 # --- report -----------------------------------------------------------------
-
-
-def fmt_pcts(vals):
-    if not vals:
-        return "-"
-    return "/".join(f"{percentile(vals, p):.0f}" for p in (50, 90, 99)) + f"/{vals[-1]:.0f}"
 
 
 def report(a, tp, lat):
@@ -801,7 +563,7 @@ def parse_args():
 
 def main():
     a = parse_args()
-    api = Api(a.kubeconfig, a.threads + 4)
+    api = Api(a.kubeconfig, a.threads + 4, log)
     for suffix in ("throughput", "latency"):  # leftovers of an interrupted run
         api.delete_namespace(f"{a.ns_prefix}-{suffix}")
     meter_pids = {}

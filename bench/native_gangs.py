@@ -60,73 +60,24 @@ import argparse
 import concurrent.futures
 import json
 import math
-import multiprocessing
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
 
 import urllib3
-from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-from kubernetes.watch.watch import iter_resp_lines
+
+import kubebench
+from kubebench import (GPU, GPU_TOLERATION, Watcher, cpu_seconds, fmt_pcts, gang_names, gpu_container,
+                       loadavg, percentile, status_kib, terminate, writes_between)
 
 NATIVE_GROUP, NATIVE_VERSION = "scheduling.k8s.io", "v1beta1"
 BENCH_LABEL = "bench.muster.dev/native-gangs"
 POOL_LABEL = "muster.dev/pool"
-GPU = "nvidia.com/gpu"
-GPU_TOLERATION = {"key": GPU, "operator": "Equal", "value": "present", "effect": "NoSchedule"}
-METRIC_RE = re.compile(
-    r'^apiserver_request_total\{(?=.*\bresource="(?P<resource>[^"]*)")(?=.*\bsubresource="(?P<sub>[^"]*)")'
-    r'(?=.*\bverb="(?P<verb>[^"]*)").*\} (?P<n>\S+)$'
-)
-WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION")
 PHASES = ("backlog", "stream", "contention")
 LONG_PARTIAL_S = 1.0
-
-T0 = time.monotonic()
-
-
-def log(msg):
-    print(f"native-gangs: [py +{time.monotonic() - T0:.0f}s] {msg}", flush=True)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def status_kib(pid, key):
-    """A "Key: N kB" line of /proc/PID/status, in KiB, or None."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def percentile(sorted_values, p):
-    """Nearest-rank percentile of an ascending list."""
-    if not sorted_values:
-        return float("nan")
-    k = max(0, min(len(sorted_values) - 1, int(math.ceil(p / 100.0 * len(sorted_values))) - 1))
-    return sorted_values[k]
-
+log = kubebench.Log("native-gangs")
 
 # --- objects ----------------------------------------------------------------
 
@@ -154,23 +105,9 @@ def pod(name, gang, scheduler, pool):
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             "tolerations": [GPU_TOLERATION],
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {
-                        "requests": {"cpu": "500m", "memory": "1Gi", GPU: "1"},
-                        "limits": {GPU: "1"},
-                    },
-                }
-            ],
+            "containers": [gpu_container()],
         },
     }
-
-
-def gang_names(i, members):
-    g = f"g-{i:05d}"
-    return g, [f"{g}-{k}" for k in range(members)]
 
 
 def gang_of(pod_name):
@@ -180,38 +117,9 @@ def gang_of(pod_name):
 # --- the API ----------------------------------------------------------------
 
 
-class Api:
-    """The official client; bodies go as plain dicts (the typed models would
-    drop spec.schedulingGroup, which they predate) and replies are not turned
-    into models (_preload_content=False)."""
-
-    def __init__(self, kubeconfig, pool):
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-        cfg.connection_pool_maxsize = pool
-        self.api = client.ApiClient(cfg)
-        self.core = client.CoreV1Api(self.api)
-        self.custom = client.CustomObjectsApi(self.api)
-
-    @staticmethod
-    def _done(r):
-        r.data  # read the reply so the connection goes back to the pool
-        r.release_conn()
-
-    def create_pod(self, ns, body):
-        self._done(self.core.create_namespaced_pod(ns, body, _preload_content=False))
-
+class Api(kubebench.Api):
     def create_podgroup(self, ns, body):
-        self._done(self.custom.create_namespaced_custom_object(
-            NATIVE_GROUP, NATIVE_VERSION, ns, "podgroups", body, _preload_content=False))
-
-    def list_rv(self, ns):
-        """(number of pods, number bound, resourceVersion) of the namespace."""
-        r = self.core.list_namespaced_pod(ns, _preload_content=False)
-        doc = json.loads(r.data)
-        items = doc["items"]
-        bound = sum(1 for p in items if p["spec"].get("nodeName"))
-        return len(items), bound, doc["metadata"]["resourceVersion"]
+        self.create_object(NATIVE_GROUP, NATIVE_VERSION, ns, "podgroups", body)
 
     def pool_gpus(self, pool):
         """(nodes, GPUs) of the Ready, untainted-by-lifecycle nodes of the pool."""
@@ -224,19 +132,6 @@ class Api:
                 nodes += 1
                 gpus += int(n["status"]["allocatable"].get(GPU, "0"))
         return nodes, gpus
-
-    def write_counts(self):
-        """The API server's count of write requests so far, by (verb,
-        resource[/subresource]), from apiserver_request_total."""
-        r = self.api.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False)[0]
-        counts = {}
-        for line in r.data.decode().splitlines():
-            m = METRIC_RE.match(line)
-            if m and m.group("verb") in WRITE_VERBS:
-                what = m.group("resource") + ("/" + m.group("sub") if m.group("sub") else "")
-                key = (m.group("verb"), what)
-                counts[key] = counts.get(key, 0) + float(m.group("n"))
-        return counts
 
     def clear_namespace(self, ns, timeout=900):
         """Its pods (grace period 0, in one deletecollection: kwok frees them
@@ -252,9 +147,7 @@ class Api:
         def sent(call, *args, **kw):
             self.clear_calls += 1
             try:
-                r = call(*args, _preload_content=False, _request_timeout=120, **kw)
-                r.data
-                r.release_conn()
+                self.done(call(*args, _preload_content=False, _request_timeout=120, **kw))
             except (ApiException, urllib3.exceptions.HTTPError) as e:
                 log(f"clearing {ns}: {type(e).__name__} {getattr(e, 'status', '')}; again")
 
@@ -274,115 +167,7 @@ class Api:
                 sent(self.custom.delete_collection_namespaced_custom_object,
                      NATIVE_GROUP, NATIVE_VERSION, ns, "podgroups")
             time.sleep(0.2)
-        sys.exit(f"native-gangs: pods or PodGroups of {ns} still there after {timeout}s")
-
-    def create_namespace(self, ns):
-        self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-
-    def delete_namespace(self, ns, timeout=900):
-        """Pods with grace period 0 in one deletecollection, then the
-        namespace; returns the seconds until it is gone. A busy server may
-        time a call out: it is sent again until `timeout`."""
-        t0 = time.monotonic()
-
-        def again(call, *args, **kw):
-            while True:
-                try:
-                    return call(*args, _preload_content=False, _request_timeout=120, **kw).release_conn()
-                except ApiException as e:
-                    if e.status == 404:
-                        return None
-                    if e.status < 500 and e.status != 429:
-                        raise
-                    why = f"HTTP {e.status}"
-                except urllib3.exceptions.HTTPError as e:
-                    why = type(e).__name__
-                if time.monotonic() - t0 > timeout:
-                    sys.exit(f"native-gangs: cannot delete namespace {ns} ({why}) after {timeout}s")
-                log(f"deleting {ns}: {why}; again")
-                time.sleep(2)
-
-        again(self.core.delete_collection_namespaced_pod, ns, grace_period_seconds=0)
-        again(self.core.delete_namespace, ns)
-        while time.monotonic() - t0 < timeout:
-            try:
-                self.core.read_namespace(ns, _preload_content=False).release_conn()
-            except ApiException as e:
-                if e.status == 404:
-                    return time.monotonic() - t0
-                if e.status < 500:
-                    raise
-            time.sleep(0.5)
-        sys.exit(f"native-gangs: namespace {ns} still there after {timeout}s")
-
-
-def writes_between(before, after):
-    """Write requests made between two write_counts(), largest first."""
-    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    return sorted(((n, k) for k, n in d.items() if n > 0), reverse=True)
-
-
-# --- the watch (its own process) ---------------------------------------------
-
-
-def watch_main(kubeconfig, ns, rv, conn, count, connected, stop):
-    """Watch the pods of `ns` from resourceVersion `rv`; record the monotonic
-    time each pod is first seen with spec.nodeName. Sets `connected` once the
-    server has answered, keeps `count` current, and sends {name: time}
-    through `conn` once `stop` is set."""
-    api = Api(kubeconfig, 2)
-    bound = {}
-    while not stop.is_set():
-        resp = api.core.list_namespaced_pod(
-            ns, watch=True, resource_version=rv, allow_watch_bookmarks=True,
-            timeout_seconds=5,  # short, so `stop` is seen without an event
-            _preload_content=False)
-        connected.set()
-        try:
-            for line in iter_resp_lines(resp):
-                now = time.monotonic()
-                if not line:
-                    continue
-                ev = json.loads(line)
-                obj = ev.get("object") or {}
-                if ev.get("type") == "ERROR":
-                    raise SystemExit(f"native-gangs: watch error: {obj.get('message')}")
-                rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if ev["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
-                    name = obj["metadata"]["name"]
-                    if name not in bound:
-                        bound[name] = now
-                        count.value = len(bound)
-                if stop.is_set():
-                    break
-        finally:
-            resp.close()
-            resp.release_conn()
-    conn.send(bound)
-    conn.close()
-
-
-class Watcher:
-    def __init__(self, kubeconfig, ns, rv):
-        ctx = multiprocessing.get_context("spawn")
-        self.count = ctx.Value("l", 0)
-        self.connected, self.stop_ev = ctx.Event(), ctx.Event()
-        self.rx, tx = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=watch_main,
-                                args=(kubeconfig, ns, rv, tx, self.count, self.connected, self.stop_ev),
-                                daemon=True)
-        self.proc.start()
-        if not self.connected.wait(60):
-            sys.exit("native-gangs: the watch did not connect within 60 s")
-
-    def bound(self):
-        return self.count.value
-
-    def results(self):
-        self.stop_ev.set()
-        out = self.rx.recv() if self.rx.poll(60) else {}
-        self.proc.join(10)
-        return out
+        log.fail(f"pods or PodGroups of {ns} still there after {timeout}s")
 
 
 # --- the schedulers -------------------------------------------------------------
@@ -414,18 +199,7 @@ class Scheduler:
             return self.status
         self.hwm_kib = status_kib(self.proc.pid, "VmHWM")
         self.cpu_total = self.cpu()
-        t0 = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                self.status = "killed"
-        self.stop_s = time.monotonic() - t0
-        if self.status is None:
-            self.status = self.proc.returncode
+        self.status, self.stop_s = terminate(self.proc, timeout)
         self.out.close()
         return self.status
 
@@ -539,7 +313,7 @@ class Phase:
         """The watch from the namespace's current resourceVersion, the CPU
         and write counters."""
         _, _, rv = self.api.list_rv(self.ns)
-        self.watcher = Watcher(self.a.kubeconfig, self.ns, rv)
+        self.watcher = Watcher(self.a.kubeconfig, self.ns, rv, log)
         self.writes0 = self.api.write_counts()
 
     def cpu_start(self):
@@ -719,12 +493,6 @@ def run_scheduler(a, api, sched, capacity):
 # --- report -----------------------------------------------------------------
 
 
-def fmt_pcts(vals):
-    if not vals:
-        return "-"
-    return "/".join(f"{percentile(vals, p):.0f}" for p in (50, 90, 99)) + f"/{vals[-1]:.0f}"
-
-
 def report(a, scheds, results, capacity, nodes):
     """The side-by-side table, then key=value lines. Returns success."""
     ks = [s for s in scheds]
@@ -901,7 +669,7 @@ def parse_args():
 
 def main():
     a = parse_args()
-    api = Api(a.kubeconfig, a.threads + 4)
+    api = Api(a.kubeconfig, a.threads + 4, log)
     nodes, capacity = api.pool_gpus(a.pool)
     if not capacity:
         sys.exit(f"native-gangs: no GPUs on Ready nodes of pool {a.pool}")

@@ -226,6 +226,15 @@ static void test_topology_one_rack(void **state)
 	world_free(&w);
 }
 
+/* One GPU taken on the first node of each rack (r0-0, r1-0): no rack of
+ * two 8-GPU nodes holds two whole-node members any more. */
+static void one_gpu_taken_per_rack(struct world *w)
+{
+	nat_group(w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
+	nat_pod(w, "busy-0", "busy", 1, "r0-0");
+	nat_pod(w, "busy-1", "busy", 1, "r1-0");
+}
+
 /* One GPU short in every rack: nothing is bound, and the message names
  * the key; the same gang without the constraint is admitted across
  * racks. A key no configured level has waits saying so. */
@@ -236,9 +245,7 @@ static void test_topology_short_and_unknown(void **state)
 
 	(void)state;
 	world_init(&w, 2, 2); /* 4 nodes, 32 GPUs */
-	nat_group(&w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
-	nat_pod(&w, "busy-0", "busy", 1, "r0-0");
-	nat_pod(&w, "busy-1", "busy", 1, "r1-0");
+	one_gpu_taken_per_rack(&w);
 	nat_group(&w, "g",
 	          "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},"
 	          "\"schedulingConstraints\":{\"topology\":[{\"key\":\"muster.dev/rack\"}]}");
@@ -266,9 +273,7 @@ static void test_topology_short_and_unknown(void **state)
 	world_free(&w);
 
 	world_init(&w, 2, 2);
-	nat_group(&w, "busy", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
-	nat_pod(&w, "busy-0", "busy", 1, "r0-0");
-	nat_pod(&w, "busy-1", "busy", 1, "r1-0");
+	one_gpu_taken_per_rack(&w);
 	nat_group(&w, "g", "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}");
 	nat_pod(&w, "g-0", "g", 8, NULL);
 	nat_pod(&w, "g-1", "g", 8, NULL);
