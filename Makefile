@@ -10,6 +10,7 @@
 #   make format / make format-check
 #   make arch-check       every #include follows the house's arrows (scripts/arch-check)
 #   make SANITIZE=address,undefined test   the same under sanitizers
+#   make test-threads     the daemon's cluster suites under ThreadSanitizer
 #   make fuzz [FUZZ_SECONDS=600]   every libFuzzer target in fuzz/, 30 s each
 #
 # Every target that needs something from outside installs it first, and
@@ -103,7 +104,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_ARGS ?=
 FUZZ_LDFLAGS_watch := -Wl,--wrap=kubeapi_http_submit -Wl,--wrap=kubeapi_http_cancel
 
-.PHONY: all deps c-deps unit integration-bins test demo cluster-up cluster-down format format-check arch-check \
+.PHONY: all deps c-deps unit integration-bins test test-threads demo cluster-up cluster-down format format-check arch-check \
 	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e bench-native clean fuzz fuzz-bins
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
@@ -182,6 +183,15 @@ integration-bins: c-deps $(INTEG_BIN)
 
 test: all unit integration-bins
 	BUILD=$(BUILD) test/cluster/run-tests
+
+# The daemon under ThreadSanitizer, stopped at its first report: the
+# planner runs on a thread of libuv's pool while the loop reads watches,
+# renews the lease and carries out binds (scheduler/run.c); these suites
+# drive all of that (about 5 minutes).
+THREAD_SUITES := test_leader or test_scheduler or test_preemption or test_vgpu or test_debug
+test-threads:
+	$(MAKE) SANITIZE=thread all
+	TSAN_OPTIONS=halt_on_error=1 BUILD=build-thread test/cluster/run-tests -k "$(THREAD_SUITES)"
 
 demo: all
 	BUILD=$(BUILD) scripts/demo

@@ -10,6 +10,7 @@
 #include "kubeapi/cache.h"
 
 #include "kubeapi/decode_internal.h"
+#include "kubeapi/journal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -115,7 +116,14 @@ struct kubeapi_cache {
 	unsigned decode_errors;
 	unsigned untracked; /* Nodes decoded without some of their resources */
 	uint64_t res_gen;   /* the model's resource generation last acted on */
+	uint64_t replayed;  /* journaled callbacks applied at release, since start */
+	unsigned relisted;  /* stores listed again: their journal ran over */
 	unsigned closing;   /* informers still closing */
+	/* Held (kubeapi_cache_hold): callbacks go to the journal; stores
+	 * whose records ran over its cap (bit per kind) list again. */
+	bool held;
+	struct kubeapi__journal journal;
+	unsigned lost;
 	void (*closed_cb)(void *);
 	void *closed_data;
 };
@@ -185,16 +193,13 @@ static void on_log(void *data, const char *msg)
 	log_line(s->cache, msg);
 }
 
-static void on_sync_begin(void *data)
+static void apply_sync_begin(struct store *s)
 {
-	struct store *s = data;
-
 	s->gen++;
 }
 
-static void on_upsert(void *data, const cJSON *obj)
+static void apply_upsert(struct store *s, const cJSON *obj)
 {
-	struct store *s = data;
 	struct kubeapi_cache *c = s->cache;
 	struct kubeapi_decode_error err;
 	union kubeapi__any_object tmp;
@@ -275,9 +280,8 @@ static void drop(struct store *s, uint64_t key)
 /* An object too large to decode: what was stored for it stays, through
  * this list's sweep too. Dropping a bound pod would free capacity that is
  * in use. */
-static void on_keep(void *data, const cJSON *obj)
+static void apply_keep(struct store *s, const cJSON *obj)
 {
-	struct store *s = data;
 	uint64_t key = find_key(s, obj);
 	void *old = key ? idmap_get(&s->map, key) : NULL;
 
@@ -285,9 +289,8 @@ static void on_keep(void *data, const cJSON *obj)
 		*gen_of(s, old) = s->gen;
 }
 
-static void on_remove(void *data, const cJSON *obj)
+static void apply_remove(struct store *s, const cJSON *obj)
 {
-	struct store *s = data;
 	uint64_t key = find_key(s, obj);
 
 	if (key)
@@ -295,9 +298,8 @@ static void on_remove(void *data, const cJSON *obj)
 }
 
 /* Drop what the list just finished did not name. */
-static void on_sync_end(void *data)
+static void apply_sync_end(struct store *s)
 {
-	struct store *s = data;
 	struct idmap_slot *e;
 	uint64_t *stale;
 	size_t i, n = 0;
@@ -313,6 +315,121 @@ static void on_sync_end(void *data)
 	for (i = 0; i < n; i++)
 		drop(s, stale[i]);
 	free(stale);
+}
+
+/* ---- holding ------------------------------------------------------------------------ */
+
+/* While the cache is held, a callback is journaled instead of applied (or
+ * dropped, once its store's records ran over the cap: that store lists
+ * again at release). True when it is not to be applied now. */
+static bool journaled(struct store *s, enum kubeapi__journal_op op, const cJSON *obj)
+{
+	struct kubeapi_cache *c = s->cache;
+
+	if (!c->held)
+		return false;
+	if (!(c->lost & 1u << s->kind) && kubeapi__journal_add(&c->journal, s->kind, op, obj) < 0)
+		c->lost |= 1u << s->kind;
+	return true;
+}
+
+static void on_sync_begin(void *data)
+{
+	if (!journaled(data, KUBEAPI__J_SYNC_BEGIN, NULL))
+		apply_sync_begin(data);
+}
+
+static void on_upsert(void *data, const cJSON *obj)
+{
+	if (!journaled(data, KUBEAPI__J_UPSERT, obj))
+		apply_upsert(data, obj);
+}
+
+static void on_keep(void *data, const cJSON *obj)
+{
+	if (!journaled(data, KUBEAPI__J_KEEP, obj))
+		apply_keep(data, obj);
+}
+
+static void on_remove(void *data, const cJSON *obj)
+{
+	if (!journaled(data, KUBEAPI__J_REMOVE, obj))
+		apply_remove(data, obj);
+}
+
+static void on_sync_end(void *data)
+{
+	if (!journaled(data, KUBEAPI__J_SYNC_END, NULL))
+		apply_sync_end(data);
+}
+
+/* One journaled callback, applied. False when its text no longer parses
+ * (it was printed from a parse: out of memory). */
+static bool replay(struct kubeapi_cache *c, const struct kubeapi__journal_rec *r)
+{
+	struct store *s = &c->stores[r->store];
+	cJSON *obj = NULL;
+
+	if (r->text && !(obj = cJSON_ParseWithLength(r->text, r->len)))
+		return false;
+	switch (r->op) {
+	case KUBEAPI__J_SYNC_BEGIN:
+		apply_sync_begin(s);
+		break;
+	case KUBEAPI__J_UPSERT:
+		apply_upsert(s, obj);
+		break;
+	case KUBEAPI__J_REMOVE:
+		apply_remove(s, obj);
+		break;
+	case KUBEAPI__J_KEEP:
+		apply_keep(s, obj);
+		break;
+	default:
+		apply_sync_end(s);
+		break;
+	}
+	cJSON_Delete(obj);
+	return true;
+}
+
+void kubeapi_cache_hold(struct kubeapi_cache *c)
+{
+	c->held = true;
+}
+
+void kubeapi_cache_release(struct kubeapi_cache *c)
+{
+	struct kubeapi__journal j = c->journal;
+	unsigned lost = c->lost;
+	char line[256];
+
+	c->held = false;
+	c->lost = 0;
+	c->journal = (struct kubeapi__journal){.max_bytes = j.max_bytes};
+	for (size_t k = 0; k < j.n; k++)
+		if (!(lost & 1u << j.v[k].store) && !replay(c, &j.v[k]))
+			lost |= 1u << j.v[k].store;
+	c->replayed += j.n;
+	kubeapi__journal_clear(&j);
+	for (unsigned k = 0; k < KUBEAPI_STORE_COUNT; k++) {
+		if (!(lost & 1u << k))
+			continue;
+		snprintf(
+		    line, sizeof(line),
+		    "%s: changes that came while the cache was held ran over %zu bytes (or out "
+		    "of memory); listing again",
+		    kinds[k].kind.name, j.max_bytes);
+		log_line(c, line);
+		c->relisted++;
+		kubeapi_informer_relist(c->stores[k].inf);
+	}
+}
+
+void kubeapi_cache_hold_stats(const struct kubeapi_cache *c, uint64_t *replayed, unsigned *relisted)
+{
+	*replayed = c->replayed;
+	*relisted = c->relisted;
 }
 
 static const struct kubeapi_informer_ops informer_ops = {
@@ -344,6 +461,7 @@ static void free_stores(struct kubeapi_cache *c)
 
 static void cache_free(struct kubeapi_cache *c)
 {
+	kubeapi__journal_clear(&c->journal);
 	free_stores(c);
 	kubeapi_model_free(&c->model);
 	free(c);
@@ -360,6 +478,8 @@ int kubeapi_cache_new(uv_loop_t *loop, struct kubeapi_http *http,
 		return -ENOMEM;
 	if (opt)
 		c->opt = *opt;
+	c->journal.max_bytes =
+	    c->opt.hold_max_bytes ? c->opt.hold_max_bytes : KUBEAPI_CACHE_HOLD_BYTES;
 	if ((rc = kubeapi_model_new(&c->model)) < 0)
 		goto fail;
 	for (k = 0; k < KUBEAPI_STORE_COUNT; k++) {

@@ -36,13 +36,31 @@
 
 #define SCHED_UNCONFIRMED_MS 30000
 
+/* Forget an assumption. A cycle in flight may be reading its vGPU
+ * shares (through its own map of them): then it is freed after. */
 static void drop(struct sched *s, uint64_t key)
 {
 	struct sched_assumed *e = idmap_del(&s->assumed, key);
 
+	if (e && s->cyc.running) {
+		e->next_dead = s->cyc.dead;
+		s->cyc.dead = e;
+		return;
+	}
 	if (e)
 		sched_shares_free(s, e);
 	free(e);
+}
+
+void sched_assumed_bury(struct sched *s)
+{
+	while (s->cyc.dead) {
+		struct sched_assumed *e = s->cyc.dead;
+
+		s->cyc.dead = e->next_dead;
+		sched_shares_free(s, e);
+		free(e);
+	}
 }
 
 static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
@@ -255,6 +273,7 @@ void sched_assumed_free(struct sched *s)
 {
 	const struct idmap_slot *sl;
 
+	sched_assumed_bury(s);
 	IDMAP_FOREACH(&s->assumed, i, sl) {
 		sched_shares_free(s, sl->value);
 		free(sl->value);

@@ -64,7 +64,7 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 		          pod ? sched_str(s, pod->ns) : "?", pod ? sched_str(s, pod->name) : "?");
 		idmap_put(&s->refused, e->victim,
 		          (void *)(uintptr_t)(sched_now_ms(s) + SCHED_REFUSED_MS));
-		plan_hold_drop(&s->plan_keep, e->preemptor);
+		sched_hold_drop(s, e->preemptor);
 		forget(s, e->key);
 		sched_kick(s);
 		return;

@@ -103,6 +103,8 @@ static const char run_usage[] =
     "                          exit status 1 (default 10)\n"
     "  --retry-period S        seconds between tries (default 2); whole seconds, and\n"
     "                          retry period < renew deadline < lease duration\n"
+    "  --cycle-delay-ms N      for tests: each cycle takes N ms longer (0..60000), as\n"
+    "                          one of a very large cluster does\n"
     "  --help                  this text\n"
     "\n"
     "SIGTERM or SIGINT stops it cleanly (exit 0); SIGHUP reloads the configuration.\n";
@@ -211,6 +213,7 @@ static const struct option run_longopts[] = {
     {"log-level", required_argument, NULL, 'L'},
     {"period-ms", required_argument, NULL, 'p'},
     {"max-object-bytes", required_argument, NULL, 'B'},
+    {"cycle-delay-ms", required_argument, NULL, 'Y'},
     {"leader-elect", no_argument, NULL, 'E'},
     {"lease-namespace", required_argument, NULL, 'N'},
     {"lease-name", required_argument, NULL, 'M'},
@@ -237,12 +240,21 @@ static const struct {
     {'T', offsetof(struct sched_options, debug_token)},
 };
 
-/* --period-ms and --max-object-bytes: 0, or -EINVAL (said on stderr). */
+/* --period-ms, --cycle-delay-ms and --max-object-bytes: 0, or -EINVAL
+ * (said on stderr). */
 static int number_option(struct sched_options *o, int c, const char *arg)
 {
 	char *end;
 	long v = strtol(arg, &end, 10);
 
+	if (c == 'Y') {
+		if (end == arg || *end || v < 0 || v > 60000) {
+			fprintf(stderr, "muster run: --cycle-delay-ms wants 0..60000\n");
+			return -EINVAL;
+		}
+		o->cycle_delay_ms = (unsigned)v;
+		return 0;
+	}
 	if (c == 'p') {
 		if (*end || v < 10 || v > 600000) {
 			fprintf(stderr, "muster run: --period-ms wants 10..600000\n");
@@ -281,6 +293,7 @@ static int run_option(struct sched_options *o, int c, const char *arg)
 		return log_option(o, c, arg) < 0 ? -EINVAL : 0;
 	case 'p':
 	case 'B':
+	case 'Y':
 		return number_option(o, c, arg);
 	case 'E':
 		o->leader_elect = true;

@@ -7,6 +7,18 @@
  * cache has listed every kind once: a partial view would hand out room
  * that is in use.
  *
+ * The planner runs on a thread of libuv's pool (struct sched_cycle), one
+ * cycle at a time: at 100,000 nodes a cycle takes seconds, and the loop
+ * must meanwhile read watches, renew the lease (its renew deadline is
+ * 10 s) and answer the debug servers. For that time the cache is held
+ * still (what the watches bring is journaled, then applied after the
+ * decisions are carried out), and what the loop would change that the
+ * planner reads is copied before or deferred after: the assumed binds and
+ * refused evictions (copied), an assumption dropped (freed after), a
+ * refused eviction's hold (dropped after), a new configuration (applied
+ * only between cycles), a stop (finished after). The decisions are
+ * carried out on the loop, as before.
+ *
  * Shutdown (SIGTERM, SIGINT): stop the timers, close the config watch,
  * the cache and the HTTP engine (in-flight binds are cancelled; a bind
  * the server already took stays, and the next leader sees it bound),
@@ -197,13 +209,15 @@ static void scheduler_ids(const struct sched *s, struct plan_input *in, uint32_t
 	in->schedulers = ids;
 }
 
-/* The planner's input: the cache's stores, and three maps built here for
- * it (the caller frees them). 0 or -ENOMEM. */
-static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, struct idmap *assumed,
-                       struct idmap *vgpu, struct idmap *backoff)
+/* The planner's input: the cache's stores, and four maps copied here
+ * for it, since the loop changes the originals while the cycle runs
+ * (cycle_free() frees them). 0 or -ENOMEM. */
+static int cycle_input(struct sched *s)
 {
 	const struct kubeapi_cache *c = s->cache;
 	const struct idmap_slot *slot;
+	struct sched_cycle *y = &s->cyc;
+	struct plan_input *in = &y->in;
 
 	*in = (struct plan_input){
 	    .model = kubeapi_cache_model(s->cache),
@@ -215,23 +229,36 @@ static int cycle_input(struct sched *s, struct plan_input *in, uint32_t *ids, st
 	    .workloads = kubeapi_cache_store(c, KUBEAPI_STORE_WORKLOADS),
 	    .priorityclasses = kubeapi_cache_store(c, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .qs = s->qs,
-	    .assumed = assumed,
-	    .assumed_vgpu = vgpu,
-	    .backoff = backoff,
+	    .assumed = &y->assumed,
+	    .assumed_vgpu = &y->vgpu,
+	    .backoff = &y->backoff,
 	    .now_s = (int64_t)time(NULL),
 	    .pdbs = kubeapi_cache_store(c, KUBEAPI_STORE_PDBS),
-	    .refused = &s->refused,
+	    .refused = &y->refused,
 	};
-	scheduler_ids(s, in, ids);
-	/* The planner wants pod -> node; the assumed map holds more. */
+	scheduler_ids(s, in, y->ids);
+	/* The planner wants pod -> node; the assumed map holds more. The
+	 * shares stay the assumption's: one dropped meanwhile is freed
+	 * after the cycle (bind.c). */
 	IDMAP_FOREACH(&s->assumed, i, slot) {
 		const struct sched_assumed *e = slot->value;
 
-		if (idmap_put(assumed, slot->key, (void *)(uintptr_t)e->node) < 0 ||
-		    (e->vgpu && idmap_put(vgpu, slot->key, e->vgpu) < 0))
+		if (idmap_put(&y->assumed, slot->key, (void *)(uintptr_t)e->node) < 0 ||
+		    (e->vgpu && idmap_put(&y->vgpu, slot->key, e->vgpu) < 0))
 			return -ENOMEM;
 	}
-	return sched_backoff_map(s, backoff);
+	IDMAP_FOREACH(&s->refused, i, slot)
+		if (idmap_put(&y->refused, slot->key, slot->value) < 0)
+			return -ENOMEM;
+	return sched_backoff_map(s, &y->backoff);
+}
+
+static void cycle_free(struct sched_cycle *y)
+{
+	idmap_free(&y->assumed);
+	idmap_free(&y->vgpu);
+	idmap_free(&y->backoff);
+	idmap_free(&y->refused);
 }
 
 /* The cycle's decisions carried out: evictions, binds, timeouts, status;
@@ -255,37 +282,102 @@ static void carry_out(struct sched *s, uint64_t t0)
 		          s->plan.nevictions, s->plan.stats.reservations, s->n.last_cycle_ms);
 }
 
+static bool leading(struct sched *s)
+{
+	return s->leader && (!s->lease || sched_lease_leader(s->lease));
+}
+
+void sched_hold_drop(struct sched *s, uint64_t key)
+{
+	if (!s->cyc.running)
+		plan_hold_drop(&s->plan_keep, key);
+	else if (idmap_put(&s->cyc.drops, key, (void *)1) < 0)
+		sched_logl(s, SCHED_WARN, "out of memory: a refused eviction's hold stays a cycle");
+}
+
+/* On the thread pool: the planner, and nothing else. */
+static void cycle_work(uv_work_t *w)
+{
+	struct sched *s = w->data;
+
+	s->cyc.rc = plan_cycle(&s->plan, &s->cyc.in, &s->plan_keep);
+	if (s->opt.cycle_delay_ms)
+		uv_sleep(s->opt.cycle_delay_ms);
+}
+
+static void close_all(struct sched *s);
+
+/* Back on the loop: what waited for the cycle, its decisions carried out
+ * (with the cache as the planner saw it: the plan points into it), then
+ * the changes that came meanwhile applied. A leader that lost its lease
+ * meanwhile carries out nothing; a stop that came meanwhile goes on. */
+static void cycle_done(uv_work_t *w, int status)
+{
+	struct sched *s = w->data;
+	struct sched_cycle *y = &s->cyc;
+	const struct idmap_slot *sl;
+	bool again = y->again;
+
+	y->running = false;
+	y->again = false;
+	sched_assumed_bury(s);
+	IDMAP_FOREACH(&y->drops, i, sl)
+		plan_hold_drop(&s->plan_keep, sl->key);
+	idmap_free(&y->drops);
+	if (s->stopping) {
+		cycle_free(y);
+		close_all(s);
+		return;
+	}
+	if (status < 0 || y->rc < 0)
+		sched_log(s, "cycle failed: %s", strerror(status < 0 ? -status : -y->rc));
+	else if (leading(s)) {
+		s->plan_now_s = y->in.now_s;
+		carry_out(s, y->t0);
+	}
+	cycle_free(y);
+	kubeapi_cache_release(s->cache);
+	if (again)
+		sched_kick(s);
+}
+
+/* Start a cycle on the thread pool, so that the loop keeps reading
+ * watches, renewing the lease and answering the debug servers however
+ * long it takes (seconds at 100,000 nodes: bench-plan). */
 static void cycle(struct sched *s)
 {
-	struct plan_input in;
-	struct idmap assumed = {0}, vgpu = {0}, backoff = {0};
-	uint32_t ids[SCHED_MAX_NAMES];
-	uint64_t t0 = uv_hrtime();
+	struct sched_cycle *y = &s->cyc;
 	int rc;
 
+	if (y->running) {
+		y->again = true;
+		return;
+	}
 	/* A standby keeps its cache warm and decides nothing; a leader past
 	 * its renew deadline neither, even before the lease says so. */
-	if (s->stopping || !s->leader || (s->lease && !sched_lease_leader(s->lease)) ||
-	    !kubeapi_cache_synced(s->cache))
+	if (s->stopping || !leading(s) || !kubeapi_cache_synced(s->cache))
 		return;
+	y->t0 = uv_hrtime();
 	apply_config(s);
 	sched_assumed_sweep(s);
 	if (s->n.cycles % 60 == 0) {
 		sched_status_sweep(s);
 		sched_evict_sweep(s);
 	}
-	if (cycle_input(s, &in, ids, &assumed, &vgpu, &backoff) < 0)
-		goto out;
-	if ((rc = plan_cycle(&s->plan, &in, &s->plan_keep)) < 0) {
-		sched_log(s, "cycle failed: %s", strerror(-rc));
-		goto out;
+	if ((rc = cycle_input(s)) < 0) {
+		sched_log(s, "cycle not started: %s", strerror(-rc));
+		cycle_free(y);
+		return;
 	}
-	s->plan_now_s = in.now_s;
-	carry_out(s, t0);
-out:
-	idmap_free(&assumed);
-	idmap_free(&vgpu);
-	idmap_free(&backoff);
+	y->work.data = s;
+	kubeapi_cache_hold(s->cache);
+	if ((rc = uv_queue_work(s->loop, &y->work, cycle_work, cycle_done)) < 0) {
+		sched_log(s, "cycle not started: %s", uv_strerror(rc));
+		kubeapi_cache_release(s->cache);
+		cycle_free(y);
+		return;
+	}
+	y->running = true;
 }
 
 static void on_debounce(uv_timer_t *t)
@@ -356,6 +448,8 @@ static void lease_closed(void *data)
 	closed_one(s);
 }
 
+/* Stop: at once, or when the cycle in flight is back (cycle_done()): it
+ * reads the cache and the plan, which closing frees. */
 static void stop(struct sched *s)
 {
 	if (s->stopping)
@@ -364,6 +458,12 @@ static void stop(struct sched *s)
 	sched_log(s, "stopping: %llu cycles, %llu binds sent, %llu bound, %llu failed",
 	          (unsigned long long)s->n.cycles, (unsigned long long)s->n.binds_sent,
 	          (unsigned long long)s->n.binds_ok, (unsigned long long)s->n.binds_failed);
+	if (!s->cyc.running)
+		close_all(s);
+}
+
+static void close_all(struct sched *s)
+{
 	if (s->started) {
 		s->closing += 5;
 		uv_close((uv_handle_t *)&s->stall, closed_handle);

@@ -1,6 +1,8 @@
 /*
  * The running scheduler (`muster run`): one libuv loop that keeps the
- * cluster cache, runs planner cycles, binds, and writes status.
+ * cluster cache, starts planner cycles (each on a thread of libuv's pool,
+ * run.c says why and what the loop leaves alone meanwhile), binds, and
+ * writes status.
  *
  *   run.c     lifecycle: connect, cache, config reload, cycle timers,
  *             SIGTERM; a cycle
@@ -67,6 +69,9 @@ struct sched_options {
 	unsigned period_ms;        /* a cycle at least this often, default 1000 */
 	unsigned status_per_cycle; /* status writes started per cycle, default 1000 */
 	size_t max_object;         /* informers' object cap, 0: theirs (16 MiB) */
+	/* For tests: the planner's thread sleeps this long after each cycle,
+	 * standing in for the seconds a cycle takes at 100,000 nodes. */
+	unsigned cycle_delay_ms;
 	/* Leader election (lease.h): without it, this instance always leads. */
 	bool leader_elect;
 	const char *lease_namespace, *lease_name, *identity;
@@ -87,6 +92,29 @@ struct sched_assumed {
 	/* The vGPU shares it was given (NULL for none), holding a reference
 	 * on each GPU UUID id: written before the binding (shares.c). */
 	struct kubeapi_vgpu_held *vgpu;
+	/* Dropped while a cycle was reading its shares: freed after it. */
+	struct sched_assumed *next_dead;
+};
+
+/* The cycle in flight on libuv's thread pool (run.c). Between its start
+ * and its end on the loop, the planner's thread reads the cache (held
+ * still: kubeapi_cache_hold), the configuration and queue set, and the
+ * copies below, and writes s->plan and s->plan_keep; the loop touches
+ * none of these meanwhile. What the loop would have changed waits here. */
+struct sched_cycle {
+	uv_work_t work;
+	bool running;
+	bool again; /* a kick came meanwhile: another cycle at once */
+	int rc;     /* plan_cycle()'s */
+	uint64_t t0;
+	struct plan_input in;
+	uint32_t ids[SCHED_MAX_NAMES];
+	/* The planner's own copies of what the loop changes as writes come
+	 * back: assumed pod -> node, their vGPU shares, gangs backing off,
+	 * gangs whose eviction was refused. */
+	struct idmap assumed, vgpu, backoff, refused;
+	struct idmap drops;         /* preemptors whose hold is to go (evict.c) */
+	struct sched_assumed *dead; /* assumptions dropped meanwhile (bind.c) */
 };
 
 enum sched_bind_state {
@@ -112,6 +140,7 @@ struct sched {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct plan plan;                   /* the last cycle's results */
+	struct sched_cycle cyc;             /* the one in flight, if any */
 	struct plan_memory plan_keep;       /* what the planner keeps across cycles */
 	const char *names[SCHED_MAX_NAMES]; /* scheduler names in force */
 	unsigned nnames;
@@ -148,8 +177,14 @@ enum sched_log_level { SCHED_DEBUG, SCHED_INFO, SCHED_WARN, SCHED_ERROR };
 /** `muster run` with these options: returns the process exit status. */
 int sched_run(const struct sched_options *opt);
 
+/* run.c: forget a preemptor's hold (plan_hold_drop), after the cycle in
+ * flight if one is. */
+void sched_hold_drop(struct sched *s, uint64_t key);
+
 /* bind.c */
 void sched_bind_all(struct sched *s);
+/* Free assumptions dropped while a cycle was in flight. */
+void sched_assumed_bury(struct sched *s);
 void sched_assumed_sweep(struct sched *s);
 void sched_assumed_free(struct sched *s);
 

@@ -983,10 +983,6 @@ def test_metrics_match_the_cluster(scenario, core, custom):
     below = [le for le, n in stall["buckets"] if n < stall["count"]]
     assert 0 < longest <= min(bounds), (longest, stall)
     assert not below or longest > max(below), (longest, stall)
-    # A cycle runs inside one iteration: the longest stall is at least the
-    # longest cycle, which is above every cycle bucket short of _count.
-    cycle_below = [le for le, n in cycle["buckets"] if n < cycle["count"]]
-    assert not cycle_below or longest > max(cycle_below), (longest, cycle)
     wait = hists["muster_admission_wait_seconds"][()]
     assert wait["count"] >= 2, f"A and F were admitted: {wait}"
     # A and F waited seconds; anything in ms or us would land far above.
@@ -1009,7 +1005,7 @@ def test_status_and_explain_commands(scenario):
     waiting gangs; `muster explain NS/b` names the quota of e2e-small and
     the numbers; --json prints the documents; a gang Muster does not have
     makes explain exit 1."""
-    s, ns, url = scenario, scenario.ns, scenario.muster.debug_url()
+    ns, url = scenario.ns, scenario.muster.debug_url()
     r = run_cli("status", "--addr", url)
     assert r.returncode == 0, r
     for word in (SMALL, DEFAULT, f"{ns}/b", f"{ns}/c", f"{ns}/d", f"{ns}/e"):

@@ -25,7 +25,11 @@ What must hold:
     duration;
   - a leader paused past its renew deadline (SIGSTOP) while the standby
     takes over exits with status 1 as soon as it runs again, having bound
-    nothing.
+    nothing;
+  - a leader whose cycles take twice its renew deadline (as at 100,000
+    nodes; --cycle-delay-ms stands in for the work) keeps its lease, binds,
+    and answers its debug server during a cycle: the planner runs on a
+    thread of its own.
 
 A replica started from a binary whose standby also scheduled would bind
 some pods itself (two reportingInstances, or a bind logged before "became
@@ -37,6 +41,7 @@ import re
 import signal
 import subprocess
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -86,14 +91,14 @@ def replicas(cluster, ns, request):
     test = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     started = []
 
-    def start(tag):
+    def start(tag, *extra):
         identity = f"muster-{tag}-{uuid.uuid4().hex[:6]}"
         log = os.path.join(logs, f"muster-{test}-{tag}.log")
         argv = [binary, "run", "--kubeconfig", cluster["KUBECONFIG"],
                 "--config", os.path.join(CLUSTER, "scheduler-config.yaml"),
                 "--leader-elect", "--lease-namespace", ns, "--lease-name", LEASE,
                 "--identity", identity, "--lease-duration", str(DURATION),
-                "--renew-deadline", str(RENEW), "--retry-period", str(RETRY)]
+                "--renew-deadline", str(RENEW), "--retry-period", str(RETRY), *extra]
         with open(log, "wb") as out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         m = Muster(proc, log)
@@ -315,3 +320,40 @@ def test_a_leader_paused_past_its_deadline_exits_when_it_runs_again(
     assert_bound_once_by(core, ns, {leader.identity: before, standby.identity: pods})
     assert binds_before_leading(standby) == []
     assert holder(coordination, ns) == standby.identity
+
+
+def test_a_leader_whose_cycles_outlast_its_renew_deadline_keeps_the_lease(
+        core, custom, coordination, replicas, ns):
+    delay = 2 * RENEW  # seconds a cycle takes
+    flags = ("--cycle-delay-ms", str(delay * 1000), "--debug-addr", "127.0.0.1:0")
+    a, b = replicas("a", *flags), replicas("b", *flags)
+    leader, standby, _ = elect(coordination, ns, a, b)
+    url = leader.debug_url()
+    pods = create_gang(core, custom, ns, "g1")
+    start = time.monotonic()
+    holders, answers = set(), []
+    # Three cycles and more: the lease is sampled, and the debug server
+    # asked, all along; the gang is bound by the second cycle after it.
+    while time.monotonic() - start < 3 * delay + 2:
+        leader.check()
+        standby.check()
+        holders.add(holder(coordination, ns))
+        t = time.monotonic()
+        with urllib.request.urlopen(url + "/healthz", timeout=delay) as r:
+            assert r.status == 200
+        answers.append(time.monotonic() - t)
+        time.sleep(0.3)
+    wait_for("g1 bound", lambda: all_bound(core, ns, pods, leader, standby), timeout=BIND_TIMEOUT)
+    assert holders == {leader.identity}, holders
+    assert not logged(leader, "lost leadership") and not logged(standby, "became leader")
+    assert_bound_once_by(core, ns, {leader.identity: pods})
+    # Cycles of `delay` seconds ran (the log's cycle line says how long),
+    # while no debug answer took a quarter of one.
+    took = [float(m.group(1)) for line in log_lines(leader)
+            if (m := re.search(r" binds, .* ([0-9.]+) ms$", line))]
+    assert took and min(took) >= delay * 1000, took
+    assert max(answers) < delay / 4, sorted(answers)[-3:]
+    with urllib.request.urlopen(url + "/metrics", timeout=delay) as r:
+        stall = [float(line.split()[1]) for line in r.read().decode().splitlines()
+                 if line.startswith("muster_loop_stall_max_seconds ")]
+    assert stall and stall[0] < delay / 4, stall

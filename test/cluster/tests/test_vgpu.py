@@ -49,6 +49,18 @@ def vgpu_nodes(core):
     wait_for("vGPU nodes gone", lambda: not set(NODES) & {n.metadata.name for n in core.list_node().items})
 
 
+@pytest.fixture(autouse=True)
+def pods_gone(core, namespace):
+    """Each test's pods are deleted with grace period 0 and waited out: the
+    next test's pods must find the vGPU nodes as it left them, and the
+    deletion of a namespace alone may take longer than that test waits for
+    a bind (CI saw test_deleting_a_pod_frees_exactly_its_share fail once,
+    cause not shown, with the pods of earlier tests still terminating)."""
+    yield
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_for("the test's pods deleted", lambda: not core.list_namespaced_pod(namespace).items)
+
+
 def uuids(node):
     return [nodes.gpu_uuid(node, k) for k in range(VGPU["gpus"])]
 
