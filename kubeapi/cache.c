@@ -123,6 +123,7 @@ struct kubeapi_cache {
 	 * whose records ran over its cap (bit per kind) list again. */
 	bool held;
 	struct kubeapi__journal journal;
+	size_t next; /* the journal's first record not yet applied */
 	unsigned lost;
 	void (*closed_cb)(void *);
 	void *closed_data;
@@ -398,20 +399,17 @@ void kubeapi_cache_hold(struct kubeapi_cache *c)
 	c->held = true;
 }
 
-void kubeapi_cache_release(struct kubeapi_cache *c)
+/* The journal is all applied: the hold ends, and the stores that lost
+ * records list again. */
+static void unhold(struct kubeapi_cache *c)
 {
-	struct kubeapi__journal j = c->journal;
 	unsigned lost = c->lost;
 	char line[256];
 
 	c->held = false;
 	c->lost = 0;
-	c->journal = (struct kubeapi__journal){.max_bytes = j.max_bytes};
-	for (size_t k = 0; k < j.n; k++)
-		if (!(lost & 1u << j.v[k].store) && !replay(c, &j.v[k]))
-			lost |= 1u << j.v[k].store;
-	c->replayed += j.n;
-	kubeapi__journal_clear(&j);
+	c->next = 0;
+	kubeapi__journal_clear(&c->journal);
 	for (unsigned k = 0; k < KUBEAPI_STORE_COUNT; k++) {
 		if (!(lost & 1u << k))
 			continue;
@@ -419,11 +417,32 @@ void kubeapi_cache_release(struct kubeapi_cache *c)
 		    line, sizeof(line),
 		    "%s: changes that came while the cache was held ran over %zu bytes (or out "
 		    "of memory); listing again",
-		    kinds[k].kind.name, j.max_bytes);
+		    kinds[k].kind.name, c->journal.max_bytes);
 		log_line(c, line);
 		c->relisted++;
 		kubeapi_informer_relist(c->stores[k].inf);
 	}
+}
+
+bool kubeapi_cache_release(struct kubeapi_cache *c, uint64_t budget_ns)
+{
+	struct kubeapi__journal *j = &c->journal;
+	uint64_t t0 = uv_hrtime();
+
+	while (c->next < j->n) {
+		size_t k = c->next++;
+
+		if (!(c->lost & 1u << j->v[k].store) && !replay(c, &j->v[k]))
+			c->lost |= 1u << j->v[k].store;
+		kubeapi__journal_done(j, k);
+		c->replayed++;
+		if (uv_hrtime() - t0 >= budget_ns)
+			break;
+	}
+	if (c->next < j->n)
+		return false;
+	unhold(c);
+	return true;
 }
 
 void kubeapi_cache_hold_stats(const struct kubeapi_cache *c, uint64_t *replayed, unsigned *relisted)

@@ -85,20 +85,27 @@ static inline uint64_t kubeapi_cache_key(uint32_t ns, uint32_t name)
 }
 
 /**
- * Hold the stores still: from here until kubeapi_cache_release(), what
- * the informers receive (they keep reading: watches never stall) is
- * journaled, not applied, so that another thread may read the stores and
- * the model (a planner cycle, scheduler/run.c) while this loop runs.
- * Nothing on the loop may change them meanwhile. Not nested.
+ * Hold the stores still: from here until kubeapi_cache_release() has
+ * applied everything, what the informers receive (they keep reading:
+ * watches never stall) is journaled, not applied, so that another thread
+ * may read the stores and the model (a planner cycle, scheduler/run.c)
+ * while this loop runs. Nothing on the loop may change them meanwhile
+ * but the release. Not nested.
  *
- * Nothing is lost: at release the journal is applied in the order it
- * came (as if it had just arrived, `changed` included); a store whose
- * changes ran over hold_max_bytes drops its records instead, says so in
- * a log line, and lists again (its watch carries on from the list).
- * O(held bytes) to keep and to apply.
+ * Nothing is lost: the release applies the journal in the order it came
+ * (as if it had just arrived, `changed` included); a store whose changes
+ * ran over hold_max_bytes drops its records instead, says so in a log
+ * line, and lists again (its watch carries on from the list). O(held
+ * bytes) to keep and to apply.
  */
 void kubeapi_cache_hold(struct kubeapi_cache *c);
-void kubeapi_cache_release(struct kubeapi_cache *c);
+
+/** Apply journaled changes, oldest first, for about budget_ns (at least
+ *  one): true once all are applied and the hold is over; false when some
+ *  remain: call again (what comes meanwhile is journaled behind them, so
+ *  the order stays the API server's). Bounds what one loop iteration
+ *  spends on the changes of a long hold. */
+bool kubeapi_cache_release(struct kubeapi_cache *c, uint64_t budget_ns);
 
 /** Since start: journaled callbacks applied at a release, and stores
  *  listed again because their changes ran over the cap. */

@@ -48,6 +48,14 @@ int kubeapi__journal_add(struct kubeapi__journal *j, unsigned store, enum kubeap
 	return 0;
 }
 
+void kubeapi__journal_done(struct kubeapi__journal *j, size_t k)
+{
+	j->bytes -= j->v[k].len;
+	j->v[k].len = 0;
+	free(j->v[k].text);
+	j->v[k].text = NULL;
+}
+
 void kubeapi__journal_clear(struct kubeapi__journal *j)
 {
 	for (size_t k = 0; k < j->n; k++)

@@ -41,6 +41,10 @@ struct kubeapi__journal {
 int kubeapi__journal_add(struct kubeapi__journal *j, unsigned store, enum kubeapi__journal_op op,
                          const cJSON *obj);
 
+/** Record k is applied: its text is freed and no longer counts toward
+ *  the cap (the record itself stays until the clear). */
+void kubeapi__journal_done(struct kubeapi__journal *j, size_t k);
+
 /** Drop every record (the cap stays). */
 void kubeapi__journal_clear(struct kubeapi__journal *j);
 

@@ -16,8 +16,10 @@
  * planner reads is copied before or deferred after: the assumed binds and
  * refused evictions (copied), an assumption dropped (freed after), a
  * refused eviction's hold (dropped after), a new configuration (applied
- * only between cycles), a stop (finished after). The decisions are
- * carried out on the loop, as before.
+ * only between cycles), a stop (finished after). The debug API's copy of
+ * the result is taken on the thread too. The decisions are carried out on
+ * the loop, as before; then the changes that came meanwhile are applied,
+ * DRAIN_BUDGET_NS of them per loop iteration, before the next cycle.
  *
  * Shutdown (SIGTERM, SIGINT): stop the timers, close the config watch,
  * the cache and the HTTP engine (in-flight binds are cancelled; a bind
@@ -173,22 +175,21 @@ static void observe_waits(struct sched *s)
  * (bench-plan: snap_cpu_ms). */
 #define SNAP_EVERY_MS 1000
 
-/* Metrics and the debug snapshot, after a cycle. */
+/* Metrics, and the debug snapshot the cycle took, after a cycle. */
 static void observe_cycle(struct sched *s)
 {
-	struct snap_input in = {&s->plan,    s->qs,        s->cfg, kubeapi_cache_model(s->cache),
-	                        s->n.cycles, s->plan_now_s};
-	int rc;
+	struct sched_cycle *y = &s->cyc;
 
 	debug_hist_observe(&s->m.cycle, s->n.last_cycle_ms / 1000.0);
 	s->m.preemptions += s->plan.stats.preemptions;
 	observe_waits(s);
-	if (!s->httpd || (s->snap.cycle && sched_now_ms(s) < s->snap_at_ms + SNAP_EVERY_MS))
+	if (y->want_snap && y->snap_rc < 0)
+		sched_logl(s, SCHED_WARN, "debug snapshot: %s", strerror(-y->snap_rc));
+	if (!y->snap.cycle)
 		return;
-	if ((rc = snap_take(&in, &s->snap)) < 0) {
-		sched_logl(s, SCHED_WARN, "debug snapshot: %s", strerror(-rc));
-		return;
-	}
+	snap_free(&s->snap);
+	s->snap = y->snap;
+	y->snap = (struct snap){0};
 	s->snap_at_ms = sched_now_ms(s);
 }
 
@@ -255,6 +256,7 @@ static int cycle_input(struct sched *s)
 
 static void cycle_free(struct sched_cycle *y)
 {
+	snap_free(&y->snap);
 	idmap_free(&y->assumed);
 	idmap_free(&y->vgpu);
 	idmap_free(&y->backoff);
@@ -295,14 +297,38 @@ void sched_hold_drop(struct sched *s, uint64_t key)
 		sched_logl(s, SCHED_WARN, "out of memory: a refused eviction's hold stays a cycle");
 }
 
-/* On the thread pool: the planner, and nothing else. */
+/* On the thread pool: the planner, and the debug API's copy of its
+ * result when one is due; nothing else. */
 static void cycle_work(uv_work_t *w)
 {
 	struct sched *s = w->data;
+	struct sched_cycle *y = &s->cyc;
+	struct snap_input in = {&s->plan, y->in.qs, y->cfg, y->in.model, y->number, y->in.now_s};
 
-	s->cyc.rc = plan_cycle(&s->plan, &s->cyc.in, &s->plan_keep);
+	y->rc = plan_cycle(&s->plan, &y->in, &s->plan_keep);
+	if (y->rc == 0 && y->want_snap)
+		y->snap_rc = snap_take(&in, &y->snap);
 	if (s->opt.cycle_delay_ms)
 		uv_sleep(s->opt.cycle_delay_ms);
+}
+
+/* What one loop iteration spends applying the changes that came during a
+ * cycle: after a long one they are many, and applying them at once would
+ * stall the loop (watch reads, the lease) as the cycle itself used to. */
+#define DRAIN_BUDGET_NS (5 * 1000 * 1000)
+
+static void on_drain(uv_idle_t *h)
+{
+	struct sched *s = h->data;
+
+	if (!kubeapi_cache_release(s->cache, DRAIN_BUDGET_NS))
+		return;
+	uv_idle_stop(h);
+	s->draining = false;
+	if (s->cyc.again) {
+		s->cyc.again = false;
+		sched_kick(s);
+	}
 }
 
 static void close_all(struct sched *s);
@@ -316,10 +342,7 @@ static void cycle_done(uv_work_t *w, int status)
 	struct sched *s = w->data;
 	struct sched_cycle *y = &s->cyc;
 	const struct idmap_slot *sl;
-	bool again = y->again;
-
 	y->running = false;
-	y->again = false;
 	sched_assumed_bury(s);
 	IDMAP_FOREACH(&y->drops, i, sl)
 		plan_hold_drop(&s->plan_keep, sl->key);
@@ -336,9 +359,8 @@ static void cycle_done(uv_work_t *w, int status)
 		carry_out(s, y->t0);
 	}
 	cycle_free(y);
-	kubeapi_cache_release(s->cache);
-	if (again)
-		sched_kick(s);
+	s->draining = true;
+	uv_idle_start(&s->drain, on_drain);
 }
 
 /* Start a cycle on the thread pool, so that the loop keeps reading
@@ -349,7 +371,7 @@ static void cycle(struct sched *s)
 	struct sched_cycle *y = &s->cyc;
 	int rc;
 
-	if (y->running) {
+	if (y->running || s->draining) {
 		y->again = true;
 		return;
 	}
@@ -358,6 +380,10 @@ static void cycle(struct sched *s)
 	if (s->stopping || !leading(s) || !kubeapi_cache_synced(s->cache))
 		return;
 	y->t0 = uv_hrtime();
+	y->number = s->n.cycles + 1;
+	y->want_snap =
+	    s->httpd && (!s->snap.cycle || sched_now_ms(s) >= s->snap_at_ms + SNAP_EVERY_MS);
+	y->snap_rc = 0;
 	apply_config(s);
 	sched_assumed_sweep(s);
 	if (s->n.cycles % 60 == 0) {
@@ -370,10 +396,11 @@ static void cycle(struct sched *s)
 		return;
 	}
 	y->work.data = s;
+	y->cfg = s->cfg;
 	kubeapi_cache_hold(s->cache);
 	if ((rc = uv_queue_work(s->loop, &y->work, cycle_work, cycle_done)) < 0) {
 		sched_log(s, "cycle not started: %s", uv_strerror(rc));
-		kubeapi_cache_release(s->cache);
+		kubeapi_cache_release(s->cache, UINT64_MAX);
 		cycle_free(y);
 		return;
 	}
@@ -465,7 +492,8 @@ static void stop(struct sched *s)
 static void close_all(struct sched *s)
 {
 	if (s->started) {
-		s->closing += 5;
+		s->closing += 6;
+		uv_close((uv_handle_t *)&s->drain, closed_handle);
 		uv_close((uv_handle_t *)&s->stall, closed_handle);
 		uv_close((uv_handle_t *)&s->debounce, closed_handle);
 		uv_close((uv_handle_t *)&s->period, closed_handle);
@@ -690,7 +718,9 @@ static int start(struct sched *s)
 	uv_signal_init(s->loop, &s->sigterm);
 	uv_signal_init(s->loop, &s->sigint);
 	uv_prepare_init(s->loop, &s->stall);
-	s->stall.data = s->debounce.data = s->period.data = s->sigterm.data = s->sigint.data = s;
+	uv_idle_init(s->loop, &s->drain);
+	s->drain.data = s->stall.data = s->debounce.data = s->period.data = s->sigterm.data =
+	    s->sigint.data = s;
 	s->started = true;
 	if ((rc = start_debug(s)) < 0 || (rc = start_probe(s)) < 0)
 		return rc;

@@ -115,6 +115,14 @@ struct sched_cycle {
 	struct idmap assumed, vgpu, backoff, refused;
 	struct idmap drops;         /* preemptors whose hold is to go (evict.c) */
 	struct sched_assumed *dead; /* assumptions dropped meanwhile (bind.c) */
+	/* The debug API's copy, taken on the thread too when one is due
+	 * (it costs about a tenth of the cycle): of cycle `number`, with
+	 * configuration cfg. */
+	bool want_snap;
+	int snap_rc;
+	uint64_t number;
+	const struct config *cfg;
+	struct snap snap;
 };
 
 enum sched_bind_state {
@@ -139,8 +147,12 @@ struct sched {
 	struct config_watch *watch;
 	struct config *cfg;
 	struct queue_set *qs;
-	struct plan plan;                   /* the last cycle's results */
-	struct sched_cycle cyc;             /* the one in flight, if any */
+	struct plan plan;       /* the last cycle's results */
+	struct sched_cycle cyc; /* the one in flight, if any */
+	/* Applying what came during the last cycle, a slice per loop
+	 * iteration (run.c); no cycle starts until it is done. */
+	uv_idle_t drain;
+	bool draining;
 	struct plan_memory plan_keep;       /* what the planner keeps across cycles */
 	const char *names[SCHED_MAX_NAMES]; /* scheduler names in force */
 	unsigned nnames;

@@ -11,7 +11,8 @@
  * Cost: O(gangs x slots + nodes x resources + pending pods): 10.7 ms of
  * CPU and 8 MiB for 10,000 waiting gangs (32,000 pods) on 5,000 nodes
  * (make bench-plan: snap_cpu_ms), about a tenth of that cycle. So it is
- * taken only with a debug address, and at most once a second.
+ * taken only with a debug address, and at most once a second, on the
+ * planner's thread right after its cycle (scheduler/run.c).
  *
  * Used by the daemon (scheduler/), which owns the state it reads.
  */

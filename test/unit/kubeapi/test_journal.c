@@ -2,7 +2,8 @@
  * kubeapi/journal: what a held cache keeps of its informers' callbacks:
  * in order, each object as JSON text that parses back to the same
  * object, no more bytes than its cap (a record past it is refused whole,
- * the journal unchanged), and nothing left after a clear.
+ * the journal unchanged; an applied one no longer counts), and nothing
+ * left after a clear.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -68,6 +69,12 @@ static void test_the_cap_refuses_a_record_whole(void **state)
 	assert_int_equal(j.bytes, strlen(text));
 	assert_int_equal(kubeapi__journal_add(&j, 0, KUBEAPI__J_SYNC_END, NULL), 0);
 	assert_int_equal(j.n, 2);
+	/* An applied record no longer counts: the next one fits again. */
+	kubeapi__journal_done(&j, 0);
+	assert_null(j.v[0].text);
+	assert_int_equal(j.bytes, 0);
+	assert_int_equal(kubeapi__journal_add(&j, 0, KUBEAPI__J_UPSERT, a), 0);
+	assert_int_equal(j.n, 3);
 	kubeapi__journal_clear(&j);
 	cJSON_free(text);
 	cJSON_Delete(a);
