@@ -55,7 +55,7 @@ SP_LABEL = "scheduling.x-k8s.io/pod-group"
 BENCH_LABEL = "e2e.muster.dev/bench"
 CYCLE_RE = re.compile(
     r"^(\S+) muster: cycle (\d+): (\d+) nodes, (\d+) pods, (\d+) pending gangs, (\d+) admitted, "
-    r"(\d+) binds, ([0-9.]+) ms"
+    r"(\d+) binds, (?:\d+ \w+, )*([0-9.]+) ms"
 )
 SETTLE_S = 5
 log = kubebench.Log("e2e-bind")
