@@ -342,6 +342,7 @@ static void cycle_done(uv_work_t *w, int status)
 	struct sched *s = w->data;
 	struct sched_cycle *y = &s->cyc;
 	const struct idmap_slot *sl;
+
 	y->running = false;
 	sched_assumed_bury(s);
 	IDMAP_FOREACH(&y->drops, i, sl)
