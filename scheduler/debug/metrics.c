@@ -245,6 +245,21 @@ static void api(struct mbuf *b, const struct debug_metrics *m)
 	}
 }
 
+/* What came from the watches while a cycle ran, applied after it. */
+static void held(struct mbuf *b, const struct kubeapi_cache *c)
+{
+	uint64_t replayed;
+	unsigned relisted;
+
+	kubeapi_cache_hold_stats(c, &replayed, &relisted);
+	counter(b, "muster_cache_held_changes_total",
+	        "Watch changes that came while a cycle ran, applied after it.", replayed);
+	counter(b, "muster_cache_hold_relists_total",
+	        "Kinds listed again because their changes during a cycle ran over the cap "
+	        "(each is logged).",
+	        relisted);
+}
+
 static void scheduler(struct mbuf *b, const struct debug_view *v)
 {
 	family(b, "muster_cycle_duration_seconds", "histogram", "Duration of a scheduling cycle.");
@@ -253,8 +268,9 @@ static void scheduler(struct mbuf *b, const struct debug_view *v)
 	       "From a gang's creation to the cycle that admitted it.");
 	hist(b, "muster_admission_wait_seconds", "", &v->m->admission_wait);
 	family(b, "muster_loop_stall_seconds", "histogram",
-	       "Time the event loop ran callbacks between two waits for I/O (a cycle, watch "
-	       "reads, debug requests): while it does, nothing else is read or answered.");
+	       "Time the event loop ran callbacks between two waits for I/O (watch reads, "
+	       "carrying out a cycle, debug requests; the planner runs on a thread of its own): "
+	       "while it does, nothing else is read or answered.");
 	hist(b, "muster_loop_stall_seconds", "", &v->m->stall);
 	family(b, "muster_loop_stall_max_seconds", "gauge", "The longest loop stall since start.");
 	put(b, "muster_loop_stall_max_seconds %.6f\n", v->m->stall_max);
@@ -273,6 +289,7 @@ static void scheduler(struct mbuf *b, const struct debug_view *v)
 	        "Node decodes that left resource names out: the resource table was full or the "
 	        "Node brought too many new names (each is logged).",
 	        kubeapi_cache_untracked(v->cache));
+	held(b, v->cache);
 }
 
 /* Per kind: label value kind="Pod", etc. */

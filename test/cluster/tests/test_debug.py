@@ -932,9 +932,12 @@ def test_metrics_match_the_cluster(scenario, core, custom):
         "muster_api_requests_total": "counter", "muster_api_request_duration_seconds": "histogram",
         "muster_leader": "gauge", "muster_ready": "gauge",
         "muster_loop_stall_seconds": "histogram", "muster_loop_stall_max_seconds": "gauge",
+        "muster_cache_held_changes_total": "counter", "muster_cache_hold_relists_total": "counter",
     }
     assert {f: m.types.get(f) for f in families} == families
     assert set(m.helps) >= set(families)
+    # No cycle here runs long enough for its changes to outgrow the hold.
+    assert m.get("muster_cache_hold_relists_total") == 0
     for name, labels, _ in m.samples:
         if name.startswith("muster_queue_"):
             assert labels.get("kind") in ("queue", "cohort") and labels.get("queue"), (name, labels)
