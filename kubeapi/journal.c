@@ -36,11 +36,11 @@ int kubeapi__journal_add(struct kubeapi__journal *j, unsigned store, enum kubeap
 		len = strlen(text);
 	}
 	if (j->bytes + len > j->max_bytes) {
-		free(text);
+		cJSON_free(text);
 		return -EMSGSIZE;
 	}
 	if (grow(j) < 0) {
-		free(text);
+		cJSON_free(text);
 		return -ENOMEM;
 	}
 	j->v[j->n++] = (struct kubeapi__journal_rec){(uint8_t)store, (uint8_t)op, text, len};
@@ -52,14 +52,14 @@ void kubeapi__journal_done(struct kubeapi__journal *j, size_t k)
 {
 	j->bytes -= j->v[k].len;
 	j->v[k].len = 0;
-	free(j->v[k].text);
+	cJSON_free(j->v[k].text);
 	j->v[k].text = NULL;
 }
 
 void kubeapi__journal_clear(struct kubeapi__journal *j)
 {
 	for (size_t k = 0; k < j->n; k++)
-		free(j->v[k].text);
+		cJSON_free(j->v[k].text);
 	free(j->v);
 	j->v = NULL;
 	j->n = j->cap = j->bytes = 0;
