@@ -104,7 +104,7 @@ struct sched_assumed {
 struct sched_cycle {
 	uv_work_t work;
 	bool running;
-	bool again; /* a kick came meanwhile: another cycle at once */
+	bool again; /* a kick came meanwhile or while draining: another cycle after */
 	int rc;     /* plan_cycle()'s */
 	uint64_t t0;
 	struct plan_input in;
