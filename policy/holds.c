@@ -13,8 +13,9 @@
  * than its queue's minRuntime, one already ending, one whose eviction a
  * PodDisruptionBudget would refuse (or lately refused).
  *
- * On an answer every member of each victim is evicted and the room is
- * held (plan_memory.holds): each cycle, before any other gang, the
+ * On an answer every member of each victim is evicted (of a native
+ * gang in disruptionMode single, the members chosen: victims.c) and the
+ * room is held (plan_memory.holds): each cycle, before any other gang, the
  * preemptor is placed as if its victims were gone, and bound once they
  * are. A hold ends when the preemptor is bound, its victims fail to end
  * within PLAN_HOLD_TIMEOUT_S, or an eviction is refused.
@@ -33,7 +34,7 @@
 /* ---- evictions ------------------------------------------------------- */
 
 static int add_eviction(struct plan_run *r, const struct plan_bound *x, uint32_t victim,
-                        uint32_t preemptor)
+                        uint32_t preemptor, bool whole)
 {
 	struct plan *p = r->p;
 
@@ -43,22 +44,30 @@ static int add_eviction(struct plan_run *r, const struct plan_bound *x, uint32_t
 	               sizeof(*p->evictions), 64) < 0)
 		return -ENOMEM;
 	p->evictions[p->nevictions++] =
-	    (struct plan_evict){x->pod, p->nodes.node[x->node]->name, victim, preemptor};
+	    (struct plan_evict){x->pod, p->nodes.node[x->node]->name, victim, preemptor, whole};
 	return 0;
 }
 
 /* Victim v makes way for g: every member still running asked to leave
- * (it keeps its room in the table until it is gone). */
-static int evict(struct plan_run *r, struct plan_gang *v, struct plan_gang *g)
+ * (it keeps its room in the table until it is gone), or, part > 0, the
+ * member at r->bound[part - 1] alone. */
+static int evict(struct plan_run *r, struct plan_gang *v, uint32_t part, struct plan_gang *g)
 {
 	uint32_t vi = (uint32_t)(v - r->p->gangs), gi = (uint32_t)(g - r->p->gangs);
 	int rc;
 
 	v->preempted_by = gi + 1;
+	if (part)
+		return add_eviction(r, &r->bound[part - 1], vi, gi, false);
 	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
-		if ((rc = add_eviction(r, &r->bound[b - 1], vi, gi)) < 0)
+		if ((rc = add_eviction(r, &r->bound[b - 1], vi, gi, true)) < 0)
 			return rc;
 	return 0;
+}
+
+static uint64_t pod_key(const struct kubeapi_pod *pod)
+{
+	return (uint64_t)pod->ns << 32 | pod->name;
 }
 
 static int hold_new(struct plan_run *r, struct plan_gang *g, const struct preempt_answer *a)
@@ -70,14 +79,19 @@ static int hold_new(struct plan_run *r, struct plan_gang *g, const struct preemp
 		return -ENOMEM;
 	h->since_s = r->in->now_s;
 	h->nvictims = (uint32_t)a->nvictims;
-	for (size_t k = 0; k < a->nvictims; k++)
-		h->victim[k] = r->p->gangs[a->victims[k].id].key;
+	for (size_t k = 0; k < a->nvictims; k++) {
+		const struct preempt_cand *v = &a->victims[k];
+
+		h->victim[k] = (struct plan_victim){
+		    r->p->gangs[v->id].key, v->part ? pod_key(r->bound[v->part - 1].pod) : 0};
+	}
 	free(idmap_del(&r->keep->holds, g->key));
 	if ((rc = idmap_put(&r->keep->holds, g->key, h)) < 0)
 		free(h);
 	return rc;
 }
 
+/* "ns/gang" for a whole victim, "ns/pod" for a member taken alone. */
 static const char *victim_names(struct plan_run *r, const struct preempt_answer *a)
 {
 	char buf[512];
@@ -85,10 +99,12 @@ static const char *victim_names(struct plan_run *r, const struct preempt_answer 
 
 	buf[0] = 0;
 	for (size_t k = 0; k < a->nvictims && len < sizeof(buf); k++) {
-		const struct plan_gang *v = &r->p->gangs[a->victims[k].id];
+		const struct preempt_cand *c = &a->victims[k];
+		const struct plan_gang *v = &r->p->gangs[c->id];
+		uint32_t name = c->part ? r->bound[c->part - 1].pod->name : v->name;
 
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s/%s", k ? ", " : "",
-		                        plan__str(r, v->ns), plan__str(r, v->name));
+		                        plan__str(r, v->ns), plan__str(r, name));
 	}
 	return plan__printf(r, "%s", buf);
 }
@@ -141,7 +157,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	if (rc <= 0)
 		return rc;
 	for (size_t k = 0; k < ans.nvictims; k++)
-		if ((rc = evict(r, &r->p->gangs[ans.victims[k].id], g)) < 0)
+		if ((rc = evict(r, &r->p->gangs[ans.victims[k].id], ans.victims[k].part, g)) < 0)
 			return rc;
 	if ((rc = hold_new(r, g, &ans)) < 0)
 		return rc;
@@ -156,6 +172,31 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 }
 
 /* ---- holds ----------------------------------------------------------- */
+
+/* Hold victim x as it is this cycle, in *view: the count of its pods
+ * still bound (0: gone, or already taken off by an earlier hold this
+ * cycle), or -ENOMEM. O(the gang's bound members) for a member. */
+static int still_there(struct plan_run *r, const struct plan_victim *x,
+                       const struct preempt_cand **view)
+{
+	long vi = plan__gang_index(r, x->gang);
+	const struct plan_gang *v = vi < 0 ? NULL : &r->p->gangs[vi];
+
+	if (!v || !v->bound_first)
+		return 0;
+	if (!x->pod) {
+		if (v->preempted_by)
+			return 0;
+		*view = plan__victim_view(r, (uint32_t)vi);
+		return *view ? (int)v->bound : -ENOMEM;
+	}
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
+		if (pod_key(r->bound[b - 1].pod) == x->pod) {
+			*view = plan__member_view(r, (uint32_t)vi, b);
+			return *view ? 1 : -ENOMEM;
+		}
+	return 0;
+}
 
 /* One hold's turn, before everyone else's: 1 kept, 0 to drop, <0 error.
  * The victims still there are taken off the table (their pods end soon),
@@ -178,14 +219,13 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 	    (r->in->backoff && idmap_get(r->in->backoff, g->key)))
 		return 0;
 	for (uint32_t k = 0; k < h->nvictims; k++) {
-		long vi = plan__gang_index(r, h->victim[k]);
-		struct plan_gang *v = vi < 0 ? NULL : &r->p->gangs[vi];
+		int there = still_there(r, &h->victim[k], &gone[ngone]);
 
-		if (!v || !v->bound_first || v->preempted_by)
+		if (there < 0)
+			return there;
+		if (there == 0)
 			continue;
-		if (!(gone[ngone] = plan__victim_view(r, (uint32_t)vi)))
-			return -ENOMEM;
-		left += v->bound;
+		left += (uint32_t)there;
 		preempt_release(&r->p->nodes, r->tree, gone[ngone++], +1);
 	}
 	if ((rc = plan__place(r, g, g->pending, need, out, held)) <= 0) {
@@ -198,7 +238,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 		 * yet. Asked again: the run layer sends each eviction once, and
 		 * again only after one failed. */
 		preempt_release(&r->p->nodes, r->tree, gone[k], -1);
-		if ((rc = evict(r, &r->p->gangs[gone[k]->id], g)) < 0)
+		if ((rc = evict(r, &r->p->gangs[gone[k]->id], gone[k]->part, g)) < 0)
 			return rc;
 	}
 	if (left == 0) {

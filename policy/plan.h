@@ -191,6 +191,7 @@ struct plan_evict {
 	const struct kubeapi_pod *pod;
 	uint32_t node; /* name id */
 	uint32_t victim, preemptor;
+	uint8_t whole; /* the victim gang goes whole (else this member alone) */
 };
 
 struct plan_stats {

@@ -30,11 +30,14 @@ struct plan_bound {
 	uint32_t next;                  /* the gang's next bound pod + 1, or 0 */
 };
 
-/* The room held for a preemptor while its victims end (plan_memory.holds). */
+/* The room held for a preemptor while its victims end (plan_memory.holds):
+ * each victim a gang, whole (pod 0) or one member of it (that pod's key). */
 struct plan_hold {
 	int64_t since_s;
 	uint32_t nvictims;
-	uint64_t victim[]; /* gang keys */
+	struct plan_victim {
+		uint64_t gang, pod;
+	} victim[];
 };
 
 /* How long a hold waits for its victims before it is planned afresh: a
@@ -52,6 +55,7 @@ struct plan_preempt_state {
 	size_t preemptors;
 	struct preempt_budget budget;
 	struct preempt_cand *cand_buf;
+	size_t cap_cand;
 	struct preempt_cand *view; /* per gang */
 };
 
@@ -218,6 +222,11 @@ int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req
                      struct preempt_cand **out, size_t *nout);
 /* Bound gang `gang` as preempt.h sees it, or NULL when out of memory. */
 const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang);
+/* Its member at r->bound[b - 1] alone (part b), or NULL when out of
+ * memory. Built afresh each call, in the cycle's arena. */
+const struct preempt_cand *plan__member_view(struct plan_run *r, uint32_t gang, uint32_t b);
+/* Does gang v's PodGroup let preemption take its members one by one? */
+bool plan__by_member(const struct plan_gang *v);
 /* Mark the gangs never to be victims (protected_), once a cycle. */
 void plan__protect(struct plan_run *r);
 

@@ -22,7 +22,9 @@ static int by_cost(const void *a, const void *b)
 		return x->priority < y->priority ? -1 : 1;
 	if (x->started_s != y->started_s)
 		return x->started_s > y->started_s ? -1 : 1;
-	return (x->id > y->id) - (x->id < y->id);
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->part > y->part) - (x->part < y->part);
 }
 
 void preempt_order(struct preempt_cand *c, size_t n)

@@ -38,12 +38,14 @@
 #define PREEMPT_CHECKS_PER_CYCLE 128
 #define PREEMPT_ANSWERS          4
 
-/* A running gang that may be evicted, and where it stands in the order
+/* A running gang that may be evicted, or one member of it where the gang
+ * lets its members go one by one, and where it stands in the order
  * (lower pos goes first). */
 struct preempt_cand {
-	uint32_t id;  /* the caller's gang index */
-	uint32_t pos; /* set by preempt_order() */
-	int queue;    /* its queue tree node */
+	uint32_t id;   /* the caller's gang index */
+	uint32_t part; /* the caller's: 0 the whole gang, else which member */
+	uint32_t pos;  /* set by preempt_order() */
+	int queue;     /* its queue tree node */
 	uint8_t other_queue;
 	double over; /* its queue's use beyond nominal, as a fraction of it */
 	int32_t priority;

@@ -4,9 +4,16 @@
  * preemptor as preempt.h's plain views, in its cost order. preempt.h
  * searches among them.
  *
- * Cost: O(running gangs) per preemptor, plus O(budgets x members) for
- * the budgets of a candidate's namespace; a gang's view (its bound pods'
- * nodes, specs and request) is built once a cycle, on first use.
+ * A candidate is a whole gang, except in a native PodGroup whose
+ * disruptionMode is single (the API's default): there each bound member
+ * is a candidate of its own, as kube-scheduler 1.37 treats such pods, so
+ * a preemption may take one worker of it and leave the rest running.
+ *
+ * Cost: O(running gangs + members of single-mode gangs) per preemptor,
+ * plus O(budgets x members) for the budgets of a candidate's namespace;
+ * a gang's view (its bound pods' nodes, specs and request) is built once
+ * a cycle, on first use, a member's each time it is offered (at most
+ * PLAN_PREEMPTORS_PER_CYCLE times a cycle).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,7 +85,31 @@ static bool budget_refuses(const struct plan_run *r, const struct plan_gang *g)
 	return false;
 }
 
+/* Would a budget refuse to evict pod alone? */
+static bool budget_refuses_pod(const struct plan_run *r, const struct kubeapi_pod *pod)
+{
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(r->in->pdbs, s, e) {
+		const struct kubeapi_pdb *b = e->value;
+
+		if (b->disruptions_allowed < 1 && selects(r->in->model, b, pod))
+			return true;
+	}
+	return false;
+}
+
 /* ---- candidates ------------------------------------------------------ */
+
+/* Does v's PodGroup let its members be disrupted one by one? A native
+ * PodGroup's disruptionMode single, or none (the API defaults it to
+ * single, and kube-scheduler groups victims only under all); the CRD
+ * dialects have no such field, and a gang of theirs goes whole. */
+bool plan__by_member(const struct plan_gang *v)
+{
+	return v->group && v->group->dialect == KUBEAPI_PG_NATIVE &&
+	       v->group->disruption != KUBEAPI_DISRUPT_ALL;
+}
 
 /* The cohort under the root that holds node, or QUEUE_NONE outside any. */
 static int top_cohort(const struct queue_tree *t, int node)
@@ -192,8 +223,44 @@ const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang)
 	return v;
 }
 
+/* One member of a bound gang as preempt.h sees it alone: its node, spec,
+ * shares and request. */
+struct member_view {
+	struct preempt_cand cand;
+	uint32_t node;
+	const struct kubeapi_podspec *spec;
+	const struct policy_held *held;
+};
+
+const struct preempt_cand *plan__member_view(struct plan_run *r, uint32_t gang, uint32_t b)
+{
+	const struct plan_bound *x = &r->bound[b - 1];
+	const struct plan_gang *g = &r->p->gangs[gang];
+	struct member_view *m = arena_alloc(&r->p->arena, sizeof(*m));
+	int64_t *req = arena_calloc(&r->p->arena, r->nslots + 1, sizeof(*req));
+
+	if (!m || !req)
+		return NULL;
+	m->node = x->node;
+	m->spec = x->pod->spec;
+	m->held = x->held;
+	plan__add_pod(r, req, m->spec, POLICY_NO_FLAVOR);
+	m->cand = (struct preempt_cand){.id = gang,
+	                                .part = b,
+	                                .queue = g->queue,
+	                                .priority = g->priority,
+	                                .started_s = g->started_s,
+	                                .npods = 1,
+	                                .node = &m->node,
+	                                .spec = &m->spec,
+	                                .held = &m->held,
+	                                .req = req};
+	return &m->cand;
+}
+
 /* May v be a victim of g (queue gq, asking req)? reclaim: g may take
- * from other queues of its cohort. */
+ * from other queues of its cohort. A gang taken member by member is
+ * checked here as a gang, its members one by one in add_members(). */
 static bool candidate(struct plan_run *r, const struct plan_gang *g, const struct config_queue *gq,
                       const struct plan_gang *v, const int64_t *req, bool reclaim, bool gpus)
 {
@@ -208,7 +275,37 @@ static bool candidate(struct plan_run *r, const struct plan_gang *g, const struc
 		return false;
 	if (v->queue != g->queue && over_nominal(r, v->queue, req) <= 0)
 		return false; /* reclaim takes back only what is borrowed */
-	return !budget_refuses(r, v);
+	return plan__by_member(v) || !budget_refuses(r, v);
+}
+
+static int add_cand(struct plan_run *r, const struct preempt_cand *view, size_t *n)
+{
+	if (arena_grow(&r->p->arena, &r->pre.cand_buf, *n, &r->pre.cap_cand,
+	               sizeof(*r->pre.cand_buf), 64) < 0)
+		return -ENOMEM;
+	r->pre.cand_buf[(*n)++] = *view;
+	return 0;
+}
+
+/* Each member of single-mode gang v (index vi) that may go alone, as a
+ * candidate of its own. */
+static int add_members(struct plan_run *r, uint32_t vi, bool gpus, size_t *n)
+{
+	const struct plan_gang *v = &r->p->gangs[vi];
+	const struct preempt_cand *view;
+	int rc;
+
+	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next) {
+		const struct kubeapi_pod *pod = r->bound[b - 1].pod;
+
+		if ((gpus && policy_spec_gpus(pod->spec) <= 0) || budget_refuses_pod(r, pod))
+			continue;
+		if (!(view = plan__member_view(r, vi, b)))
+			return -ENOMEM;
+		if ((rc = add_cand(r, view, n)) < 0)
+			return rc;
+	}
+	return 0;
 }
 
 int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req,
@@ -218,30 +315,36 @@ int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req
 	bool reclaim = gq && gq->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER &&
 	               within_nominal(r, g->queue, req);
 	bool gpus = asks_gpus(g);
-	struct preempt_cand *c = r->pre.cand_buf;
 	size_t n = 0;
+	int rc;
 
 	*out = NULL;
 	*nout = 0;
 	if (!gq)
 		return 0;
-	if (!c &&
-	    !(c = r->pre.cand_buf = arena_alloc(&r->p->arena, (r->p->ngangs + 1) * sizeof(*c))))
-		return -ENOMEM;
 	for (size_t k = 0; k < r->p->ngangs; k++) {
 		const struct plan_gang *v = &r->p->gangs[k];
 		const struct preempt_cand *view;
+		size_t first = n;
 
 		if (!candidate(r, g, gq, v, req, reclaim, gpus))
 			continue;
-		if (!(view = plan__victim_view(r, (uint32_t)k)))
-			return -ENOMEM;
-		c[n] = *view;
-		c[n].other_queue = v->queue != g->queue;
-		c[n++].over = v->queue != g->queue ? over_nominal(r, v->queue, req) : 0;
+		if (plan__by_member(v))
+			rc = add_members(r, (uint32_t)k, gpus, &n);
+		else if (!(view = plan__victim_view(r, (uint32_t)k)))
+			rc = -ENOMEM;
+		else
+			rc = add_cand(r, view, &n);
+		if (rc < 0)
+			return rc;
+		for (size_t i = first; i < n; i++) {
+			r->pre.cand_buf[i].other_queue = v->queue != g->queue;
+			r->pre.cand_buf[i].over =
+			    v->queue != g->queue ? over_nominal(r, v->queue, req) : 0;
+		}
 	}
-	preempt_order(c, n);
-	*out = c;
+	preempt_order(r->pre.cand_buf, n);
+	*out = r->pre.cand_buf;
 	*nout = n;
 	return 0;
 }

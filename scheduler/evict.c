@@ -163,10 +163,12 @@ static void on_group_condition(void *data, const struct kubeapi_response *r)
 		s->n.write_errors++;
 }
 
-/* A native victim's PodGroup says it too, as kube-scheduler marks the
- * PodGroups it preempts: DisruptionTarget=True, reason
- * PreemptionByScheduler, beside PodGroupInitiallyScheduled (a strategic
- * merge keeps that one). */
+/* A native victim's PodGroup, when it goes whole (disruptionMode all),
+ * says it too: DisruptionTarget=True, reason PreemptionByScheduler,
+ * beside PodGroupInitiallyScheduled (a strategic merge keeps that one).
+ * kube-scheduler 1.37 marks only the pods; the issue asks the group to
+ * say it as well, and a group that lost one member of several (single)
+ * was not disrupted as a whole, so it is left alone. */
 static void group_disruption(struct sched *s, const struct plan_gang *victim,
                              const struct plan_gang *g)
 {
@@ -198,7 +200,7 @@ void sched_evict_all(struct sched *s)
 
 		if (idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
 			continue;
-		if (v->victim != last && victim->group &&
+		if (v->victim != last && v->whole && victim->group &&
 		    victim->group->dialect == KUBEAPI_PG_NATIVE)
 			group_disruption(s, victim, &s->plan.gangs[v->preemptor]);
 		last = v->victim;

@@ -214,3 +214,37 @@ def test_higher_priority_native_gang_preempts_an_all_gang_whole(core, custom, mu
           lambda: scheduled_condition(custom, ns, "low", "True", "PreemptionByScheduler",
                                       f"Muster: preempted by gang {ns}/{high_pg}", kind=DISRUPTION))
     assert scheduled_condition(custom, ns, "low", "True", "Scheduled"), "PodGroupInitiallyScheduled reverted"
+
+
+def test_higher_priority_native_gang_takes_one_member_of_a_single_gang(core, custom, muster, ns, priorities):
+    """disruptionMode single, the API's default (the Job says nothing):
+    members may be preempted one by one. A Job of 4 x 4 GPUs at priority
+    low fills two nodes; a Job of 1 x 4 GPUs at priority high asks for
+    them. One low worker is evicted, the other three keep running where
+    they were, the high worker is bound in its place, and the low
+    PodGroup is not marked disrupted (the group as a whole was not). The
+    low Job (backoffLimit 4) makes the worker again, and that one waits."""
+    prio = priorities(low=100, high=1000)
+    nodes = ["gpu-0012", "gpu-0013"]
+    low_job = job("low", 4, 4, queue="e2e-prio", priority_class=prio["low"], nodes=nodes)
+    low_job["spec"]["backoffLimit"] = 4
+    create_job(custom, ns, low_job)
+    low = until(muster, "the low gang bound", lambda: job_bound(core, ns, "low", 4))
+    until(muster, "the low PodGroup scheduled", lambda: scheduled_condition(custom, ns, "low", "True", "Scheduled"))
+
+    create_job(custom, ns, job("high", 1, 4, queue="e2e-prio", priority_class=prio["high"], nodes=nodes))
+    high = until(muster, "the high worker bound", lambda: job_bound(core, ns, "high", 1), timeout=60)
+    time.sleep(SETTLE)
+    now = job_pods(core, ns, "low")
+    kept = {name: node for name, node in low.items() if now.get(name) == node}
+    assert len(kept) == 3, f"low workers before {low}, now {now}"
+    gone = (set(low) - set(kept)).pop()
+    assert list(high.values()) == [low[gone]], f"high {high} is not where {gone} was ({low[gone]})"
+    remade = until(muster, "the low Job makes its worker again",
+                   lambda: [n for n in job_pods(core, ns, "low") if n not in low] or Not(job_pods(core, ns, "low")))
+    time.sleep(SETTLE)
+    assert job_pods(core, ns, "low").get(remade[0]) is None, f"the remade worker was bound: {job_pods(core, ns, 'low')}"
+    pg = job_podgroup(custom, ns, "low")
+    conds = {c["type"]: c for c in (pg.get("status") or {}).get("conditions") or []}
+    assert DISRUPTION not in conds, f"the low PodGroup was marked as disrupted whole: {conds}"
+    assert conds[SCHEDULED]["status"] == "True", conds

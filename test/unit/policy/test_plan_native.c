@@ -2,8 +2,9 @@
  * Native PodGroups (scheduling.k8s.io/v1beta1) in the planner: a gang of
  * minCount members; a basic group's pods placed one by one; the topology
  * constraint as a hard rule, whole gangs and later members alike; the
- * group's own priority; and the message when no domain holds the gang or
- * the key is not a configured level.
+ * group's own priority; the message when no domain holds the gang or
+ * the key is not a configured level; and preemption by disruptionMode
+ * (single: members one by one; all: the gang whole).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,18 +23,20 @@
 #include "queue/queue.h"
 #include "policy/plan.h"
 
-static const char yaml[] =
-    "resources: [nvidia.com/gpu]\n"
-    "topology:\n"
-    "  levels: [topology.kubernetes.io/zone, muster.dev/rack, kubernetes.io/hostname]\n"
-    "queues:\n"
-    "  - name: q\n"
-    "    namespaces: [s]\n"
-    "    quota:\n"
-    "      nvidia.com/gpu: {nominal: 1000}\n"
-    "  - name: tiny\n"
-    "    quota:\n"
-    "      nvidia.com/gpu: {nominal: 1, borrowingLimit: 0}\n";
+/* Queue q's head: the test worlds' queues differ only after it. */
+#define QUEUE_Q                                                                                    \
+	"resources: [nvidia.com/gpu]\n"                                                            \
+	"topology:\n"                                                                              \
+	"  levels: [topology.kubernetes.io/zone, muster.dev/rack, kubernetes.io/hostname]\n"       \
+	"queues:\n"                                                                                \
+	"  - name: q\n"                                                                            \
+	"    namespaces: [s]\n"
+
+static const char yaml[] = QUEUE_Q "    quota:\n"
+                                   "      nvidia.com/gpu: {nominal: 1000}\n"
+                                   "  - name: tiny\n"
+                                   "    quota:\n"
+                                   "      nvidia.com/gpu: {nominal: 1, borrowingLimit: 0}\n";
 
 struct world {
 	struct synth s;
@@ -44,14 +47,20 @@ struct world {
 	struct plan_memory keep;
 };
 
-/* racks x per_rack nodes of 8 GPUs, one zone; rack r's nodes r-0, r-1... */
-static void world_init(struct world *w, int racks, int per_rack)
+/* Queue q again, now preempting lower priorities within itself. */
+static const char yaml_preempt[] = QUEUE_Q "    preemption: {withinQueue: LowerPriority}\n"
+                                           "    quota:\n"
+                                           "      nvidia.com/gpu: {nominal: 1000}\n";
+
+/* racks x per_rack nodes of 8 GPUs, one zone; rack r's nodes r-0, r-1...;
+ * the queues of `text`. */
+static void world_init_with(struct world *w, const char *text, int racks, int per_rack)
 {
 	char name[16], rack[8];
 
 	memset(w, 0, sizeof(*w));
 	assert_int_equal(synth_init(&w->s), 0);
-	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &w->cfg, NULL), 0);
+	assert_int_equal(config_parse("t.yaml", text, strlen(text), &w->cfg, NULL), 0);
 	assert_int_equal(queue_set_build(w->cfg, &w->qs), 0);
 	for (int r = 0; r < racks; r++)
 		for (int k = 0; k < per_rack; k++) {
@@ -59,6 +68,11 @@ static void world_init(struct world *w, int racks, int per_rack)
 			snprintf(name, sizeof(name), "r%d-%d", r, k);
 			synth_node(&w->s, name, "z", rack, 8, NULL);
 		}
+}
+
+static void world_init(struct world *w, int racks, int per_rack)
+{
+	world_init_with(w, yaml, racks, per_rack);
 }
 
 static void world_free(struct world *w)
@@ -415,6 +429,89 @@ static void test_queue_from_workload(void **state)
 	world_free(&w);
 }
 
+static void del_pod(struct world *w, const char *name)
+{
+	struct kubeapi_pod *p = idmap_del(&w->s.pods, synth_key(&w->s, "s", name));
+
+	assert_non_null(p);
+	kubeapi_pod_release(w->s.model, p);
+	free(p);
+}
+
+/* Gang "low" (4 x 4 GPUs, priority 0, disruptionMode from `mode`) fills
+ * the two nodes of one rack; "hi" (1 x 4 GPUs, priority 10) waits. */
+static void low_and_hi(struct world *w, const char *mode)
+{
+	char spec[160];
+
+	world_init_with(w, yaml_preempt, 1, 2);
+	snprintf(spec, sizeof(spec), "\"schedulingPolicy\":{\"gang\":{\"minCount\":4}}%s", mode);
+	nat_group(w, "low", spec);
+	nat_pod(w, "low-0", "low", 4, "r0-0");
+	nat_pod(w, "low-1", "low", 4, "r0-0");
+	nat_pod(w, "low-2", "low", 4, "r0-1");
+	nat_pod(w, "low-3", "low", 4, "r0-1");
+	nat_group(w, "hi", "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}},\"priority\":10");
+	nat_pod(w, "hi-0", "hi", 4, NULL);
+}
+
+/* disruptionMode single (and unset, the API's default): the preemptor
+ * takes one member of the gang, not the four, and the PodGroup is not
+ * marked as disrupted whole; once that member is gone, the preemptor is
+ * bound in the room it held. */
+static void test_single_mode_takes_one_member(void **state)
+{
+	static const char *const modes[] = {",\"disruptionMode\":{\"single\":{}}", ""};
+	struct world w;
+
+	(void)state;
+	for (size_t m = 0; m < 2; m++) {
+		const char *victim;
+
+		low_and_hi(&w, modes[m]);
+		cycle(&w);
+		assert_int_equal(gang(&w, "hi")->state, PLAN_PREEMPTING);
+		assert_int_equal(w.plan.nevictions, 1);
+		assert_false(w.plan.evictions[0].whole);
+		assert_ptr_equal(&w.plan.gangs[w.plan.evictions[0].victim], gang(&w, "low"));
+		victim = intern_str(kubeapi_model_intern(w.s.model), w.plan.evictions[0].pod->name);
+		assert_non_null(strstr(gang(&w, "hi")->message, victim));
+		/* the victim is gone: the hold binds the preemptor where it was */
+		{
+			char name[16];
+			const char *was =
+			    intern_str(kubeapi_model_intern(w.s.model), w.plan.evictions[0].node);
+			char where[16];
+
+			snprintf(name, sizeof(name), "%s", victim);
+			snprintf(where, sizeof(where), "%s", was);
+			del_pod(&w, name);
+			cycle(&w);
+			assert_int_equal(gang(&w, "hi")->state, PLAN_ADMITTED);
+			assert_string_equal(node_of(&w, "hi-0"), where);
+			assert_int_equal(w.plan.nevictions, 0);
+		}
+		world_free(&w);
+	}
+}
+
+/* disruptionMode all: the gang goes whole, all four members, and the
+ * eviction says so (the run layer marks the PodGroup). */
+static void test_all_mode_takes_the_gang(void **state)
+{
+	struct world w;
+
+	(void)state;
+	low_and_hi(&w, ",\"disruptionMode\":{\"all\":{}}");
+	cycle(&w);
+	assert_int_equal(gang(&w, "hi")->state, PLAN_PREEMPTING);
+	assert_int_equal(w.plan.nevictions, 4);
+	for (size_t k = 0; k < 4; k++)
+		assert_true(w.plan.evictions[k].whole);
+	assert_non_null(strstr(gang(&w, "hi")->message, "s/low"));
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +521,8 @@ int main(void)
 	    cmocka_unit_test(test_topology_key_not_configured),
 	    cmocka_unit_test(test_basic_and_priority),
 	    cmocka_unit_test(test_queue_from_workload),
+	    cmocka_unit_test(test_single_mode_takes_one_member),
+	    cmocka_unit_test(test_all_mode_takes_the_gang),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
