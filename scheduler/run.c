@@ -785,8 +785,9 @@ int sched_run(const struct sched_options *opt)
 	sched_assumed_free(s);
 	sched_evicted_free(s);
 	idmap_free(&s->written);
-	idmap_free(&s->evented);
+	idmap_free(&s->shaped);
 	idmap_free(&s->groups);
+	idmap_free(&s->group_shaped);
 	sched_waits_free(s);
 	plan_free(&s->plan);
 	plan_memory_free(&s->plan_keep);

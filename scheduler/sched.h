@@ -166,9 +166,12 @@ struct sched {
 	int exit_code;
 	unsigned closing;     /* handles and clients still closing */
 	struct idmap assumed; /* pod key -> struct sched_assumed * */
-	struct idmap written; /* pod key -> hash of the last condition written */
-	struct idmap evented; /* pod key -> shape hash of the last Event's message */
-	struct idmap groups;  /* gang key -> hash of the last PodGroup status */
+	/* status.c: a write to the object in flight, or the version the
+	 * watch must pass before the next (written: pods, groups: PodGroups);
+	 * and the shape of the last waiting message written to it with when
+	 * (shaped: pods, group_shaped: PodGroups). */
+	struct idmap written, groups;
+	struct idmap shaped, group_shaped;
 	struct idmap waits;   /* gang key -> its wait (timeout.c) */
 	struct idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
 	struct idmap refused; /* victim gang key -> until (ms) a budget said no */

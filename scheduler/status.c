@@ -32,6 +32,10 @@
  * and no response needs parsing. At most
  * status_per_cycle writes start per cycle, so a large backlog of waiting
  * pods never crowds out bindings in the engine's write budget.
+ *
+ * A waiting message that differs from the last one Muster wrote on the
+ * object only in its numbers or details (the same shape) is rewritten at
+ * most every STATUS_DRIFT_S; a new shape goes at once.
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -44,6 +48,18 @@
 #include "scheduler/sched.h"
 
 #define IN_FLIGHT 1u
+
+/* How often a waiting message may be rewritten on one object while only
+ * its numbers or details change. kube-scheduler rewrites a pod's
+ * condition when it tries the pod again, at most every 10 s of backoff
+ * once the pod keeps failing. Without a limit, gangs waiting among room
+ * that frees and is retaken ("1 of 8 members fit", then 4, 0, 6...) had
+ * every member rewritten each cycle: about 60 writes a pending pod in
+ * bench-native's teardown, 30 times kube-scheduler's, which slowed the
+ * API server's deletions 3 to 6 times. What it costs: a count in a
+ * condition may lag the planner by up to this long (/debug/gangs and
+ * `muster explain` say the current one). */
+#define STATUS_DRIFT_S 10
 
 struct write_op {
 	struct sched *s;
@@ -177,13 +193,47 @@ static void format_rv(uint64_t rv, char buf[24])
 	snprintf(buf, 24, "%" PRIu64, rv);
 }
 
-/* A FailedScheduling Event and a log line when the headline changed. */
-static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, const char *msg)
+/* The last waiting message written at key in m (shaped, group_shaped):
+ * its shape in the high half of a word, in the low half when (seconds of
+ * the loop's clock). */
+static uint32_t shape32(const char *msg)
 {
 	uint64_t h = hash_shape(msg);
 
-	if ((uintptr_t)idmap_get(&s->evented, key) == h ||
-	    idmap_put(&s->evented, key, (void *)(uintptr_t)h) < 0)
+	return (uint32_t)(h ^ h >> 32) | 1;
+}
+
+static uint64_t now_s(struct sched *s)
+{
+	return sched_now_ms(s) / 1000;
+}
+
+/* Would msg only drift from the message written at key less than
+ * STATUS_DRIFT_S ago? */
+static bool drift_too_soon(struct sched *s, const struct idmap *m, uint64_t key, const char *msg)
+{
+	uint64_t was = (uintptr_t)idmap_get(m, key);
+
+	return was && (uint32_t)(was >> 32) == shape32(msg) &&
+	       (uint32_t)now_s(s) - (uint32_t)was < STATUS_DRIFT_S;
+}
+
+/* msg was just written at key: the shape it had before, or 0 (none, or
+ * out of memory: then no Event is sent for it either). */
+static uint32_t remember_shape(struct sched *s, struct idmap *m, uint64_t key, const char *msg)
+{
+	uint64_t was = (uintptr_t)idmap_get(m, key);
+	uint64_t word = (uint64_t)shape32(msg) << 32 | (uint32_t)now_s(s);
+
+	if (idmap_put(m, key, (void *)(uintptr_t)word) < 0)
+		return shape32(msg);
+	return (uint32_t)(was >> 32);
+}
+
+/* A FailedScheduling Event and a log line when the headline changed. */
+static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, const char *msg)
+{
+	if (remember_shape(s, &s->shaped, key, msg) == shape32(msg))
 		return;
 	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
 	sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
@@ -200,8 +250,9 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 	struct write_op *op;
 	char uid[40], rv[24];
 
-	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE && pod->sched_msg == msg_hash)
-		return; /* the server has it */
+	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE &&
+	    (pod->sched_msg == msg_hash || drift_too_soon(s, &s->shaped, key, msg)))
+		return; /* the server has it, or as good as */
 	/* Never for a pod bound or being bound. */
 	if (pod->node || idmap_get(&s->assumed, key) || *budget == 0 ||
 	    !may_write(&s->written, key, pod->rv) || !(op = begin(s, &s->written, key, pod->rv)))
@@ -329,9 +380,11 @@ static bool same_str(struct sched *s, uint32_t id, const char *want)
 	return strcmp(sched_str(s, id), want ? want : "") == 0;
 }
 
-/* Does the server's copy say what in says? A native PodGroup's copy is
- * its one condition (native_condition() in kubeapi). */
-static bool matches(struct sched *s, const struct kubeapi_pg_status *st, const struct pg_intent *in)
+/* Does the server's copy say what in says, its condition's message
+ * aside? A native PodGroup's copy is its one condition
+ * (native_condition() in kubeapi). */
+static bool matches_but_message(struct sched *s, const struct kubeapi_pg_status *st,
+                                const struct pg_intent *in)
 {
 	if (in->phase && (!same_str(s, st->phase, in->phase) || st->running != in->running ||
 	                  st->succeeded != in->succeeded || st->failed != in->failed))
@@ -340,9 +393,21 @@ static bool matches(struct sched *s, const struct kubeapi_pg_status *st, const s
 		return true;
 	return st->ncond == 1 && st->cond_true == !in->cond_false &&
 	       same_str(s, st->cond_type, in->cond_type) &&
-	       same_str(s, st->cond_reason, in->reason) &&
-	       st->cond_msg ==
-	           (in->message ? kubeapi_text_hash(in->message, strlen(in->message)) : 0);
+	       same_str(s, st->cond_reason, in->reason);
+}
+
+/* Does the server's copy say what in says, or as good as: all but a
+ * waiting message that only drifted from the one written there less
+ * than STATUS_DRIFT_S ago? */
+static bool matches(struct sched *s, uint64_t key, const struct kubeapi_pg_status *st,
+                    const struct pg_intent *in)
+{
+	if (!matches_but_message(s, st, in))
+		return false;
+	if (!in->cond_type ||
+	    st->cond_msg == (in->message ? kubeapi_text_hash(in->message, strlen(in->message)) : 0))
+		return true;
+	return in->message && drift_too_soon(s, &s->group_shaped, key, in->message);
 }
 
 /* The condition, keeping its transition time and id while its type holds
@@ -411,7 +476,8 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	char *json, rv[24];
 
 	intent(s, g, &in);
-	if (matches(s, &pg->status, &in) || *budget == 0 || !may_write(&s->groups, g->key, pg->rv))
+	if (matches(s, g->key, &pg->status, &in) || *budget == 0 ||
+	    !may_write(&s->groups, g->key, pg->rv))
 		return;
 	if (!(json = group_status_json(s, pg, &in)) ||
 	    !(op = begin(s, &s->groups, g->key, pg->rv))) {
@@ -423,10 +489,13 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	(*budget)--;
 	sched_logl(s, SCHED_DEBUG, "PodGroup %s/%s at resourceVersion %s: status %s", t.ns, t.name,
 	           rv, json);
-	if (kubeapi_patch_podgroup_status(s->http, pg->dialect, &t, json, on_written, op) < 0)
+	if (kubeapi_patch_podgroup_status(s->http, pg->dialect, &t, json, on_written, op) < 0) {
 		abandon(op);
-	else
+	} else {
 		s->n.podgroup_writes++;
+		if (in.message && *in.message)
+			remember_shape(s, &s->group_shaped, g->key, in.message);
+	}
 	cJSON_free(json);
 }
 
@@ -468,9 +537,9 @@ void sched_status_sweep(struct sched *s)
 	const struct idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
 	const struct idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
 	const struct idmap *nat = kubeapi_cache_store(s->cache, KUBEAPI_STORE_NATIVEPGS);
-	struct idmap *maps[3] = {&s->written, &s->evented, &s->groups};
+	struct idmap *maps[4] = {&s->written, &s->shaped, &s->groups, &s->group_shaped};
 
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		struct idmap *m = maps[k];
 		uint64_t *stale = calloc(m->n + 1, sizeof(*stale));
 		const struct idmap_slot *e;

@@ -96,3 +96,42 @@ class History:
             if c and c.message and c.message not in out:
                 out.append(c.message)
         return out
+
+
+class Modified:
+    """How many times the server sent MODIFIED for each object of a
+    namespaced list (`list_fn(*args)`), from a watch started now, in a
+    thread: name -> count."""
+
+    def __init__(self, list_fn, *args):
+        self.lock = threading.Lock()
+        self.count = {}
+        self.stopped = False
+        listed = list_fn(*args)
+        meta = listed["metadata"] if isinstance(listed, dict) else listed.metadata
+        self.rv = meta["resourceVersion"] if isinstance(meta, dict) else meta.resource_version
+        self.watch = watch.Watch()
+        self.thread = threading.Thread(target=self._run, args=(list_fn, args), daemon=True)
+        self.thread.start()
+
+    def _run(self, list_fn, args):
+        while not self.stopped:
+            try:
+                for ev in self.watch.stream(list_fn, *args, resource_version=self.rv, timeout_seconds=30):
+                    obj = ev["object"]
+                    meta = obj["metadata"] if isinstance(obj, dict) else obj.metadata
+                    name = meta["name"] if isinstance(meta, dict) else meta.name
+                    self.rv = meta["resourceVersion"] if isinstance(meta, dict) else meta.resource_version
+                    if ev["type"] == "MODIFIED":
+                        with self.lock:
+                            self.count[name] = self.count.get(name, 0) + 1
+                    if self.stopped:
+                        return
+            except Exception:  # the watch ends now and then; resume where it was
+                time.sleep(0.2)
+
+    def stop(self):
+        self.stopped = True
+        self.watch.stop()
+        with self.lock:
+            return dict(self.count)

@@ -28,6 +28,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from conftest import Not, cluster_dir, ctl, until, wait_for
+from history import Modified
 
 SP = ("scheduling.x-k8s.io", "v1alpha1")  # scheduler-plugins dialect
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
@@ -255,6 +256,46 @@ def test_gang_one_gpu_short_binds_nothing_and_says_why(core, custom, muster, ns)
     delete_pods(core, ns, ["occupant"])
     got = until(muster, "gang bound after the occupant left", lambda: all_bound(core, ns, names))
     assert set(got.values()) == {node}
+
+
+def test_a_waiting_message_that_only_drifts_is_rewritten_at_most_every_10_s(core, custom, muster, ns):
+    """A Volcano gang of 3 x 8 GPUs may use gpu-0004 .. gpu-0006; a 1-GPU
+    occupant on gpu-0004 makes it wait, "2 of 3 members fit". Another
+    occupant then comes and goes on gpu-0005 six times, so the message
+    flips between 2 and 1 of 3 fitting at each step: the same headline,
+    other numbers. Each member's condition, and the PodGroup's, is
+    rewritten at most once per 10 s of that beyond the first
+    (kube-scheduler's longest backoff), not at every step (which made 30
+    times kube-scheduler's writes in bench-native's teardown); and once
+    the churn stops the members say what is true again."""
+    hosts = ["gpu-0004", "gpu-0005", "gpu-0006"]
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hosts}]}
+    core.create_namespaced_pod(ns, pod("occupant", 1, node_selector=pin(hosts[0])))
+    until(muster, "occupant bound", lambda: all_bound(core, ns, ["occupant"]))
+    names = create_gang(core, custom, ns, "g", 3, 8, dialect=VOLCANO, affinity={
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}})
+    until(muster, "members waiting, 2 of 3 fitting",
+          lambda: waiting(core, ns, names, f"gang {ns}/g: ", mentions="2 of 3 members fit"))
+
+    pods_seen = Modified(core.list_namespaced_pod, ns)
+    groups_seen = Modified(custom.list_namespaced_custom_object, *VOLCANO, ns, "podgroups")
+    start = time.monotonic()
+    for k in range(6):
+        core.create_namespaced_pod(ns, pod(f"churn-{k}", 1, node_selector=pin(hosts[1])))
+        until(muster, f"churn-{k} bound", lambda: all_bound(core, ns, [f"churn-{k}"]))
+        time.sleep(0.5)  # a cycle or two with "1 of 3"
+        delete_pods(core, ns, [f"churn-{k}"])
+        time.sleep(0.5)
+    took = time.monotonic() - start
+    time.sleep(1)
+    pod_writes, group_writes = pods_seen.stop(), groups_seen.stop()
+    most = int(took // 10) + 2
+    print(f"churn took {took:.1f} s; modifications: pods {pod_writes}, PodGroups {group_writes}; at most {most}")
+    assert all(pod_writes.get(n, 0) <= most for n in names), (pod_writes, most)
+    assert group_writes.get("g", 0) <= most, (group_writes, most)
+
+    until(muster, "members say 2 of 3 fit again",
+          lambda: waiting(core, ns, names, f"gang {ns}/g: ", mentions="2 of 3 members fit"))
 
 
 def test_volcano_podgroup_is_bound_whole(core, custom, muster, ns):
