@@ -271,7 +271,10 @@ static void carry_out(struct sched *s, uint64_t t0)
 	sched_evict_all(s);
 	sched_bind_all(s);
 	sched_timeouts(s);
-	sched_status_write(s);
+	if (s->cyc.todo_rc < 0)
+		sched_logl(s, SCHED_WARN, "status: %s", strerror(-s->cyc.todo_rc));
+	else
+		sched_status_write(s, &s->cyc.todo);
 	s->n.cycles++;
 	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
 	observe_cycle(s);
@@ -297,8 +300,8 @@ void sched_hold_drop(struct sched *s, uint64_t key)
 		sched_logl(s, SCHED_WARN, "out of memory: a refused eviction's hold stays a cycle");
 }
 
-/* On the thread pool: the planner, and the debug API's copy of its
- * result when one is due; nothing else. */
+/* On the thread pool: the planner, the debug API's copy of its result
+ * when one is due, and which status differs from it; nothing else. */
 static void cycle_work(uv_work_t *w)
 {
 	struct sched *s = w->data;
@@ -308,6 +311,8 @@ static void cycle_work(uv_work_t *w)
 	y->rc = plan_cycle(&s->plan, &y->in, &s->plan_keep);
 	if (y->rc == 0 && y->want_snap)
 		y->snap_rc = snap_take(&in, &y->snap);
+	if (y->rc == 0)
+		y->todo_rc = sched_status_todo(s, &y->todo);
 	if (s->opt.cycle_delay_ms)
 		uv_sleep(s->opt.cycle_delay_ms);
 }
@@ -385,6 +390,7 @@ static void cycle(struct sched *s)
 	y->want_snap =
 	    s->httpd && (!s->snap.cycle || sched_now_ms(s) >= s->snap_at_ms + SNAP_EVERY_MS);
 	y->snap_rc = 0;
+	y->todo_rc = 0;
 	apply_config(s);
 	sched_assumed_sweep(s);
 	if (s->n.cycles % 60 == 0) {
@@ -784,6 +790,7 @@ int sched_run(const struct sched_options *opt)
 	}
 	sched_assumed_free(s);
 	sched_evicted_free(s);
+	free(s->cyc.todo.v);
 	idmap_free(&s->written);
 	idmap_free(&s->shaped);
 	idmap_free(&s->groups);

@@ -101,6 +101,16 @@ struct sched_assumed {
  * still: kubeapi_cache_hold), the configuration and queue set, and the
  * copies below, and writes s->plan and s->plan_keep; the loop touches
  * none of these meanwhile. What the loop would have changed waits here. */
+/* Status that differs from the plan, found after a cycle (status.c). */
+struct sched_todo {
+	uint32_t gang;                 /* index into plan.gangs */
+	const struct kubeapi_pod *pod; /* NULL: the gang's PodGroup */
+};
+struct sched_todos {
+	struct sched_todo *v;
+	size_t n, cap;
+};
+
 struct sched_cycle {
 	uv_work_t work;
 	bool running;
@@ -123,6 +133,10 @@ struct sched_cycle {
 	uint64_t number;
 	const struct config *cfg;
 	struct snap snap;
+	/* Status that differs from the plan (status.c), found on the thread
+	 * too; todo_rc its result. The array is kept from cycle to cycle. */
+	struct sched_todos todo;
+	int todo_rc;
 };
 
 enum sched_bind_state {
@@ -221,8 +235,13 @@ void sched_timeouts(struct sched *s);
 int sched_backoff_map(struct sched *s, struct idmap *out);
 void sched_waits_free(struct sched *s);
 
-/* status.c */
-void sched_status_write(struct sched *s);
+/* status.c. sched_status_todo, on the planner's thread after the cycle
+ * (the cache held still): the pods and PodGroups whose copy on the server
+ * differs from what the plan means, in gang order, into out (its array
+ * reused; 0 or -ENOMEM; O(gangs + waiting pods)). sched_status_write, on
+ * the loop: writes those that may go now (O(todo)). */
+int sched_status_todo(struct sched *s, struct sched_todos *out);
+void sched_status_write(struct sched *s, const struct sched_todos *todo);
 void sched_status_sweep(struct sched *s);
 void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
                  const char *reason, const char *action, const char *note);

@@ -33,11 +33,18 @@
  * status_per_cycle writes start per cycle, so a large backlog of waiting
  * pods never crowds out bindings in the engine's write budget.
  *
+ * The comparison with the server's copies runs on the planner's thread,
+ * after the cycle, while the cache is held still (sched_status_todo): it
+ * reads every waiting pod, millions at 100,000 nodes, and on the loop it
+ * would stall watch reads and the lease. The loop's pass then costs what
+ * differs, not what waits.
+ *
  * A waiting message that differs from the last one Muster wrote on the
  * object only in its numbers or details (the same shape) is rewritten at
  * most every STATUS_DRIFT_S; a new shape goes at once.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +403,13 @@ static bool matches_but_message(struct sched *s, const struct kubeapi_pg_status 
 	       same_str(s, st->cond_reason, in->reason);
 }
 
+static bool same_message(const struct kubeapi_pg_status *st, const struct pg_intent *in)
+{
+	return !in->cond_type ||
+	       st->cond_msg ==
+	           (in->message ? kubeapi_text_hash(in->message, strlen(in->message)) : 0);
+}
+
 /* Does the server's copy say what in says, or as good as: all but a
  * waiting message that only drifted from the one written there less
  * than STATUS_DRIFT_S ago? */
@@ -404,8 +418,7 @@ static bool matches(struct sched *s, uint64_t key, const struct kubeapi_pg_statu
 {
 	if (!matches_but_message(s, st, in))
 		return false;
-	if (!in->cond_type ||
-	    st->cond_msg == (in->message ? kubeapi_text_hash(in->message, strlen(in->message)) : 0))
+	if (same_message(st, in))
 		return true;
 	return in->message && drift_too_soon(s, &s->group_shaped, key, in->message);
 }
@@ -504,28 +517,80 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
  * backlog of status. */
 #define STATUS_BACKLOG 256
 
-void sched_status_write(struct sched *s)
+static int todo_add(struct sched_todos *t, size_t gang, const struct kubeapi_pod *pod)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 256;
+		struct sched_todo *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n++] = (struct sched_todo){(uint32_t)gang, pod};
+	return 0;
+}
+
+/* Does the server's copy of g's PodGroup say other than the plan means?
+ * Reads the plan and the cache only. */
+static bool group_differs(struct sched *s, const struct plan_gang *g)
+{
+	struct pg_intent in;
+
+	intent(s, g, &in);
+	return !matches_but_message(s, &g->group->status, &in) ||
+	       !same_message(&g->group->status, &in);
+}
+
+int sched_status_todo(struct sched *s, struct sched_todos *out)
+{
+	out->n = 0;
+	for (size_t k = 0; k < s->plan.ngangs; k++) {
+		const struct plan_gang *g = &s->plan.gangs[k];
+		uint32_t h;
+
+		if (g->group && group_differs(s, g) && todo_add(out, k, NULL) < 0)
+			return -ENOMEM;
+		if (!g->message || g->state == PLAN_ADMITTED || g->npending == 0)
+			continue;
+		h = kubeapi_text_hash(g->message, strlen(g->message));
+		for (uint32_t m = 0; m < g->npending; m++) {
+			const struct kubeapi_pod *pod = g->pending[m];
+
+			if (pod->node || (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE &&
+			                  pod->sched_msg == h))
+				continue;
+			if (todo_add(out, k, pod) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void sched_status_write(struct sched *s, const struct sched_todos *todo)
 {
 	unsigned budget = s->opt.status_per_cycle;
 	struct kubeapi_http_stats st;
+	uint32_t gang = UINT32_MAX, h = 0;
 
 	kubeapi_http_get_stats(s->http, &st);
 	if (st.queued + st.retrying > STATUS_BACKLOG)
 		return;
 	if (budget > STATUS_BACKLOG)
 		budget = STATUS_BACKLOG;
+	for (size_t k = 0; k < todo->n && budget > 0; k++) {
+		const struct plan_gang *g = &s->plan.gangs[todo->v[k].gang];
 
-	for (size_t k = 0; k < s->plan.ngangs; k++) {
-		const struct plan_gang *g = &s->plan.gangs[k];
-		uint32_t h;
-
-		if (g->group)
+		if (!todo->v[k].pod) {
 			group_status(s, g, &budget);
-		if (!g->message || g->state == PLAN_ADMITTED || g->npending == 0)
 			continue;
-		h = kubeapi_text_hash(g->message, strlen(g->message));
-		for (uint32_t m = 0; m < g->npending; m++)
-			pod_condition(s, g->pending[m], g->message, h, &budget);
+		}
+		if (todo->v[k].gang != gang) {
+			gang = todo->v[k].gang;
+			h = kubeapi_text_hash(g->message, strlen(g->message));
+		}
+		pod_condition(s, todo->v[k].pod, g->message, h, &budget);
 	}
 }
 
