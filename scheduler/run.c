@@ -270,11 +270,12 @@ static void carry_out(struct sched *s, uint64_t t0)
 	log_admitted(s);
 	sched_evict_all(s);
 	sched_bind_all(s);
-	sched_timeouts(s);
-	if (s->cyc.todo_rc < 0)
-		sched_logl(s, SCHED_WARN, "status: %s", strerror(-s->cyc.todo_rc));
-	else
+	if (s->cyc.todo_rc < 0) {
+		sched_logl(s, SCHED_WARN, "timeouts and status: %s", strerror(-s->cyc.todo_rc));
+	} else {
+		sched_timeouts_say(s, &s->cyc.timeouts);
 		sched_status_write(s, &s->cyc.todo);
+	}
 	s->n.cycles++;
 	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
 	observe_cycle(s);
@@ -301,7 +302,8 @@ void sched_hold_drop(struct sched *s, uint64_t key)
 }
 
 /* On the thread pool: the planner, the debug API's copy of its result
- * when one is due, and which status differs from it; nothing else. */
+ * when one is due, the gangs' waits, and which status differs from the
+ * plan; nothing else. */
 static void cycle_work(uv_work_t *w)
 {
 	struct sched *s = w->data;
@@ -311,7 +313,7 @@ static void cycle_work(uv_work_t *w)
 	y->rc = plan_cycle(&s->plan, &y->in, &s->plan_keep);
 	if (y->rc == 0 && y->want_snap)
 		y->snap_rc = snap_take(&in, &y->snap);
-	if (y->rc == 0)
+	if (y->rc == 0 && (y->todo_rc = sched_timeouts_find(s, y->now_ms, &y->timeouts)) == 0)
 		y->todo_rc = sched_status_todo(s, &y->todo);
 	if (s->opt.cycle_delay_ms)
 		uv_sleep(s->opt.cycle_delay_ms);
@@ -391,6 +393,7 @@ static void cycle(struct sched *s)
 	    s->httpd && (!s->snap.cycle || sched_now_ms(s) >= s->snap_at_ms + SNAP_EVERY_MS);
 	y->snap_rc = 0;
 	y->todo_rc = 0;
+	y->now_ms = sched_now_ms(s);
 	apply_config(s);
 	sched_assumed_sweep(s);
 	if (s->n.cycles % 60 == 0) {
@@ -726,6 +729,8 @@ static int start(struct sched *s)
 	uv_signal_init(s->loop, &s->sigint);
 	uv_prepare_init(s->loop, &s->stall);
 	uv_idle_init(s->loop, &s->drain);
+	buf_init(&s->cyc.todo, SCHED_LIST_MAX);
+	buf_init(&s->cyc.timeouts, SCHED_LIST_MAX);
 	s->drain.data = s->stall.data = s->debounce.data = s->period.data = s->sigterm.data =
 	    s->sigint.data = s;
 	s->started = true;
@@ -790,7 +795,8 @@ int sched_run(const struct sched_options *opt)
 	}
 	sched_assumed_free(s);
 	sched_evicted_free(s);
-	free(s->cyc.todo.v);
+	buf_free(&s->cyc.todo);
+	buf_free(&s->cyc.timeouts);
 	idmap_free(&s->written);
 	idmap_free(&s->shaped);
 	idmap_free(&s->groups);

@@ -39,6 +39,7 @@
 #include "kubeapi/cache.h"
 #include "kubeapi/conn.h"
 #include "kubeapi/http.h"
+#include "base/buf.h"
 #include "base/idmap.h"
 #include "kubeapi/writes.h"
 #include "queue/queue.h"
@@ -101,15 +102,22 @@ struct sched_assumed {
  * still: kubeapi_cache_hold), the configuration and queue set, and the
  * copies below, and writes s->plan and s->plan_keep; the loop touches
  * none of these meanwhile. What the loop would have changed waits here. */
-/* Status that differs from the plan, found after a cycle (status.c). */
+/* A gang that timed out, found after a cycle (timeout.c). */
+struct sched_timeout {
+	uint32_t gang;      /* index into plan.gangs */
+	uint32_t backoff_s; /* before it is tried again */
+};
+
+/* A pod or PodGroup whose status differs from the plan, found after a
+ * cycle (status.c). */
 struct sched_todo {
 	uint32_t gang;                 /* index into plan.gangs */
 	const struct kubeapi_pod *pod; /* NULL: the gang's PodGroup */
 };
-struct sched_todos {
-	struct sched_todo *v;
-	size_t n, cap;
-};
+
+/* What the lists above may hold: a cycle's gangs and waiting pods, with
+ * room to spare (16 bytes an entry: 64 M entries). */
+#define SCHED_LIST_MAX ((size_t)1 << 30)
 
 struct sched_cycle {
 	uv_work_t work;
@@ -133,9 +141,13 @@ struct sched_cycle {
 	uint64_t number;
 	const struct config *cfg;
 	struct snap snap;
-	/* Status that differs from the plan (status.c), found on the thread
-	 * too; todo_rc its result. The array is kept from cycle to cycle. */
-	struct sched_todos todo;
+	/* Status that differs from the plan (status.c) and gangs that timed
+	 * out (timeout.c, by the loop's clock at the start, now_ms), found on
+	 * the thread too; todo_rc the first error. The arrays are kept from
+	 * cycle to cycle. */
+	struct buf todo;     /* struct sched_todo */
+	struct buf timeouts; /* struct sched_timeout */
+	uint64_t now_ms;
 	int todo_rc;
 };
 
@@ -230,8 +242,13 @@ void sched_evict_all(struct sched *s);
 void sched_evict_sweep(struct sched *s);
 void sched_evicted_free(struct sched *s);
 
-/* timeout.c */
-void sched_timeouts(struct sched *s);
+/* timeout.c. sched_timeouts_find, on the planner's thread after the
+ * cycle: each gang's wait kept (now: the loop's clock when the cycle
+ * started), the gangs that timed out into out (its array reused; 0 or
+ * -ENOMEM; O(gangs)). sched_timeouts_say, on the loop: a log line and an
+ * Event for each. */
+int sched_timeouts_find(struct sched *s, uint64_t now, struct buf *out);
+void sched_timeouts_say(struct sched *s, const struct buf *t);
 int sched_backoff_map(struct sched *s, struct idmap *out);
 void sched_waits_free(struct sched *s);
 
@@ -240,8 +257,8 @@ void sched_waits_free(struct sched *s);
  * differs from what the plan means, in gang order, into out (its array
  * reused; 0 or -ENOMEM; O(gangs + waiting pods)). sched_status_write, on
  * the loop: writes those that may go now (O(todo)). */
-int sched_status_todo(struct sched *s, struct sched_todos *out);
-void sched_status_write(struct sched *s, const struct sched_todos *todo);
+int sched_status_todo(struct sched *s, struct buf *out);
+void sched_status_write(struct sched *s, const struct buf *todo);
 void sched_status_sweep(struct sched *s);
 void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
                  const char *reason, const char *action, const char *note);

@@ -44,7 +44,6 @@
  * most every STATUS_DRIFT_S; a new shape goes at once.
  */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -517,19 +516,11 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
  * backlog of status. */
 #define STATUS_BACKLOG 256
 
-static int todo_add(struct sched_todos *t, size_t gang, const struct kubeapi_pod *pod)
+static int todo_add(struct buf *t, size_t gang, const struct kubeapi_pod *pod)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 256;
-		struct sched_todo *v = realloc(t->v, cap * sizeof(*v));
+	struct sched_todo e = {(uint32_t)gang, pod};
 
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
-	t->v[t->n++] = (struct sched_todo){(uint32_t)gang, pod};
-	return 0;
+	return buf_append(t, &e, sizeof(e));
 }
 
 /* Does the server's copy of g's PodGroup say other than the plan means?
@@ -543,15 +534,17 @@ static bool group_differs(struct sched *s, const struct plan_gang *g)
 	       !same_message(&g->group->status, &in);
 }
 
-int sched_status_todo(struct sched *s, struct sched_todos *out)
+int sched_status_todo(struct sched *s, struct buf *out)
 {
-	out->n = 0;
+	int rc;
+
+	buf_reset(out);
 	for (size_t k = 0; k < s->plan.ngangs; k++) {
 		const struct plan_gang *g = &s->plan.gangs[k];
 		uint32_t h;
 
-		if (g->group && group_differs(s, g) && todo_add(out, k, NULL) < 0)
-			return -ENOMEM;
+		if (g->group && group_differs(s, g) && (rc = todo_add(out, k, NULL)) < 0)
+			return rc;
 		if (!g->message || g->state == PLAN_ADMITTED || g->npending == 0)
 			continue;
 		h = kubeapi_text_hash(g->message, strlen(g->message));
@@ -561,15 +554,16 @@ int sched_status_todo(struct sched *s, struct sched_todos *out)
 			if (pod->node || (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE &&
 			                  pod->sched_msg == h))
 				continue;
-			if (todo_add(out, k, pod) < 0)
-				return -ENOMEM;
+			if ((rc = todo_add(out, k, pod)) < 0)
+				return rc;
 		}
 	}
 	return 0;
 }
 
-void sched_status_write(struct sched *s, const struct sched_todos *todo)
+void sched_status_write(struct sched *s, const struct buf *todo)
 {
+	const struct sched_todo *v = (const void *)todo->p;
 	unsigned budget = s->opt.status_per_cycle;
 	struct kubeapi_http_stats st;
 	uint32_t gang = UINT32_MAX, h = 0;
@@ -579,18 +573,18 @@ void sched_status_write(struct sched *s, const struct sched_todos *todo)
 		return;
 	if (budget > STATUS_BACKLOG)
 		budget = STATUS_BACKLOG;
-	for (size_t k = 0; k < todo->n && budget > 0; k++) {
-		const struct plan_gang *g = &s->plan.gangs[todo->v[k].gang];
+	for (size_t k = 0; k < todo->len / sizeof(*v) && budget > 0; k++) {
+		const struct plan_gang *g = &s->plan.gangs[v[k].gang];
 
-		if (!todo->v[k].pod) {
+		if (!v[k].pod) {
 			group_status(s, g, &budget);
 			continue;
 		}
-		if (todo->v[k].gang != gang) {
-			gang = todo->v[k].gang;
+		if (v[k].gang != gang) {
+			gang = v[k].gang;
 			h = kubeapi_text_hash(g->message, strlen(g->message));
 		}
-		pod_condition(s, todo->v[k].pod, g->message, h, &budget);
+		pod_condition(s, v[k].pod, g->message, h, &budget);
 	}
 }
 

@@ -5,6 +5,12 @@
  * backoff of 10 s doubling per timeout up to 5 minutes; then it competes
  * again with a fresh timeout. The backoff keeps a gang that cannot fit
  * from costing placement work every cycle, and says so to its owner.
+ *
+ * The bookkeeping (a lookup per waiting gang: hundreds of thousands at
+ * 100,000 nodes) runs on the planner's thread after the cycle
+ * (sched_timeouts_find); the loop only says what timed out. Nothing else
+ * touches the waits while a cycle runs: the loop reads them before it
+ * starts (sched_backoff_map).
  */
 #include <stdlib.h>
 
@@ -36,32 +42,49 @@ static uint64_t backoff_ms(unsigned timeouts)
 	return b < BACKOFF_CAP_MS ? b : BACKOFF_CAP_MS;
 }
 
-static void timed_out(struct sched *s, const struct plan_gang *g, struct wait *w, uint64_t now)
+static int timed_out(struct buf *out, size_t gang, struct wait *w, uint64_t now)
 {
-	char note[512];
 	uint64_t b = backoff_ms(w->timeouts);
+	struct sched_timeout t = {(uint32_t)gang, (uint32_t)(b / 1000)};
+	int rc;
 
+	if ((rc = buf_append(out, &t, sizeof(t))) < 0)
+		return rc;
 	w->timeouts++;
 	w->until_ms = now + b;
 	w->since_ms = w->until_ms;
-	snprintf(note, sizeof(note),
-	         "gang %s/%s timed out after %llu s waiting; next try in %llu s: %s",
-	         sched_str(s, g->ns), sched_str(s, g->name),
-	         (unsigned long long)(timeout_ms(s, g) / 1000), (unsigned long long)(b / 1000),
-	         g->message ? g->message : "");
-	sched_log(s, "%s", note);
-	if (g->npending)
-		sched_event(s, g->pending[0], "Warning", "GangTimeout", "Scheduling", note);
+	return 0;
 }
 
-void sched_timeouts(struct sched *s)
+void sched_timeouts_say(struct sched *s, const struct buf *t)
 {
-	uint64_t now = sched_now_ms(s), gen = s->n.cycles + 1;
+	const struct sched_timeout *v = (const void *)t->p;
+	char note[512];
+
+	for (size_t k = 0; k < t->len / sizeof(*v); k++) {
+		const struct plan_gang *g = &s->plan.gangs[v[k].gang];
+
+		snprintf(note, sizeof(note),
+		         "gang %s/%s timed out after %llu s waiting; next try in %u s: %s",
+		         sched_str(s, g->ns), sched_str(s, g->name),
+		         (unsigned long long)(timeout_ms(s, g) / 1000), v[k].backoff_s,
+		         g->message ? g->message : "");
+		sched_log(s, "%s", note);
+		if (g->npending)
+			sched_event(s, g->pending[0], "Warning", "GangTimeout", "Scheduling", note);
+	}
+}
+
+int sched_timeouts_find(struct sched *s, uint64_t now, struct buf *out)
+{
+	uint64_t gen = s->n.cycles + 1;
 	struct idmap *m = &s->waits;
 	const struct idmap_slot *e;
 	uint64_t *stale;
 	size_t n = 0;
+	int rc;
 
+	buf_reset(out);
 	for (size_t k = 0; k < s->plan.ngangs; k++) {
 		const struct plan_gang *g = &s->plan.gangs[k];
 		struct wait *w = idmap_get(m, g->key);
@@ -83,8 +106,8 @@ void sched_timeouts(struct sched *s)
 		}
 		w->seen = gen;
 		if (g->state != PLAN_BACKOFF && now >= w->since_ms &&
-		    now - w->since_ms > timeout_ms(s, g))
-			timed_out(s, g, w, now);
+		    now - w->since_ms > timeout_ms(s, g) && (rc = timed_out(out, k, w, now)) < 0)
+			return rc;
 	}
 	/* Gangs admitted, gone, or running: forget them. */
 	stale = calloc(m->n + 1, sizeof(*stale));
@@ -94,6 +117,7 @@ void sched_timeouts(struct sched *s)
 	for (size_t k = 0; k < n; k++)
 		free(idmap_del(m, stale[k]));
 	free(stale);
+	return 0;
 }
 
 int sched_backoff_map(struct sched *s, struct idmap *out)

@@ -305,6 +305,29 @@ def test_a_waiting_message_that_only_drifts_is_rewritten_at_most_every_10_s(core
           lambda: waiting(core, ns, names, f"gang {ns}/g: ", mentions="2 of 3 members fit"))
 
 
+def test_gang_that_waits_past_its_timeout_says_so_and_backs_off(core, custom, muster, ns):
+    """A scheduler-plugins gang of 2 x 9 GPUs (no node has 9) whose PodGroup
+    says scheduleTimeoutSeconds: 2 times out: a GangTimeout Event on its
+    first member names the timeout, the 10 s backoff and why it waits; the
+    members then say they are backing off."""
+    body = podgroup("late", 2)
+    body["spec"]["scheduleTimeoutSeconds"] = 2
+    custom.create_namespaced_custom_object(*SP, ns, "podgroups", body)
+    names = ["late-0", "late-1"]
+    for n in names:
+        core.create_namespaced_pod(ns, pod(n, 9, gang="late"))
+
+    def timed_out():
+        got = [e.message for n in names for e in events(core, ns, n, "GangTimeout")]
+        return got or Not("no GangTimeout event yet")
+
+    got = until(muster, "a GangTimeout event", timed_out)
+    assert len(got) == 1, got
+    assert got[0].startswith(f"gang {ns}/late timed out after 2 s waiting; next try in 10 s: "), got
+    assert "Insufficient nvidia.com/gpu" in got[0], got
+    until(muster, "members backing off", lambda: waiting(core, ns, names, f"gang {ns}/late: ", mentions="timed out"))
+
+
 def test_volcano_podgroup_is_bound_whole(core, custom, muster, ns):
     """A Volcano PodGroup (minMember 3, spec.queue e2e-a) and 3 pods x 2 GPUs
     carrying the group-name annotation: all bound, status.phase Inqueue or
