@@ -29,6 +29,8 @@ static int by_cost(const void *a, const void *b)
 
 void preempt_order(struct preempt_cand *c, size_t n)
 {
+	if (n == 0)
+		return; /* c may be NULL then, which qsort may not be given */
 	qsort(c, n, sizeof(*c), by_cost);
 	for (size_t k = 0; k < n; k++)
 		c[k].pos = (uint32_t)k;
