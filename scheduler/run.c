@@ -396,10 +396,9 @@ static void cycle(struct sched *s)
 	y->now_ms = sched_now_ms(s);
 	apply_config(s);
 	sched_assumed_sweep(s);
-	if (s->n.cycles % 60 == 0) {
-		sched_status_sweep(s);
+	sched_status_sweep(s); /* a slice a cycle */
+	if (s->n.cycles % 60 == 0)
 		sched_evict_sweep(s);
-	}
 	if ((rc = cycle_input(s)) < 0) {
 		sched_log(s, "cycle not started: %s", strerror(-rc));
 		cycle_free(y);

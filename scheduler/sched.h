@@ -198,6 +198,7 @@ struct sched {
 	 * (shaped: pods, group_shaped: PodGroups). */
 	struct idmap written, groups;
 	struct idmap shaped, group_shaped;
+	size_t swept[4];      /* where the sweep of each goes on (status.c) */
 	struct idmap waits;   /* gang key -> its wait (timeout.c) */
 	struct idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
 	struct idmap refused; /* victim gang key -> until (ms) a budget said no */

@@ -588,37 +588,51 @@ void sched_status_write(struct sched *s, const struct buf *todo)
 	}
 }
 
+/* Slots of each map the sweep looks at per cycle. The map of shapes holds
+ * an entry per waiting pod ever written, millions at 100,000 nodes: swept
+ * whole every 60 cycles, with a cache lookup per entry, it would stall the
+ * loop for a tenth of a second or more. A slice costs well under a
+ * millisecond, and goes round a map of 4 M slots in 1,024 cycles; a
+ * stale entry only holds memory until then. */
+#define SWEEP_SLOTS 4096
+
+/* Is the entry at key of map k (0, 1: pods; 2, 3: PodGroups) stale: its
+ * pod bound or gone, its PodGroup gone? */
+static bool stale(struct sched *s, int k, uint64_t key)
+{
+	const struct kubeapi_pod *pod;
+
+	key &= ~(1ull << 63);
+	if (k < 2)
+		return !(pod = idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key)) ||
+		       pod->node;
+	return !idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS), key) &&
+	       !idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS), key) &&
+	       !idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_NATIVEPGS), key);
+}
+
 /* Forget what was written for pods now bound or gone, and for PodGroups
- * gone: without it the maps would grow with every pod ever seen. */
+ * gone, SWEEP_SLOTS slots of each map a call, going round: without it the
+ * maps would grow with every pod ever seen. An entry a deletion moves
+ * past the cursor waits for the next round. */
 void sched_status_sweep(struct sched *s)
 {
-	const struct idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
-	const struct idmap *pg = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODGROUPS);
-	const struct idmap *vc = kubeapi_cache_store(s->cache, KUBEAPI_STORE_VCJOBS);
-	const struct idmap *nat = kubeapi_cache_store(s->cache, KUBEAPI_STORE_NATIVEPGS);
 	struct idmap *maps[4] = {&s->written, &s->shaped, &s->groups, &s->group_shaped};
+	uint64_t keys[256];
 
 	for (int k = 0; k < 4; k++) {
 		struct idmap *m = maps[k];
-		uint64_t *stale = calloc(m->n + 1, sizeof(*stale));
+		size_t i = s->swept[k] < m->nslots ? s->swept[k] : 0, end = i + SWEEP_SLOTS, n = 0;
 		const struct idmap_slot *e;
-		size_t n = 0;
 
-		for (size_t i = 0; stale && (e = idmap_next(m, &i));) {
-			uint64_t key = e->key & ~(1ull << 63);
-			const struct kubeapi_pod *pod;
-
-			if (k < 2) {
-				pod = idmap_get(pods, key);
-				if (!pod || pod->node)
-					stale[n++] = e->key;
-			} else if (!idmap_get(pg, key) && !idmap_get(vc, key) &&
-			           !idmap_get(nat, key)) {
-				stale[n++] = e->key;
-			}
+		while (i < end && (e = idmap_next(m, &i))) {
+			if (stale(s, k, e->key))
+				keys[n++] = e->key;
+			if (n == sizeof(keys) / sizeof(keys[0]))
+				break; /* the rest next time */
 		}
+		s->swept[k] = i < m->nslots ? i : 0;
 		for (size_t j = 0; j < n; j++)
-			idmap_del(m, stale[j]);
-		free(stale);
+			idmap_del(m, keys[j]);
 	}
 }
