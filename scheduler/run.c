@@ -153,14 +153,19 @@ static void log_admitted(struct sched *s)
 }
 
 /* Seconds each gang admitted this cycle waited since its creation. A
- * gang admitted again after its binds failed counts again. O(gangs). */
+ * gang admitted again after its binds failed counts again. O(binds): a
+ * gang's binds are in a row, and only an admitted gang has any. */
 static void observe_waits(struct sched *s)
 {
 	const struct plan *p = &s->plan;
+	uint32_t last = UINT32_MAX;
 
-	for (size_t k = 0; k < p->ngangs; k++) {
-		const struct plan_gang *g = &p->gangs[k];
+	for (size_t k = 0; k < p->nbinds; k++) {
+		const struct plan_gang *g = &p->gangs[p->binds[k].gang];
 
+		if (p->binds[k].gang == last)
+			continue;
+		last = p->binds[k].gang;
 		if (g->state == PLAN_ADMITTED && g->bound == 0 && g->submitted_s > 0)
 			debug_hist_observe(&s->m.admission_wait,
 			                   s->plan_now_s > g->submitted_s
