@@ -97,11 +97,6 @@ struct sched_assumed {
 	struct sched_assumed *next_dead;
 };
 
-/* The cycle in flight on libuv's thread pool (run.c). Between its start
- * and its end on the loop, the planner's thread reads the cache (held
- * still: kubeapi_cache_hold), the configuration and queue set, and the
- * copies below, and writes s->plan and s->plan_keep; the loop touches
- * none of these meanwhile. What the loop would have changed waits here. */
 /* A gang that timed out, found after a cycle (timeout.c). */
 struct sched_timeout {
 	uint32_t gang;      /* index into plan.gangs */
@@ -119,6 +114,12 @@ struct sched_todo {
  * room to spare (16 bytes an entry: 64 M entries). */
 #define SCHED_LIST_MAX ((size_t)1 << 30)
 
+/* The cycle in flight on libuv's thread pool (run.c). Between its start
+ * and its end on the loop, the planner's thread reads the cache (held
+ * still: kubeapi_cache_hold), the configuration and queue set, and the
+ * copies below, and writes s->plan, s->plan_keep, the lists below and
+ * the waits (timeout.c); the loop touches none of these meanwhile. What
+ * the loop would have changed waits here. */
 struct sched_cycle {
 	uv_work_t work;
 	bool running;
