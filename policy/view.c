@@ -18,16 +18,23 @@
 
 /* ---- amounts --------------------------------------------------------- */
 
-void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
-                       size_t n, uint16_t f)
+/* plan__add_amounts(), times times. */
+static void add_amounts_times(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
+                              size_t n, uint16_t f, int64_t times)
 {
 	int64_t amount[CONFIG_MAX_SLOTS] = {0};
 
 	for (size_t k = 0; k < r->nres_cfg; k++)
 		for (size_t i = 0; r->res_map[k] >= 0 && i < n; i++)
 			if (e[i].res == (unsigned)r->res_map[k])
-				amount[k] = e[i].amount;
+				amount[k] = e[i].amount * times;
 	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
+}
+
+void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
+                       size_t n, uint16_t f)
+{
+	add_amounts_times(r, req, e, n, f, 1);
 }
 
 /* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
@@ -276,6 +283,15 @@ void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_
                    size_t n)
 {
 	memset(req, 0, r->nslots * sizeof(*req));
-	for (size_t k = 0; k < n; k++)
-		plan__add_pod(r, req, pods[k]->spec, POLICY_NO_FLAVOR);
+	/* A gang's pods mostly share one spec, in a row: each run is added
+	 * once, times its length (every waiting gang's request is worked
+	 * out each cycle, so this is a pass over every waiting pod). */
+	for (size_t k = 0, run; k < n; k += run) {
+		const struct kubeapi_podspec *s = pods[k]->spec;
+
+		for (run = 1; k + run < n && pods[k + run]->spec == s; run++)
+			;
+		add_amounts_times(r, req, kubeapi_podspec_requests(s), s->nrequests,
+		                  POLICY_NO_FLAVOR, (int64_t)run);
+	}
 }
