@@ -326,6 +326,7 @@ int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req
 		const struct plan_gang *v = &r->p->gangs[k];
 		const struct preempt_cand *view;
 		size_t first = n;
+		double over;
 
 		if (!candidate(r, g, gq, v, req, reclaim, gpus))
 			continue;
@@ -337,10 +338,10 @@ int plan__candidates(struct plan_run *r, struct plan_gang *g, const int64_t *req
 			rc = add_cand(r, view, &n);
 		if (rc < 0)
 			return rc;
+		over = v->queue != g->queue ? over_nominal(r, v->queue, req) : 0;
 		for (size_t i = first; i < n; i++) {
 			r->pre.cand_buf[i].other_queue = v->queue != g->queue;
-			r->pre.cand_buf[i].over =
-			    v->queue != g->queue ? over_nominal(r, v->queue, req) : 0;
+			r->pre.cand_buf[i].over = over;
 		}
 	}
 	preempt_order(r->pre.cand_buf, n);

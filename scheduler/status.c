@@ -199,9 +199,7 @@ static void format_rv(uint64_t rv, char buf[24])
 	snprintf(buf, 24, "%" PRIu64, rv);
 }
 
-/* The last waiting message written at key in m (shaped, group_shaped):
- * its shape in the high half of a word, in the low half when (seconds of
- * the loop's clock). */
+/* A waiting message's shape (hash_shape()) in 32 bits, never 0. */
 static uint32_t shape32(const char *msg)
 {
 	uint64_t h = hash_shape(msg);
@@ -214,6 +212,10 @@ static uint64_t now_s(struct sched *s)
 	return sched_now_ms(s) / 1000;
 }
 
+/* The last waiting message written on an object is kept in one word of
+ * its map (shaped: pods, group_shaped: PodGroups): its shape in the high
+ * half, when it was written (seconds of the loop's clock) in the low. */
+
 /* Would msg only drift from the message written at key less than
  * STATUS_DRIFT_S ago? */
 static bool drift_too_soon(struct sched *s, const struct idmap *m, uint64_t key, const char *msg)
@@ -224,22 +226,25 @@ static bool drift_too_soon(struct sched *s, const struct idmap *m, uint64_t key,
 	       (uint32_t)now_s(s) - (uint32_t)was < STATUS_DRIFT_S;
 }
 
-/* msg was just written at key: the shape it had before, or 0 (none, or
- * out of memory: then no Event is sent for it either). */
-static uint32_t remember_shape(struct sched *s, struct idmap *m, uint64_t key, const char *msg)
+/* A message of shape `shape` was just written at key: the shape written
+ * there before (0: none). Out of memory, nothing is kept and `shape` is
+ * returned, as if it had not changed. */
+static uint32_t remember_shape(struct sched *s, struct idmap *m, uint64_t key, uint32_t shape)
 {
 	uint64_t was = (uintptr_t)idmap_get(m, key);
-	uint64_t word = (uint64_t)shape32(msg) << 32 | (uint32_t)now_s(s);
+	uint64_t word = (uint64_t)shape << 32 | (uint32_t)now_s(s);
 
 	if (idmap_put(m, key, (void *)(uintptr_t)word) < 0)
-		return shape32(msg);
+		return shape;
 	return (uint32_t)(was >> 32);
 }
 
 /* A FailedScheduling Event and a log line when the headline changed. */
 static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, const char *msg)
 {
-	if (remember_shape(s, &s->shaped, key, msg) == shape32(msg))
+	uint32_t shape = shape32(msg);
+
+	if (remember_shape(s, &s->shaped, key, shape) == shape)
 		return;
 	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
 	sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
@@ -506,7 +511,7 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	} else {
 		s->n.podgroup_writes++;
 		if (in.message && *in.message)
-			remember_shape(s, &s->group_shaped, g->key, in.message);
+			remember_shape(s, &s->group_shaped, g->key, shape32(in.message));
 	}
 	cJSON_free(json);
 }
