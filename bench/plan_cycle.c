@@ -99,7 +99,12 @@
  * Steady state (the default and --vgpu modes, steady_*): after the timed
  * reps, the last one's binds are assumed, every 100th running pod ends,
  * and one more cycle is timed (steady_cycle()): what a cycle costs once
- * the cluster changes by 1%.
+ * the cluster changes by 1%. The timed reps read every pod (a first
+ * cycle's work); the steady cycle is told which pods changed
+ * (plan_input.pod_changes) and keeps the rest of its pod table. After it,
+ * untimed, the kept table is checked against a rebuild and a cycle that
+ * reads every pod must decide the same (steady_state_mismatches,
+ * steady_same_as_rebuild); the run fails with a WARNING line otherwise.
  *
  * Output: one line of key=value per size, then (with --sweep) a table, and
  * in preempt mode a second one of the preemption and reservation stats.
@@ -826,6 +831,10 @@ struct result {
 	long steady_ended;
 	double steady_cpu_ms;
 	size_t steady_admitted;
+	size_t steady_read;       /* pods the steady cycle read again */
+	uint64_t steady_digest;   /* its decisions */
+	size_t steady_mismatches; /* kept records that differ from a rebuild */
+	int steady_rebuild_same;  /* a cycle reading every pod decided the same */
 };
 
 /* Gangs by outcome, telling quota waits from placement waits by the
@@ -902,31 +911,43 @@ static void fnv_pod(uint64_t *h, const struct kubeapi_model *m, const struct kub
 	fnv_str(h, m, pod->name);
 }
 
-/* In plan order: every gang and its state; every bind (pod, node); every
- * eviction (pod, node, victim gang, preemptor gang); every reservation
+/* Every gang and its state, as a sum of one hash per gang (the order of
+ * the gang table is the order the cycle met them in, which is not a
+ * decision); then in plan order every bind (pod, node); the evictions
+ * (pod, node, victim gang, preemptor gang) as a sum too (a victim gang's
+ * pods are evicted in the order the cycle met them); every reservation
  * (gang, start, each member's node); then the counts of all four. */
 static uint64_t decision_digest(const struct plan *p, const struct kubeapi_model *m)
 {
 	uint64_t h = FNV64_OFFSET;
 	int64_t admitted = 0;
 
+	uint64_t gangs = 0, evictions = 0;
+
 	for (size_t k = 0; k < p->ngangs; k++) {
-		fnv_gang(&h, m, &p->gangs[k]);
-		fnv_i64(&h, p->gangs[k].state);
+		uint64_t one = FNV64_OFFSET;
+
+		fnv_gang(&one, m, &p->gangs[k]);
+		fnv_i64(&one, p->gangs[k].state);
+		gangs += one;
 		admitted += p->gangs[k].state == PLAN_ADMITTED;
 	}
+	fnv_bytes(&h, &gangs, sizeof(gangs));
 	for (size_t k = 0; k < p->nbinds; k++) {
 		fnv_pod(&h, m, p->binds[k].pod);
 		fnv_str(&h, m, p->binds[k].node);
 	}
 	for (size_t k = 0; k < p->nevictions; k++) {
 		const struct plan_evict *e = &p->evictions[k];
+		uint64_t one = FNV64_OFFSET;
 
-		fnv_pod(&h, m, e->pod);
-		fnv_str(&h, m, e->node);
-		fnv_gang(&h, m, &p->gangs[e->victim]);
-		fnv_gang(&h, m, &p->gangs[e->preemptor]);
+		fnv_pod(&one, m, e->pod);
+		fnv_str(&one, m, e->node);
+		fnv_gang(&one, m, &p->gangs[e->victim]);
+		fnv_gang(&one, m, &p->gangs[e->preemptor]);
+		evictions += one;
 	}
+	fnv_bytes(&h, &evictions, sizeof(evictions));
 	for (size_t k = 0; k < p->nresv; k++) {
 		const struct plan_reservation *rv = &p->resv[k];
 
@@ -1019,6 +1040,25 @@ static long steady_victims(struct world *w, uint64_t **keys)
 	return n;
 }
 
+/* Untimed, after the steady cycle: what it kept against a rebuild from
+ * the store (the same input again, nothing changed, check_state), then
+ * the decisions of a cycle that reads every pod again against the steady
+ * cycle's. */
+static int steady_check(struct world *w, struct plan_input *in, struct result *r)
+{
+	int rc;
+
+	in->npod_changes = 0;
+	in->check_state = 1;
+	rc = plan_cycle(&w->plan, in, &w->keep);
+	in->check_state = 0;
+	r->steady_mismatches = w->plan.stats.state_mismatches;
+	in->pods_known = 0;
+	if (rc == 0 && (rc = plan_cycle(&w->plan, in, &w->keep)) == 0)
+		r->steady_rebuild_same = decision_digest(&w->plan, w->s.model) == r->steady_digest;
+	return rc;
+}
+
 /*
  * The steady state the scheduler lives in: the last cycle's binds are
  * assumed (as the scheduler's plan_input.assumed holds them until the
@@ -1052,12 +1092,22 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 		free(pod);
 	}
 	in->assumed = &assumed;
+	in->pods_known = 1; /* the pods that ended are the change */
+	in->pod_changes = gone;
+	in->npod_changes = (size_t)n;
 	c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	rc = plan_cycle(&w->plan, in, &w->keep);
 	r->steady_cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
 	r->steady_ended = n;
 	r->steady_admitted = w->plan.stats.admitted_gangs;
+	r->steady_read = w->plan.stats.pods_read;
+	r->steady_digest = decision_digest(&w->plan, w->s.model);
+	if (rc == 0)
+		rc = steady_check(w, in, r);
 	in->assumed = NULL;
+	in->pods_known = 0;
+	in->pod_changes = NULL;
+	in->npod_changes = 0;
 out:
 	free(gone);
 	idmap_free(&assumed);
@@ -1141,8 +1191,10 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->st.reservations, r->st.backfilled, r->st.reserve_tries, r->snap_cpu_ms,
 	    r->snap_bytes, r->digest);
 	if (!o->preempt)
-		printf(" steady_ended_pods=%ld steady_cycle_cpu_ms=%.2f steady_admitted_gangs=%zu",
-		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted);
+		printf(" steady_ended_pods=%ld steady_cycle_cpu_ms=%.2f steady_admitted_gangs=%zu "
+		       "steady_pods_read=%zu steady_state_mismatches=%zu steady_same_as_rebuild=%d",
+		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted, r->steady_read,
+		       r->steady_mismatches, r->steady_rebuild_same);
 	if (o->vgpu_pct)
 		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
 		       "fractional_pods=%ld",
@@ -1286,10 +1338,20 @@ static void print_preempt_table(const struct result *r, size_t n)
 	       "running).\n");
 }
 
-/* Did a --preempt run take the paths it is there to time? */
+/* Did a --preempt run take the paths it is there to time? Did the steady
+ * cycle's kept state and decisions match a rebuild's? */
 static bool exercised(const struct result *r, const struct opts *o)
 {
 	bool ok = r->st.preemptions > 0 && (r->resv_depth == 0 || r->st.reservations > 0);
+
+	if (!o->preempt && (r->steady_mismatches || !r->steady_rebuild_same)) {
+		printf(
+		    "WARNING: plan_cycle nodes=%d: the steady cycle kept %zu pod records unlike a "
+		    "rebuild's, and decided %s a cycle that read every pod\n",
+		    r->nodes, r->steady_mismatches,
+		    r->steady_rebuild_same ? "the same as" : "otherwise than");
+		return false;
+	}
 
 	if (o->preempt && !ok)
 		printf(

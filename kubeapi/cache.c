@@ -107,6 +107,13 @@ struct store {
 	uint32_t gen;
 	struct kubeapi_informer *inf;
 	unsigned decode_errors;
+	/* Changed keys for kubeapi_cache_changes(), when the kind is
+	 * tracked; over: they ran over the cap (v freed). */
+	struct {
+		uint64_t *v;
+		size_t n, cap;
+		bool over;
+	} changes;
 };
 
 struct kubeapi_cache {
@@ -179,10 +186,54 @@ static void report_untracked(struct kubeapi_cache *c, const struct kubeapi_decod
 	log_line(c, line);
 }
 
-static void changed(struct store *s)
+/* Keep key as changed, when the kind is tracked: past the cap, or out of
+ * memory, the keys are dropped and the consumer reads everything. */
+static void note_change(struct store *s, uint64_t key)
 {
+	uint64_t *v;
+	size_t cap;
+
+	if (!(s->cache->opt.track_changes & 1u << s->kind) || s->changes.over)
+		return;
+	if (s->changes.n == s->changes.cap) {
+		cap = s->changes.cap ? s->changes.cap * 2 : 1024;
+		if (s->changes.n >= KUBEAPI_CACHE_CHANGES_MAX ||
+		    !(v = realloc(s->changes.v, cap * sizeof(*v)))) {
+			free(s->changes.v);
+			s->changes.v = NULL;
+			s->changes.n = s->changes.cap = 0;
+			s->changes.over = true;
+			return;
+		}
+		s->changes.v = v;
+		s->changes.cap = cap;
+	}
+	s->changes.v[s->changes.n++] = key;
+}
+
+static void changed(struct store *s, uint64_t key)
+{
+	note_change(s, key);
 	if (s->cache->opt.changed)
 		s->cache->opt.changed(s->cache->opt.data, s->kind);
+}
+
+bool kubeapi_cache_changes(const struct kubeapi_cache *c, enum kubeapi_store_kind kind,
+                           const uint64_t **keys, size_t *n)
+{
+	const struct store *s = &c->stores[kind];
+
+	*keys = s->changes.v;
+	*n = s->changes.n;
+	return (c->opt.track_changes & 1u << kind) && !s->changes.over;
+}
+
+void kubeapi_cache_changes_clear(struct kubeapi_cache *c, enum kubeapi_store_kind kind)
+{
+	struct store *s = &c->stores[kind];
+
+	s->changes.n = 0;
+	s->changes.over = false;
 }
 
 /* ---- informer callbacks ---------------------------------------------------------- */
@@ -243,7 +294,7 @@ static void apply_upsert(struct store *s, const cJSON *obj)
 	}
 	memcpy(old, &tmp, s->desc->dec->size);
 	*gen_of(s, old) = s->gen;
-	changed(s);
+	changed(s, key);
 }
 
 /* The key of a deleted object, without interning anything new: names that
@@ -275,7 +326,7 @@ static void drop(struct store *s, uint64_t key)
 		return;
 	s->desc->dec->release(s->cache->model, obj);
 	free(obj);
-	changed(s);
+	changed(s, key);
 }
 
 /* An object too large to decode: what was stored for it stays, through
@@ -475,6 +526,7 @@ static void free_stores(struct kubeapi_cache *c)
 			free(e->value);
 		}
 		idmap_free(&s->map);
+		free(s->changes.v);
 	}
 }
 

@@ -49,7 +49,14 @@ struct kubeapi_cache_options {
 	void *data;
 	/* What a hold keeps of changes, as JSON text; 0: the default below. */
 	size_t hold_max_bytes;
+	/* Kinds (bit 1 << kind) whose changed keys are kept for
+	 * kubeapi_cache_changes(). */
+	unsigned track_changes;
 };
+
+/* A kind keeps at most this many changed keys (8 MiB) between two
+ * kubeapi_cache_changes_clear(); past it, any object may have changed. */
+#define KUBEAPI_CACHE_CHANGES_MAX ((size_t)1 << 20)
 
 /* A hold keeps at most this much JSON: 64 MiB is a minute of the busiest
  * pod churn measured (1,000 pod writes a second, each seen about three
@@ -106,6 +113,19 @@ void kubeapi_cache_hold(struct kubeapi_cache *c);
  *  the order stays the API server's). Bounds what one loop iteration
  *  spends on the changes of a long hold. */
 bool kubeapi_cache_release(struct kubeapi_cache *c, uint64_t budget_ns);
+
+/**
+ * The keys of store `kind`'s objects added, changed or removed since the
+ * last kubeapi_cache_changes_clear() of it (repeats allowed, in order),
+ * for a consumer that keeps its own state per object (the planner's pod
+ * table). False when they are not known: the kind is not tracked, or they
+ * ran over KUBEAPI_CACHE_CHANGES_MAX; the consumer reads every object.
+ * Valid until control returns to the loop, or while held.
+ */
+bool kubeapi_cache_changes(const struct kubeapi_cache *c, enum kubeapi_store_kind kind,
+                           const uint64_t **keys, size_t *n);
+/** The consumer has them: start again from none. */
+void kubeapi_cache_changes_clear(struct kubeapi_cache *c, enum kubeapi_store_kind kind);
 
 /** Since start: journaled callbacks applied at a release, and stores
  *  listed again because their changes ran over the cap. */

@@ -242,6 +242,12 @@ struct kubeapi_pod {
 	const struct kubeapi_vgpu_held *vgpu; /* NULL: none (or unreadable, logged) */
 };
 
+/* A pod's key in the cache's store and in every map keyed by pod. */
+static inline uint64_t kubeapi_pod_key(const struct kubeapi_pod *pod)
+{
+	return (uint64_t)pod->ns << 32 | pod->name;
+}
+
 /* One physical GPU as the node's vGPU device plugin registered it
  * (volcano.sh/node-vgpu-register), in registration order: its UUID and
  * model ids, memory in MiB, how many pods may share it. */

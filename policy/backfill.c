@@ -36,11 +36,21 @@ bool backfill_full(const struct backfill *b)
 
 /* ---- the timeline ---------------------------------------------------- */
 
+/* By end, then node and spec: a total order (on all but the vGPU shares'
+ * address), so that the timeline, and the prefix of it a search tries,
+ * does not depend on the order the running pods were met in. */
 static int by_end(const void *a, const void *b)
 {
 	const struct backfill_end *x = a, *y = b;
 
-	return (x->end_s > y->end_s) - (x->end_s < y->end_s);
+	if (x->end_s != y->end_s)
+		return x->end_s < y->end_s ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->spec != y->spec)
+		return (uintptr_t)x->spec < (uintptr_t)y->spec ? -1 : 1;
+	return ((uintptr_t)x->held > (uintptr_t)y->held) -
+	       ((uintptr_t)x->held < (uintptr_t)y->held);
 }
 
 int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node,

@@ -20,6 +20,12 @@ uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single)
 	return ((uint64_t)ns << 32 | name) | (single ? 1ull << 63 : 0);
 }
 
+uint64_t plan__gang_key_of(const struct kubeapi_pod *pod)
+{
+	return pod->group ? plan_gang_key(pod->ns, pod->group, 0)
+	                  : plan_gang_key(pod->ns, pod->name, 1);
+}
+
 /* ---- gangs ----------------------------------------------------------- */
 
 static const struct kubeapi_podgroup *find_group(const struct plan_run *r,

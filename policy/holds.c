@@ -65,11 +65,6 @@ static int evict(struct plan_run *r, struct plan_gang *v, uint32_t part, struct 
 	return 0;
 }
 
-static uint64_t pod_key(const struct kubeapi_pod *pod)
-{
-	return (uint64_t)pod->ns << 32 | pod->name;
-}
-
 static int hold_new(struct plan_run *r, struct plan_gang *g, const struct preempt_answer *a)
 {
 	struct plan_hold *h = malloc(sizeof(*h) + a->nvictims * sizeof(h->victim[0]));
@@ -82,8 +77,9 @@ static int hold_new(struct plan_run *r, struct plan_gang *g, const struct preemp
 	for (size_t k = 0; k < a->nvictims; k++) {
 		const struct preempt_cand *v = &a->victims[k];
 
-		h->victim[k] = (struct plan_victim){
-		    r->p->gangs[v->id].key, v->part ? pod_key(r->bound[v->part - 1].pod) : 0};
+		h->victim[k] =
+		    (struct plan_victim){r->p->gangs[v->id].key,
+		                         v->part ? kubeapi_pod_key(r->bound[v->part - 1].pod) : 0};
 	}
 	free(idmap_del(&r->keep->holds, g->key));
 	if ((rc = idmap_put(&r->keep->holds, g->key, h)) < 0)
@@ -191,7 +187,7 @@ static int still_there(struct plan_run *r, const struct plan_victim *x,
 		return *view ? (int)v->bound : -ENOMEM;
 	}
 	for (uint32_t b = v->bound_first; b; b = r->bound[b - 1].next)
-		if (pod_key(r->bound[b - 1].pod) == x->pod) {
+		if (kubeapi_pod_key(r->bound[b - 1].pod) == x->pod) {
 			*view = plan__member_view(r, (uint32_t)vi, b);
 			return *view ? 1 : -ENOMEM;
 		}

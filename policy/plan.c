@@ -338,20 +338,47 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 	return 1;
 }
 
-/* When Muster first saw gang g waiting: creation times have one-second
+/* When Muster first saw a gang waiting: creation times have one-second
  * resolution, and a gang that arrives in the same second as one already
- * waiting (and holding a reservation, say) must not jump ahead of it. */
-static uint64_t first_seen(struct plan_run *r, const struct plan_gang *g)
+ * waiting (and holding a reservation, say) must not jump ahead of it. The
+ * gangs first seen in one cycle are numbered in key order, so that the
+ * order does not hang on the order the cycle met them in. 0: not seen. */
+static uint64_t seen_before(const struct plan_run *r, const struct plan_gang *g)
 {
-	struct plan_memory *keep = r->keep;
-	uintptr_t seq = (uintptr_t)idmap_get(&keep->seen, g->key);
+	return (uintptr_t)idmap_get(&r->keep->seen, g->key);
+}
 
-	if (!seq) {
-		seq = (uintptr_t)++keep->seen_seq;
-		if (idmap_put(&keep->seen, g->key, (void *)seq) < 0)
-			return g->key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
+struct fresh_order {
+	const struct plan_gang *gangs;
+	const uint32_t *gang_of_item;
+};
+
+static int by_key(const void *a, const void *b, void *arg)
+{
+	const struct fresh_order *o = arg;
+	uint64_t x = o->gangs[o->gang_of_item[*(const uint32_t *)a]].key;
+	uint64_t y = o->gangs[o->gang_of_item[*(const uint32_t *)b]].key;
+
+	return (x > y) - (x < y);
+}
+
+/* Number the items fresh[0..n) (indexes into items), first seen now, in
+ * their gangs' key order. O(n log n). */
+static void first_seen(struct plan_run *r, struct queue_item *items, const uint32_t *gang_of_item,
+                       uint32_t *fresh, size_t n)
+{
+	struct fresh_order o = {r->p->gangs, gang_of_item};
+	struct plan_memory *keep = r->keep;
+
+	qsort_r(fresh, n, sizeof(*fresh), by_key, &o);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t key = r->p->gangs[gang_of_item[fresh[k]]].key;
+		uintptr_t seq = (uintptr_t)++keep->seen_seq;
+
+		if (idmap_put(&keep->seen, key, (void *)seq) < 0)
+			seq = key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
+		items[fresh[k]].tiebreak = seq;
 	}
-	return seq;
 }
 
 void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *))
@@ -381,7 +408,11 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
                          size_t *np)
 {
 	struct plan *p = r->p;
-	size_t n = 0;
+	uint32_t *fresh = arena_alloc(&p->arena, (p->ngangs + 1) * sizeof(*fresh));
+	size_t n = 0, nfresh = 0;
+
+	if (!fresh)
+		return -ENOMEM;
 
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
@@ -415,9 +446,12 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		}
 		g->state = PLAN_WAITING; /* until admitted */
 		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
-		                               first_seen(r, g), req};
+		                               seen_before(r, g), req};
+		if (!items[n].tiebreak)
+			fresh[nfresh++] = (uint32_t)n;
 		gang_of_item[n++] = (uint32_t)k;
 	}
+	first_seen(r, items, gang_of_item, fresh, nfresh);
 	*np = n;
 	return 0;
 }
@@ -573,12 +607,20 @@ static int publish_resv(struct plan_run *r)
 	return 0;
 }
 
+/* With plan_input.check_state, what is kept across cycles against a
+ * rebuild (plan_stats.state_mismatches). */
+static int check_state(struct plan_run *r)
+{
+	return r->in->check_state ? plan__podtab_check(r, &r->p->stats.state_mismatches) : 0;
+}
+
 int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *keep)
 {
 	struct plan_run r = {.keep = keep};
 	int rc;
 
-	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__count_pods(&r)) == 0 &&
+	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__podtab_sync(&r)) == 0 &&
+	    (rc = check_state(&r)) == 0 && (rc = plan__count_pods(&r)) == 0 &&
 	    (rc = plan__group_gangs(&r)) == 0 && (rc = plan__collect_pending(&r)) == 0 &&
 	    (rc = plan__mix(&r)) == 0 && (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
@@ -588,6 +630,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
+	if (rc < 0)
+		keep->pods.built = 0; /* the changes given may not be filed: read all next time */
 	p->stats.gangs = p->ngangs;
 	p->stats.reservations = r.bf.nresv;
 	p->stats.reserve_tries = r.bf.tries;
@@ -615,6 +659,8 @@ void plan_memory_free(struct plan_memory *keep)
 	idmap_free(&keep->holds);
 	idmap_free(&keep->seen);
 	idmap_free(&keep->enqueued);
+	free(keep->pods.v);
+	free(keep->pods.names);
 	memset(keep, 0, sizeof(*keep));
 }
 

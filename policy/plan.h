@@ -82,6 +82,16 @@ struct plan_input {
 	/* Gangs whose eviction the API server refused lately (a budget changed
 	 * under us): gang key -> anything; not chosen as victims. May be NULL. */
 	const struct idmap *refused;
+	/* The pods added, changed or removed in `pods` since the last cycle
+	 * that ran with the same plan_memory (keys, repeats allowed), when
+	 * pods_known is set. Unset: any pod may have changed, and the cycle
+	 * reads every pod again (the first cycle always does). */
+	const uint64_t *pod_changes;
+	size_t npod_changes;
+	uint8_t pods_known;
+	/* A debug aid: check what the planner keeps across cycles against a
+	 * rebuild from the stores (plan_stats.state_mismatches). O(pods). */
+	uint8_t check_state;
 };
 
 /** An end or start time that is not known (no runtime estimate). */
@@ -201,6 +211,11 @@ struct plan_stats {
 	 * while a reservation stood, and the placements each search made. */
 	size_t preemptions, victims, reservations, backfilled, preempt_tries, reserve_tries;
 	size_t arena_bytes;
+	/* The pod table (plan_memory.pods): pods read again this cycle
+	 * (every pod when it was rebuilt), and with check_state the records
+	 * that differed from a rebuild (0: none). */
+	size_t pods_read, state_mismatches;
+	uint8_t pods_rebuilt;
 };
 
 /* A reservation held this cycle (see backfill.h): gang `gang` starts at
@@ -230,6 +245,17 @@ struct plan_memory {
 	 * started yet (key -> 1), so a decision stands before the watch
 	 * shows the PodGroup Inqueue. */
 	struct idmap enqueued;
+	/* What a cycle needs of every pod, in a dense array kept current
+	 * from plan_input.pod_changes (policy/podtab.c): a cycle walks it
+	 * instead of every pod's struct and the lookups each pod costs. */
+	struct plan_podtab {
+		struct plan_pod *v; /* records; one whose pod is NULL is a hole */
+		size_t n, cap, holes;
+		uint64_t schedulers; /* a hash of the schedulerNames it was read for */
+		uint32_t *names;     /* the node table's names when node indexes were kept */
+		size_t nnames;
+		uint8_t built;
+	} pods;
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */

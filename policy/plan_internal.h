@@ -21,6 +21,30 @@
 #include "policy/preempt.h"
 #include "policy/words.h"
 
+/* A pod as the pod table keeps it (podtab.c): what a cycle reads of it,
+ * so that counting the pods reads no pod struct and no map but for the
+ * rare cases (finished members of a Volcano task, vGPU shares, assumed
+ * binds, native PodGroups). 48 bytes. */
+struct plan_pod {
+	const struct kubeapi_pod *pod; /* NULL: a hole (the pod is gone) */
+	const struct kubeapi_podspec *spec;
+	uint64_t key;   /* the pod's */
+	uint64_t gang;  /* its gang's key: a pod of ours not in a native PodGroup; else 0 */
+	uint32_t node;  /* spec.nodeName's id, 0 while unbound */
+	uint32_t index; /* that node's index in the table, PLAN_POD_NO_NODE, or _STALE */
+	int32_t priority;
+	uint8_t phase, flags;
+};
+#define PLAN_POD_NO_NODE UINT32_MAX       /* its node is not in the table */
+#define PLAN_POD_STALE   (UINT32_MAX - 1) /* look it up */
+enum {
+	PLAN_POD_OURS = 1,     /* its schedulerName is Muster's */
+	PLAN_POD_GROUP = 2,    /* it names a PodGroup */
+	PLAN_POD_DELETING = 4, /* it has a deletion timestamp */
+	PLAN_POD_VGPU = 8,     /* it holds vGPU shares by annotation */
+	PLAN_POD_TASK = 16,    /* it names a Volcano task */
+};
+
 /* A bound (or assumed) pod on a node of the table. */
 struct plan_bound {
 	const struct kubeapi_pod *pod;
@@ -126,6 +150,18 @@ int32_t plan__pod_priority(const struct kubeapi_pod *pod);
 int plan__queue_of(const struct plan_run *r, const struct kubeapi_podgroup *pg,
                    const struct kubeapi_pod *pod, struct queue_resolution *res);
 
+/* podtab.c: bring the pod table (plan_memory.pods) up to date with the
+ * input: read again the pods it names as changed, or every pod. Then
+ * plan__podtab_nodes() once the node table is built: whether the node
+ * indexes the records keep still hold. Each 0 or -ENOMEM. */
+int plan__podtab_sync(struct plan_run *r);
+int plan__podtab_nodes(struct plan_run *r, bool *still);
+/* With plan_input.check_state: records that differ from a rebuild. */
+int plan__podtab_check(struct plan_run *r, size_t *mismatches);
+/* The key of the gang a pod of ours belongs to, unless its PodGroup is
+ * native (a basic one makes each pod a gang: gangs.c looks). */
+uint64_t plan__gang_key_of(const struct kubeapi_pod *pod);
+
 /* view.c: the cycle's view, steps 1 and 3 of plan.h. Each 0 or -ENOMEM. */
 int plan__build_nodes(struct plan_run *r);
 int plan__count_pods(struct plan_run *r);
@@ -191,10 +227,11 @@ int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
 /* The recent mix of requests, for the placement's fragmentation score:
  * every pod of ours, pending or bound, once there are registered GPUs.
- * plan__mix_count() counts one pod as plan__count_pods() meets it (so
+ * plan__mix_count() counts one pod of ours (its spec) as
+ * plan__count_pods() meets it (so
  * that the pods are walked once), plan__mix() then builds the mix. Each
  * 0 or -ENOMEM. */
-int plan__mix_count(struct plan_run *r, const struct kubeapi_pod *pod);
+int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec);
 int plan__mix(struct plan_run *r);
 const struct kubeapi_podspec **plan__specs(struct plan_run *r,
                                            const struct kubeapi_pod *const *pods, size_t n);

@@ -22,6 +22,8 @@ static int by_cost(const void *a, const void *b)
 		return x->priority < y->priority ? -1 : 1;
 	if (x->started_s != y->started_s)
 		return x->started_s > y->started_s ? -1 : 1;
+	if (x->tie != y->tie)
+		return x->tie < y->tie ? -1 : 1;
 	if (x->id != y->id)
 		return x->id < y->id ? -1 : 1;
 	return (x->part > y->part) - (x->part < y->part);

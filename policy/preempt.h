@@ -44,8 +44,12 @@
 struct preempt_cand {
 	uint32_t id;   /* the caller's gang index */
 	uint32_t part; /* the caller's: 0 the whole gang, else which member */
-	uint32_t pos;  /* set by preempt_order() */
-	int queue;     /* its queue tree node */
+	/* Between candidates of equal cost: the caller's name for it (its
+	 * gang's key, a member pod's key), so that the order does not hang
+	 * on the caller's indexes. */
+	uint64_t tie;
+	uint32_t pos; /* set by preempt_order() */
+	int queue;    /* its queue tree node */
 	uint8_t other_queue;
 	double over; /* its queue's use beyond nominal, as a fraction of it */
 	int32_t priority;

@@ -22,7 +22,7 @@ int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
 	 * attempt may have left. */
 	if (!pod->node && r->in->assumed_vgpu) {
 		const struct kubeapi_vgpu_held *mine =
-		    idmap_get(r->in->assumed_vgpu, (uint64_t)pod->ns << 32 | pod->name);
+		    idmap_get(r->in->assumed_vgpu, kubeapi_pod_key(pod));
 		if (mine)
 			kh = mine;
 	}
@@ -69,14 +69,14 @@ static int kind_cmp(const void *a, const void *b)
 /* Pods counted per spec blob (the pods of a Job share one): the mix is
  * built from the distinct specs, in an order of their own so that merging
  * past POLICY_MIX_KINDS does not depend on where blobs sit in memory. */
-int plan__mix_count(struct plan_run *r, const struct kubeapi_pod *pod)
+int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec)
 {
 	const struct policy_nodes *t = &r->p->nodes;
 	void **n;
 
-	if (t->gpu_first[t->n] == 0 || !plan__is_ours(r, pod))
+	if (t->gpu_first[t->n] == 0)
 		return 0; /* no registered GPU: nothing to score */
-	if (!(n = idmap_ref(&r->mix_specs, (uintptr_t)pod->spec)))
+	if (!(n = idmap_ref(&r->mix_specs, (uintptr_t)spec)))
 		return -ENOMEM;
 	*n = (void *)((uintptr_t)*n + 1);
 	return 0;

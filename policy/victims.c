@@ -212,6 +212,7 @@ const struct preempt_cand *plan__victim_view(struct plan_run *r, uint32_t gang)
 		plan__add_pod(r, req, spec[n], POLICY_NO_FLAVOR);
 	}
 	*v = (struct preempt_cand){.id = gang,
+	                           .tie = g->key,
 	                           .queue = g->queue,
 	                           .priority = g->priority,
 	                           .started_s = g->started_s,
@@ -247,6 +248,7 @@ const struct preempt_cand *plan__member_view(struct plan_run *r, uint32_t gang, 
 	plan__add_pod(r, req, m->spec, POLICY_NO_FLAVOR);
 	m->cand = (struct preempt_cand){.id = gang,
 	                                .part = b,
+	                                .tie = kubeapi_pod_key(x->pod),
 	                                .queue = g->queue,
 	                                .priority = g->priority,
 	                                .started_s = g->started_s,

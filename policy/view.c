@@ -116,14 +116,42 @@ bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 }
 
 /* The node a pod is on or assumed on: its name id, or 0. */
-static uint32_t node_of(const struct plan_run *r, const struct kubeapi_pod *pod)
+static uint32_t node_of(const struct plan_run *r, const struct plan_pod *x)
 {
-	if (pod->node)
-		return pod->node;
-	if (r->in->assumed)
-		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed,
-		                                      (uint64_t)pod->ns << 32 | pod->name);
+	if (x->node)
+		return x->node;
+	if (r->in->assumed && (x->flags & PLAN_POD_OURS))
+		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed, x->key);
 	return 0;
+}
+
+/* The node table index of the node x is on or assumed on (name id node),
+ * or -1: kept in the record while the table's names stay the same. */
+static long node_index(const struct plan_run *r, struct plan_pod *x, uint32_t node, bool kept)
+{
+	long i;
+
+	if (node != x->node) /* assumed: not kept, the bind may not stand */
+		return policy_nodes_find(&r->p->nodes, node);
+	if (kept && x->index != PLAN_POD_STALE)
+		return x->index == PLAN_POD_NO_NODE ? -1 : (long)x->index;
+	i = policy_nodes_find(&r->p->nodes, node);
+	x->index = i >= 0 ? (uint32_t)i : PLAN_POD_NO_NODE;
+	return i;
+}
+
+/* The gang of pod x of ours, made on first sight; *last is the one the
+ * walk met before (a gang's records are mostly in a row). NULL: out of
+ * memory. */
+static struct plan_gang *gang_of(struct plan_run *r, const struct plan_pod *x, size_t *last)
+{
+	struct plan_gang *g;
+
+	if (x->gang && *last < r->p->ngangs && r->p->gangs[*last].key == x->gang)
+		return &r->p->gangs[*last];
+	if ((g = plan__gang_of(r, x->pod)))
+		*last = (size_t)(g - r->p->gangs);
+	return g;
 }
 
 static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long node,
@@ -150,13 +178,14 @@ static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long nod
 	return 0;
 }
 
-/* A bound (or assumed) pod: out of its node's free resources, and, when
- * Muster's, into its gang (a single pod is a gang of one: it may be a
- * victim) and its queue's usage. Every pod on a known node is remembered
- * for preemption and for the reservations' timeline. */
-static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32_t node)
+/* A bound (or assumed) pod on node table index i (-1: a node not in the
+ * table): out of its node's free resources, and, when Muster's, into its
+ * gang (a single pod is a gang of one: it may be a victim) and its
+ * queue's usage. Every pod on a known node is remembered for preemption
+ * and for the reservations' timeline. */
+static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, size_t *last)
 {
-	long i = policy_nodes_find(&r->p->nodes, node);
+	const struct kubeapi_pod *pod = x->pod;
 	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
 	int64_t req[QUEUE_MAX_SLOTS] = {0};
 	struct queue_resolution res;
@@ -164,20 +193,23 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 	const struct policy_held *held = NULL;
 	int rc, queue = QUEUE_NONE;
 
-	if (i >= 0 && (rc = plan__held_of(r, pod, (size_t)i, &held)) < 0)
+	/* Shares come from the pod's annotation, or for an assumed pod
+	 * from the run layer (shares.c): both need the pod itself. */
+	if (i >= 0 && (x->flags & PLAN_POD_VGPU || !x->node) &&
+	    (rc = plan__held_of(r, pod, (size_t)i, &held)) < 0)
 		return rc;
 	if (i >= 0)
-		policy_nodes_use(&r->p->nodes, (size_t)i, pod->spec, held, -1);
+		policy_nodes_use(&r->p->nodes, (size_t)i, x->spec, held, -1);
 	r->p->stats.bound_pods++;
-	if (plan__is_ours(r, pod) && (pod->group || r->preemption)) {
-		if (!(g = plan__gang_of(r, pod)))
+	if ((x->flags & PLAN_POD_OURS) && ((x->flags & PLAN_POD_GROUP) || r->preemption)) {
+		if (!(g = gang_of(r, x, last)))
 			return -ENOMEM;
 		g->bound++;
-		g->running += pod->phase == KUBEAPI_POD_RUNNING;
-		if (!g->fixed_priority && plan__pod_priority(pod) > g->priority)
-			g->priority = plan__pod_priority(pod); /* what a preemptor weighs */
+		g->running += x->phase == KUBEAPI_POD_RUNNING;
+		if (!g->fixed_priority && x->priority > g->priority)
+			g->priority = x->priority; /* what a preemptor weighs */
 		queue = g->queue;
-	} else if (plan__is_ours(r, pod)) {
+	} else if (x->flags & PLAN_POD_OURS) {
 		/* Without preemption a bound pod on its own is never looked at
 		 * again: its queue is all it needs, not a gang record. */
 		queue = plan__queue_of(r, NULL, pod, &res);
@@ -186,54 +218,73 @@ static int count_bound(struct plan_run *r, const struct kubeapi_pod *pod, uint32
 		return rc;
 	if (queue == QUEUE_NONE)
 		return 0;
-	plan__add_pod(r, req, pod->spec, flavor);
+	plan__add_pod(r, req, x->spec, flavor);
 	return queue_tree_charge(r->tree, queue, req, +1);
 }
 
+/* A finished member: it holds nothing, but counts for the PodGroup's
+ * status and toward minMember. */
+static int count_finished(struct plan_run *r, const struct plan_pod *x, size_t *last)
+{
+	struct plan_gang *g;
+
+	if (!(x->flags & PLAN_POD_GROUP) || !(x->flags & PLAN_POD_OURS))
+		return 0;
+	if (!(g = gang_of(r, x, last)))
+		return -ENOMEM;
+	g->succeeded += x->phase == KUBEAPI_POD_SUCCEEDED;
+	g->failed += x->phase == KUBEAPI_POD_FAILED;
+	return x->flags & PLAN_POD_TASK ? plan__task_done(r, g, x->pod) : 0;
+}
+
+static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *last)
+{
+	struct plan_gang *g;
+
+	if (!(g = gang_of(r, x, last)) ||
+	    arena_grow(&r->p->arena, &r->pend, r->npend, &r->cap_pend, sizeof(*r->pend), 4096) < 0)
+		return -ENOMEM;
+	r->pend[r->npend++] = (struct plan_pend){x->pod, (uint32_t)(g - r->p->gangs)};
+	g->npending++;
+	if (!g->fixed_priority && x->priority > g->priority)
+		g->priority = x->priority;
+	return 0;
+}
+
+/* Every pod, from the pod table (podtab.c), which plan__podtab_sync() has
+ * brought up to date. */
 int plan__count_pods(struct plan_run *r)
 {
-	const struct idmap_slot *e;
+	struct plan_podtab *t = &r->keep->pods;
+	size_t last = SIZE_MAX;
+	bool kept;
 	int rc;
 
-	IDMAP_FOREACH(r->in->pods, s, e) {
-		const struct kubeapi_pod *pod = e->value;
+	if ((rc = plan__podtab_nodes(r, &kept)) < 0)
+		return rc;
+	for (size_t k = 0; k < t->n; k++) {
+		struct plan_pod *x = &t->v[k];
 		uint32_t node;
-		struct plan_gang *g;
 
-		if (!pod->spec)
+		if (!x->pod || !x->spec)
 			continue;
-		if (pod->phase == KUBEAPI_POD_SUCCEEDED || pod->phase == KUBEAPI_POD_FAILED) {
-			/* Finished members hold nothing, but count for the
-			 * PodGroup's status and toward minMember. */
-			if (pod->group && plan__is_ours(r, pod)) {
-				if (!(g = plan__gang_of(r, pod)))
-					return -ENOMEM;
-				g->succeeded += pod->phase == KUBEAPI_POD_SUCCEEDED;
-				g->failed += pod->phase == KUBEAPI_POD_FAILED;
-				if (pod->task && (rc = plan__task_done(r, g, pod)) < 0)
-					return rc;
-			}
-			continue;
-		}
-		r->p->stats.pods++;
-		if ((rc = plan__mix_count(r, pod)) < 0)
-			return rc;
-		node = node_of(r, pod);
-		if (node) {
-			if ((rc = count_bound(r, pod, node)) < 0)
+		if (x->phase == KUBEAPI_POD_SUCCEEDED || x->phase == KUBEAPI_POD_FAILED) {
+			if ((rc = count_finished(r, x, &last)) < 0)
 				return rc;
 			continue;
 		}
-		if (!plan__is_ours(r, pod) || pod->deleting)
+		r->p->stats.pods++;
+		if ((x->flags & PLAN_POD_OURS) && (rc = plan__mix_count(r, x->spec)) < 0)
+			return rc;
+		if ((node = node_of(r, x))) {
+			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last)) < 0)
+				return rc;
 			continue;
-		if (!(g = plan__gang_of(r, pod)) ||
-		    arena_grow(&r->p->arena, &r->pend, r->npend, &r->cap_pend, sizeof(*r->pend),
-		               4096) < 0)
-			return -ENOMEM;
-		r->pend[r->npend++] = (struct plan_pend){pod, (uint32_t)(g - r->p->gangs)};
-		g->npending++;
-		if (!g->fixed_priority && plan__pod_priority(pod) > g->priority)
-			g->priority = plan__pod_priority(pod);
+		}
+		if (!(x->flags & PLAN_POD_OURS) || (x->flags & PLAN_POD_DELETING))
+			continue;
+		if ((rc = count_pending(r, x, &last)) < 0)
+			return rc;
 	}
 	return 0;
 }

@@ -220,7 +220,7 @@ void sched_bind_all(struct sched *s)
 	}
 	for (size_t k = 0; k < s->plan.nbinds; k++) {
 		const struct plan_bind *b = &s->plan.binds[k];
-		uint64_t key = (uint64_t)b->pod->ns << 32 | b->pod->name;
+		uint64_t key = kubeapi_pod_key(b->pod);
 		struct sched_assumed *e;
 
 		if (idmap_get(m, key))

@@ -115,7 +115,7 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 {
 	const struct plan_gang *victim = &s->plan.gangs[v->victim];
 	const struct plan_gang *g = &s->plan.gangs[v->preemptor];
-	uint64_t key = (uint64_t)v->pod->ns << 32 | v->pod->name;
+	uint64_t key = kubeapi_pod_key(v->pod);
 	struct sched_evicted *e = calloc(1, sizeof(*e));
 	struct kubeapi_target t;
 	char msg[300];
@@ -198,7 +198,7 @@ void sched_evict_all(struct sched *s)
 		const struct plan_evict *v = &s->plan.evictions[k];
 		const struct plan_gang *victim = &s->plan.gangs[v->victim];
 
-		if (idmap_get(&s->evicted, (uint64_t)v->pod->ns << 32 | v->pod->name))
+		if (idmap_get(&s->evicted, kubeapi_pod_key(v->pod)))
 			continue;
 		if (v->victim != last && v->whole && victim->group &&
 		    victim->group->dialect == KUBEAPI_PG_NATIVE)

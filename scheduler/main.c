@@ -105,6 +105,8 @@ static const char run_usage[] =
     "                          retry period < renew deadline < lease duration\n"
     "  --cycle-delay-ms N      for tests: each cycle takes N ms longer (0..60000), as\n"
     "                          one of a very large cluster does\n"
+    "  --check-state           debug: each cycle checks the state the planner keeps\n"
+    "                          across cycles against a rebuild, and warns if they differ\n"
     "  --help                  this text\n"
     "\n"
     "SIGTERM or SIGINT stops it cleanly (exit 0); SIGHUP reloads the configuration.\n";
@@ -214,6 +216,7 @@ static const struct option run_longopts[] = {
     {"period-ms", required_argument, NULL, 'p'},
     {"max-object-bytes", required_argument, NULL, 'B'},
     {"cycle-delay-ms", required_argument, NULL, 'Y'},
+    {"check-state", no_argument, NULL, 'S'},
     {"leader-elect", no_argument, NULL, 'E'},
     {"lease-namespace", required_argument, NULL, 'N'},
     {"lease-name", required_argument, NULL, 'M'},
@@ -297,6 +300,9 @@ static int run_option(struct sched_options *o, int c, const char *arg)
 		return number_option(o, c, arg);
 	case 'E':
 		o->leader_elect = true;
+		return 0;
+	case 'S':
+		o->check_state = true;
 		return 0;
 	case 'N':
 	case 'M':

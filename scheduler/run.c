@@ -356,6 +356,12 @@ static void cycle_done(uv_work_t *w, int status)
 	const struct idmap_slot *sl;
 
 	y->running = false;
+	/* The planner filed them (or, having failed, reads every pod next
+	 * time): before the release applies what came meanwhile. */
+	kubeapi_cache_changes_clear(s->cache, KUBEAPI_STORE_PODS);
+	if (y->in.check_state && s->plan.stats.state_mismatches)
+		sched_logl(s, SCHED_WARN, "check-state: %zu pod records unlike a rebuild's",
+		           s->plan.stats.state_mismatches);
 	sched_assumed_bury(s);
 	IDMAP_FOREACH(&y->drops, i, sl)
 		plan_hold_drop(&s->plan_keep, sl->key);
@@ -412,6 +418,11 @@ static void cycle(struct sched *s)
 	y->work.data = s;
 	y->cfg = s->cfg;
 	kubeapi_cache_hold(s->cache);
+	/* The pods changed since the last cycle: the planner keeps the rest
+	 * of its pod table (policy/podtab.c). Cleared once it has them. */
+	y->in.pods_known = kubeapi_cache_changes(s->cache, KUBEAPI_STORE_PODS, &y->in.pod_changes,
+	                                         &y->in.npod_changes);
+	y->in.check_state = s->opt.check_state;
 	if ((rc = uv_queue_work(s->loop, &y->work, cycle_work, cycle_done)) < 0) {
 		sched_log(s, "cycle not started: %s", uv_strerror(rc));
 		kubeapi_cache_release(s->cache, UINT64_MAX);
@@ -705,7 +716,8 @@ static int start(struct sched *s)
 	struct kubeapi_cache_options copt = {.informer = {.max_object = s->opt.max_object},
 	                                     .log = cache_log,
 	                                     .changed = cache_changed,
-	                                     .data = s};
+	                                     .data = s,
+	                                     .track_changes = 1u << KUBEAPI_STORE_PODS};
 	int rc;
 
 	config_errors_init(&errs);

@@ -73,6 +73,9 @@ struct sched_options {
 	/* For tests: the planner's thread sleeps this long after each cycle,
 	 * standing in for the seconds a cycle takes at 100,000 nodes. */
 	unsigned cycle_delay_ms;
+	/* A debug aid: each cycle checks the planner's pod table against a
+	 * rebuild and warns of any difference (plan_input.check_state). */
+	bool check_state;
 	/* Leader election (lease.h): without it, this instance always leads. */
 	bool leader_elect;
 	const char *lease_namespace, *lease_name, *identity;

@@ -256,7 +256,7 @@ static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t ke
 static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const char *msg,
                           uint32_t msg_hash, unsigned *budget)
 {
-	uint64_t key = (uint64_t)pod->ns << 32 | pod->name;
+	uint64_t key = kubeapi_pod_key(pod);
 	struct kubeapi_target t;
 	struct write_op *op;
 	char uid[40], rv[24];

@@ -161,7 +161,10 @@ class Muster:
 def launch(cluster, request, extra=(), tag=""):
     """`muster run` (the binary in $BUILD, default build/) with the cluster's
     admin kubeconfig, test/cluster/scheduler-config.yaml and extra flags.
-    Its stderr goes to $MUSTER_CLUSTER_DIR/logs/muster-<test><tag>.log."""
+    Its stderr goes to $MUSTER_CLUSTER_DIR/logs/muster-<test><tag>.log.
+    Every run checks, each cycle, the pod table the planner keeps across
+    cycles against a rebuild (--check-state); stopped_cleanly() fails the
+    test on any difference it logged."""
     binary = os.path.join(TOP, os.environ.get("BUILD", "build"), "muster")
     if not os.access(binary, os.X_OK):
         pytest.fail(f"{binary} is missing: run make first")
@@ -170,7 +173,7 @@ def launch(cluster, request, extra=(), tag=""):
     log = os.path.join(logs, "muster-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name + tag) + ".log")
     config_file = os.path.join(CLUSTER, "scheduler-config.yaml")
     argv = [binary, "run", "--kubeconfig", cluster["KUBECONFIG"], "--config", config_file,
-            "--debug-addr", "127.0.0.1:0", *extra]
+            "--debug-addr", "127.0.0.1:0", "--check-state", *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     return Muster(proc, log)
@@ -179,6 +182,9 @@ def launch(cluster, request, extra=(), tag=""):
 def stopped_cleanly(m):
     status = m.stop()
     assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {m.log}:\n{m.tail()}"
+    with open(m.log, errors="replace") as f:
+        unlike = [line for line in f if "check-state:" in line]
+    assert not unlike, f"the planner's kept pod table differed from a rebuild ({m.log}):\n{''.join(unlike[:5])}"
 
 
 @pytest.fixture

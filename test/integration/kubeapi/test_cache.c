@@ -463,6 +463,70 @@ static void test_a_hold_over_its_cap_lists_again(void **state)
 	assert_true(itest_run_until(&fx->t, settled, fx, 30000));
 }
 
+/* How many times key is among keys[0..n). */
+static size_t count_key(const uint64_t *keys, size_t n, uint64_t key)
+{
+	size_t c = 0;
+
+	for (size_t k = 0; k < n; k++)
+		c += keys[k] == key;
+	return c;
+}
+
+/* A cache that tracks Pods names every pod created, changed or deleted
+ * since its last clear (a deleted one twice: its creation and its
+ * deletion); an untracked kind's changes are not known. */
+static void test_the_change_feed_names_the_pods_that_changed(void **state)
+{
+	struct fixture *fx = *state;
+	struct kubeapi_cache_options copt = {.informer = {.page_size = 7},
+	                                     .log = capture_log,
+	                                     .data = fx,
+	                                     .track_changes = 1u << KUBEAPI_STORE_PODS};
+	uint64_t want[20];
+	struct intern *in;
+	const uint64_t *keys;
+	size_t n;
+	char path[256], name[32];
+	uint32_t ns;
+
+	assert_int_equal(kubeapi_cache_new(&fx->t.loop, fx->t.http, &copt, &fx->extra), 0);
+	assert_int_equal(kubeapi_cache_start(fx->extra), 0);
+	fx->shared = fx->cache;
+	fx->cache = fx->extra;
+	assert_true(itest_run_until(&fx->t, synced, fx, 30000));
+	assert_false(kubeapi_cache_changes(fx->cache, KUBEAPI_STORE_NODES, &keys, &n));
+	assert_true(itest_run_until(&fx->t, settled, fx, 30000));
+	kubeapi_cache_changes_clear(fx->cache, KUBEAPI_STORE_PODS);
+	assert_true(kubeapi_cache_changes(fx->cache, KUBEAPI_STORE_PODS, &keys, &n));
+	assert_int_equal(n, 0);
+	for (int i = 0; i < 20; i++)
+		create_pod(fx, 5000 + i, "feed");
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 60000));
+	assert_true(itest_run_until(&fx->t, settled, fx, 30000));
+	in = kubeapi_model_intern(kubeapi_cache_model(fx->cache));
+	ns = intern_find(in, fx->ns, strlen(fx->ns));
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "p-%04d", 5000 + i);
+		want[i] = kubeapi_cache_key(ns, intern_find(in, name, strlen(name)));
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/p-%04d", fx->ns, 5000 + i);
+		submit_write(fx, KUBEAPI_DELETE, path, NULL);
+	}
+	assert_true(itest_run_until(&fx->t, writes_done, fx, 60000));
+	assert_int_equal(fx->failed, 0);
+	assert_true(itest_run_until(&fx->t, settled, fx, 30000));
+	assert_true(kubeapi_cache_changes(fx->cache, KUBEAPI_STORE_PODS, &keys, &n));
+	for (int i = 0; i < 20; i++)
+		assert_true(count_key(keys, n, want[i]) >= (i < 5 ? 2u : 1u));
+	kubeapi_cache_changes_clear(fx->cache, KUBEAPI_STORE_PODS);
+	assert_true(kubeapi_cache_changes(fx->cache, KUBEAPI_STORE_PODS, &keys, &n));
+	assert_int_equal(n, 0);
+	fx->cache = fx->shared;
+	kubeapi_cache_close(&fx->extra, NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +536,7 @@ int main(void)
 	    /* Before the next: it leaves a pod the cache never takes. */
 	    cmocka_unit_test(test_a_held_cache_changes_only_at_release),
 	    cmocka_unit_test(test_a_hold_over_its_cap_lists_again),
+	    cmocka_unit_test(test_the_change_feed_names_the_pods_that_changed),
 	    cmocka_unit_test(test_an_object_that_cannot_be_decoded_is_logged_and_skipped),
 	};
 
