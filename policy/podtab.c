@@ -72,7 +72,7 @@ static int append(const struct plan_run *r, struct plan_podtab *t, const struct 
 /* Put a gang's records in a row, gangs in key order and records of no
  * gang (key 0) last: an LSD radix sort of (gang key - 1, position) on 16
  * bits a pass, skipping the passes whose digit is the same everywhere
- * (the namespace half of most keys), then the records moved once. Stable,
+ * (the namespace half of most keys), then the records moved in place. Stable,
  * so a gang's pods keep the store's order. O(records) where a qsort of
  * the records was a quarter of a full cycle. */
 struct gang_pos {
@@ -80,14 +80,41 @@ struct gang_pos {
 	size_t at;
 };
 
+/* Move record a[k].at to position k for every k, in place: one cycle of
+ * the permutation at a time (a[].at set to SIZE_MAX once placed), so the
+ * rebuild needs no second table. O(records). */
+static void permute(struct plan_pod *v, struct gang_pos *a, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct plan_pod first;
+		size_t at = k;
+
+		if (a[k].at == SIZE_MAX || a[k].at == k) {
+			a[k].at = SIZE_MAX;
+			continue;
+		}
+		first = v[k];
+		for (;;) {
+			size_t from = a[at].at;
+
+			a[at].at = SIZE_MAX;
+			if (from == k) {
+				v[at] = first;
+				break;
+			}
+			v[at] = v[from];
+			at = from;
+		}
+	}
+}
+
 static int group_by_gang(struct plan_podtab *t)
 {
 	struct gang_pos *a = malloc(t->n * sizeof(*a)), *b = malloc(t->n * sizeof(*b));
-	struct plan_pod *v = malloc(t->cap * sizeof(*v));
 	size_t *count = malloc(65536 * sizeof(*count));
 	int rc = -ENOMEM;
 
-	if (!a || !b || !v || !count)
+	if (!a || !b || !count)
 		goto out;
 	for (size_t k = 0; k < t->n; k++)
 		a[k] = (struct gang_pos){t->v[k].gang - 1, k};
@@ -112,16 +139,13 @@ static int group_by_gang(struct plan_podtab *t)
 		a = b;
 		b = swap;
 	}
-	for (size_t k = 0; k < t->n; k++)
-		v[k] = t->v[a[k].at];
-	free(t->v);
-	t->v = v;
-	v = NULL;
+	free(b);
+	b = NULL;
+	permute(t->v, a, t->n);
 	rc = 0;
 out:
 	free(a);
 	free(b);
-	free(v);
 	free(count);
 	return rc;
 }
