@@ -14,10 +14,13 @@
  *
  * Cost per cycle: O(changes) to file the changes plus one pass over the
  * records (a bit of a small filter per record, to find the changed ones
- * without a map of every pod); O(P) to read every pod when the table
- * is rebuilt (the first cycle, a change feed that ran over, a new set of
- * schedulerNames): the pods' structs once, and a radix sort. Node indexes are kept in the records
- * while the node table has the same names in the same order; O(N) to check that.
+ * without a map of every pod). O(P) to read every pod when the table is
+ * rebuilt (the first cycle, a change feed that ran over, a new set of
+ * schedulerNames): the pods' structs once, and a radix sort; that costs
+ * a full cycle 5-10% more than the walk of the store it replaced. Node
+ * indexes are kept in the records while the node table has the same
+ * names in the same order; O(N) to check that. Memory: 48 bytes a pod,
+ * and 16 more during a rebuild's sort.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,8 +73,9 @@ static int append(const struct plan_run *r, struct plan_podtab *t, const struct 
 }
 
 /* Put a gang's records in a row, gangs in key order and records of no
- * gang (key 0) last: an LSD radix sort of (gang key - 1, position) on 16
- * bits a pass, skipping the passes whose digit is the same everywhere
+ * gang (key 0) last: an LSD radix sort of (gang key - 1, position) on 8
+ * bits a pass (256 counters stay in cache, 65,536 did not), skipping the
+ * passes whose digit is the same everywhere
  * (the namespace half of most keys), then the records moved in place. Stable,
  * so a gang's pods keep the store's order. O(records) where a qsort of
  * the records was a quarter of a full cycle. */
@@ -108,33 +112,36 @@ static void permute(struct plan_pod *v, struct gang_pos *a, size_t n)
 	}
 }
 
+#define DIGIT_BITS 8
+#define DIGITS     (1u << DIGIT_BITS)
+
 static int group_by_gang(struct plan_podtab *t)
 {
 	struct gang_pos *a = malloc(t->n * sizeof(*a)), *b = malloc(t->n * sizeof(*b));
-	size_t *count = malloc(65536 * sizeof(*count));
+	size_t count[DIGITS];
 	int rc = -ENOMEM;
 
-	if (!a || !b || !count)
+	if (!a || !b)
 		goto out;
 	for (size_t k = 0; k < t->n; k++)
 		a[k] = (struct gang_pos){t->v[k].gang - 1, k};
-	for (unsigned shift = 0; shift < 64; shift += 16) {
+	for (unsigned shift = 0; shift < 64; shift += DIGIT_BITS) {
 		struct gang_pos *swap;
 		size_t sum = 0;
 
-		memset(count, 0, 65536 * sizeof(*count));
+		memset(count, 0, sizeof(count));
 		for (size_t k = 0; k < t->n; k++)
-			count[a[k].gang >> shift & 0xffff]++;
-		if (count[a[0].gang >> shift & 0xffff] == t->n)
+			count[a[k].gang >> shift & (DIGITS - 1)]++;
+		if (count[a[0].gang >> shift & (DIGITS - 1)] == t->n)
 			continue; /* one digit everywhere: the order stands */
-		for (size_t d = 0; d < 65536; d++) {
+		for (size_t d = 0; d < DIGITS; d++) {
 			size_t c = count[d];
 
 			count[d] = sum;
 			sum += c;
 		}
 		for (size_t k = 0; k < t->n; k++)
-			b[count[a[k].gang >> shift & 0xffff]++] = a[k];
+			b[count[a[k].gang >> shift & (DIGITS - 1)]++] = a[k];
 		swap = a;
 		a = b;
 		b = swap;
@@ -146,7 +153,6 @@ static int group_by_gang(struct plan_podtab *t)
 out:
 	free(a);
 	free(b);
-	free(count);
 	return rc;
 }
 
