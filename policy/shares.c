@@ -69,16 +69,16 @@ static int kind_cmp(const void *a, const void *b)
 /* Pods counted per spec blob (the pods of a Job share one): the mix is
  * built from the distinct specs, in an order of their own so that merging
  * past POLICY_MIX_KINDS does not depend on where blobs sit in memory. */
-int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec)
+int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec, size_t pods)
 {
 	const struct policy_nodes *t = &r->p->nodes;
 	void **n;
 
-	if (t->gpu_first[t->n] == 0)
+	if (t->gpu_first[t->n] == 0 || !pods)
 		return 0; /* no registered GPU: nothing to score */
 	if (!(n = idmap_ref(&r->mix_specs, (uintptr_t)spec)))
 		return -ENOMEM;
-	*n = (void *)((uintptr_t)*n + 1);
+	*n = (void *)((uintptr_t)*n + pods);
 	return 0;
 }
 

@@ -252,11 +252,13 @@ static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *l
 }
 
 /* Every pod, from the pod table (podtab.c), which plan__podtab_sync() has
- * brought up to date. */
+ * brought up to date. The mix (shares.c) is told of each run of pods of
+ * ours of one spec at once: a gang's pods are in a row. */
 int plan__count_pods(struct plan_run *r)
 {
 	struct plan_podtab *t = &r->keep->pods;
-	size_t last = SIZE_MAX;
+	const struct kubeapi_podspec *run = NULL;
+	size_t last = SIZE_MAX, nrun = 0;
 	bool kept;
 	int rc;
 
@@ -274,8 +276,13 @@ int plan__count_pods(struct plan_run *r)
 			continue;
 		}
 		r->p->stats.pods++;
-		if ((x->flags & PLAN_POD_OURS) && (rc = plan__mix_count(r, x->spec)) < 0)
-			return rc;
+		if (x->flags & PLAN_POD_OURS && x->spec != run) {
+			if ((rc = plan__mix_count(r, run, nrun)) < 0)
+				return rc;
+			run = x->spec;
+			nrun = 0;
+		}
+		nrun += (x->flags & PLAN_POD_OURS) != 0;
 		if ((node = node_of(r, x))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last)) < 0)
 				return rc;
@@ -286,7 +293,7 @@ int plan__count_pods(struct plan_run *r)
 		if ((rc = count_pending(r, x, &last)) < 0)
 			return rc;
 	}
-	return 0;
+	return plan__mix_count(r, run, nrun);
 }
 
 static int by_age(const void *a, const void *b, void *strs)
