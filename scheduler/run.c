@@ -187,6 +187,8 @@ static void observe_cycle(struct sched *s)
 
 	debug_hist_observe(&s->m.cycle, s->n.last_cycle_ms / 1000.0);
 	s->m.preemptions += s->plan.stats.preemptions;
+	s->m.pods_read += s->plan.stats.pods_read;
+	s->m.pod_table_rebuilds += s->plan.stats.pods_rebuilt;
 	observe_waits(s);
 	if (y->want_snap && y->snap_rc < 0)
 		sched_logl(s, SCHED_WARN, "debug snapshot: %s", strerror(-y->snap_rc));

@@ -279,6 +279,12 @@ static void scheduler(struct mbuf *b, const struct debug_view *v)
 	counter(b, "muster_bind_failures_total", "Binds the API server refused.", v->binds_failed);
 	counter(b, "muster_evictions_total", "Pods evicted to make room.", v->evictions);
 	counter(b, "muster_preemptions_total", "Gangs that preempted others.", v->m->preemptions);
+	counter(b, "muster_plan_pods_read_total",
+	        "Pods the planner read again: those that changed since the cycle before, or all.",
+	        v->m->pods_read);
+	counter(b, "muster_plan_pod_table_rebuilds_total",
+	        "Cycles that read every pod (the first, or one whose changes were not known).",
+	        v->m->pod_table_rebuilds);
 	family(b, "muster_leader", "gauge", "1 when this instance schedules (holds the lease).");
 	put(b, "muster_leader %d\n", v->leader ? 1 : 0);
 	family(b, "muster_ready", "gauge", "1 once the caches have synced.");

@@ -51,6 +51,9 @@ struct debug_metrics {
 	struct debug_hist api[DEBUG_NVERBS];
 	uint64_t api_codes[DEBUG_NVERBS][DEBUG_CODES];
 	uint64_t preemptions;
+	/* The planner's pod table (policy/podtab.c): pods read again (the
+	 * changed ones, or all of them), and cycles that read every pod. */
+	uint64_t pods_read, pod_table_rebuilds;
 };
 
 /** Set the bucket bounds; all counts zero. */

@@ -933,6 +933,7 @@ def test_metrics_match_the_cluster(scenario, core, custom):
         "muster_leader": "gauge", "muster_ready": "gauge",
         "muster_loop_stall_seconds": "histogram", "muster_loop_stall_max_seconds": "gauge",
         "muster_cache_held_changes_total": "counter", "muster_cache_hold_relists_total": "counter",
+        "muster_plan_pods_read_total": "counter", "muster_plan_pod_table_rebuilds_total": "counter",
     }
     assert {f: m.types.get(f) for f in families} == families
     assert set(m.helps) >= set(families)
@@ -967,6 +968,11 @@ def test_metrics_match_the_cluster(scenario, core, custom):
     assert m.get("muster_evictions_total") == 0 and m.get("muster_preemptions_total") == 0, disrupted
     assert m.get("muster_cycles_total") >= before > 0
     assert (m.get("muster_ready"), m.get("muster_leader")) == (1, 1)
+    # The pod table is read in full once, then kept by the watch's changes;
+    # every pod there is now was read into it, in full or as a change.
+    rebuilds = m.get("muster_plan_pod_table_rebuilds_total")
+    assert 1 <= rebuilds < m.get("muster_cycles_total"), (rebuilds, m.get("muster_cycles_total"))
+    assert m.get("muster_plan_pods_read_total") >= len(cl.pods)
 
     hists = m.histograms()
     for fam, series in hists.items():
