@@ -178,16 +178,35 @@ static int add_bound(struct plan_run *r, const struct kubeapi_pod *pod, long nod
 	return 0;
 }
 
+/* What the walk has counted toward one queue and not charged yet: a
+ * gang's pods come in a row, so the queue tree is climbed once a run,
+ * not once a pod. The usage a tree ends with does not hang on how its
+ * charges were split (each node passes its parent the change in what it
+ * draws, and those changes add up to the change over the whole run). */
+struct charge {
+	int queue; /* QUEUE_NONE: nothing counted */
+	int64_t req[QUEUE_MAX_SLOTS];
+};
+
+static int charge_flush(struct plan_run *r, struct charge *c)
+{
+	int rc = c->queue == QUEUE_NONE ? 0 : queue_tree_charge(r->tree, c->queue, c->req, +1);
+
+	c->queue = QUEUE_NONE;
+	memset(c->req, 0, r->nslots * sizeof(c->req[0]));
+	return rc;
+}
+
 /* A bound (or assumed) pod on node table index i (-1: a node not in the
  * table): out of its node's free resources, and, when Muster's, into its
  * gang (a single pod is a gang of one: it may be a victim) and its
- * queue's usage. Every pod on a known node is remembered for preemption
- * and for the reservations' timeline. */
-static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, size_t *last)
+ * queue's usage (through c). Every pod on a known node is remembered for
+ * preemption and for the reservations' timeline. */
+static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, size_t *last,
+                       struct charge *c)
 {
 	const struct kubeapi_pod *pod = x->pod;
 	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
-	int64_t req[QUEUE_MAX_SLOTS] = {0};
 	struct queue_resolution res;
 	struct plan_gang *g = NULL;
 	const struct policy_held *held = NULL;
@@ -218,8 +237,11 @@ static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, siz
 		return rc;
 	if (queue == QUEUE_NONE)
 		return 0;
-	plan__add_pod(r, req, x->spec, flavor);
-	return queue_tree_charge(r->tree, queue, req, +1);
+	if (queue != c->queue && (rc = charge_flush(r, c)) < 0)
+		return rc;
+	c->queue = queue;
+	plan__add_pod(r, c->req, x->spec, flavor);
+	return 0;
 }
 
 /* A finished member: it holds nothing, but counts for the PodGroup's
@@ -259,6 +281,7 @@ int plan__count_pods(struct plan_run *r)
 	struct plan_podtab *t = &r->keep->pods;
 	const struct kubeapi_podspec *run = NULL;
 	size_t last = SIZE_MAX, nrun = 0;
+	struct charge c = {.queue = QUEUE_NONE};
 	bool kept;
 	int rc;
 
@@ -284,7 +307,7 @@ int plan__count_pods(struct plan_run *r)
 		}
 		nrun += (x->flags & PLAN_POD_OURS) != 0;
 		if ((node = node_of(r, x))) {
-			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last)) < 0)
+			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
 				return rc;
 			continue;
 		}
@@ -293,6 +316,8 @@ int plan__count_pods(struct plan_run *r)
 		if ((rc = count_pending(r, x, &last)) < 0)
 			return rc;
 	}
+	if ((rc = charge_flush(r, &c)) < 0)
+		return rc;
 	return plan__mix_count(r, run, nrun);
 }
 
