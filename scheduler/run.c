@@ -359,8 +359,10 @@ static void cycle_done(uv_work_t *w, int status)
 
 	y->running = false;
 	/* The planner filed them (or, having failed, reads every pod next
-	 * time): before the release applies what came meanwhile. */
-	kubeapi_cache_changes_clear(s->cache, KUBEAPI_STORE_PODS);
+	 * time): before the release applies what came meanwhile. A cycle
+	 * that never ran (cancelled) filed nothing: the next one does. */
+	if (status == 0)
+		kubeapi_cache_changes_clear(s->cache, KUBEAPI_STORE_PODS);
 	if (y->in.check_state && s->plan.stats.state_mismatches)
 		sched_logl(s, SCHED_WARN, "check-state: %zu pod records unlike a rebuild's",
 		           s->plan.stats.state_mismatches);
