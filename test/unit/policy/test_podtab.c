@@ -1,7 +1,8 @@
 /*
  * policy/podtab: the pod table the planner keeps across cycles. A long
- * random sequence of pod events (gangs arriving, binds, pods finishing,
- * deletions, replacements, pods of another scheduler) is fed to two
+ * random sequence of pod events (gangs of scheduler-plugins' and native
+ * PodGroups arriving, binds, pods finishing, deletions, replacements,
+ * pods of another scheduler) is fed to two
  * planners: one told only which pods changed (plan_input.pod_changes),
  * one that reads every pod each cycle. After every cycle the first's
  * table equals a rebuild (check_state) and both decide the same.
@@ -43,6 +44,7 @@ static const char yaml[] =
 /* A pod as the test drives it through its life. */
 struct tpod {
 	char ns[4], name[32], group[32];
+	uint8_t native; /* group is a scheduling.k8s.io PodGroup (spec.schedulingGroup) */
 	const char *sched;
 	int gpus;
 	int node;      /* index, -1: pending */
@@ -61,6 +63,7 @@ struct world {
 	struct config *cfg;
 	struct queue_set *qs;
 	struct side inc, full; /* told the changes; reading every pod */
+	struct idmap natgroups;
 	struct tpod pod[MAX_PODS];
 	size_t npods;
 	uint64_t changes[MAX_PODS * 4];
@@ -68,6 +71,7 @@ struct world {
 	uint64_t rng;
 	long clock;
 	int ngroups;
+	size_t native_bound; /* binds of pods in native PodGroups */
 };
 
 static uint64_t rnd(struct world *w)
@@ -88,10 +92,10 @@ static const char *node_name(int i, char *buf, size_t len)
 static void put(struct world *w, size_t k)
 {
 	struct tpod *t = &w->pod[k];
-	char node[16];
+	char node[16], native[64];
 	struct synth_pod_desc d = {.ns = t->ns,
 	                           .name = t->name,
-	                           .group = t->group[0] ? t->group : NULL,
+	                           .group = t->group[0] && !t->native ? t->group : NULL,
 	                           .sched = t->sched,
 	                           .cpu_m = 1000,
 	                           .gpus = t->gpus,
@@ -100,6 +104,8 @@ static void put(struct world *w, size_t k)
 	                           .phase = t->phase ? "Succeeded" : NULL,
 	                           .created_s = 1767225600 + t->created};
 
+	snprintf(native, sizeof(native), "\"schedulingGroup\":{\"podGroupName\":\"%s\"}", t->group);
+	d.spec = t->native ? native : NULL;
 	synth_pod_at(&w->s, &d);
 	t->alive = 1;
 	w->changes[w->nchanges++] = synth_key(&w->s, t->ns, t->name);
@@ -117,19 +123,51 @@ static void drop(struct world *w, size_t k)
 	w->changes[w->nchanges++] = key;
 }
 
+/* A native PodGroup ns/name: a gang of n, or (basic) each pod its own. */
+static void native_group(struct world *w, const char *ns, const char *name, int n, bool basic)
+{
+	struct kubeapi_podgroup *g = calloc(1, sizeof(*g));
+	struct kubeapi_decode_error err;
+	char t[32], policy[64];
+	cJSON *o;
+
+	if (basic)
+		snprintf(policy, sizeof(policy), "{\"basic\":{}}");
+	else
+		snprintf(policy, sizeof(policy), "{\"gang\":{\"minCount\":%d}}", n);
+	o = synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
+	                "\"creationTimestamp\":\"%s\"},\"spec\":{\"schedulingPolicy\":%s}}",
+	                name, ns, ++w->s.seq, synth_time(t, sizeof(t), 1767225600 + w->clock),
+	                policy);
+	assert_non_null(g);
+	assert_int_equal(kubeapi_podgroup_decode(w->s.model, KUBEAPI_PG_NATIVE, o, g, &err), 0);
+	cJSON_Delete(o);
+	assert_int_equal(idmap_put(&w->natgroups, synth_key(&w->s, ns, name), g), 0);
+}
+
+/* A gang of 1 to 4 pods: three in five of scheduler-plugins' PodGroups,
+ * one a native gang, one a basic native group (each pod its own gang). */
 static void new_gang(struct world *w)
 {
-	int n = 1 + (int)(rnd(w) % 4), gpus = 1 << (rnd(w) % 3);
+	int n = 1 + (int)(rnd(w) % 4), gpus = 1 << (rnd(w) % 3), kind = (int)(rnd(w) % 5);
 	const char *ns = rnd(w) % 3 ? "a" : "s";
 	char group[32];
 
 	snprintf(group, sizeof(group), "g%d", w->ngroups++);
-	synth_group(&w->s, ns, group, n, ++w->clock, NULL);
+	++w->clock;
+	if (kind >= 3)
+		native_group(w, ns, group, n, kind == 4);
+	else
+		synth_group(&w->s, ns, group, n, w->clock, NULL);
 	for (int k = 0; k < n && w->npods < MAX_PODS; k++) {
 		struct tpod *t = &w->pod[w->npods];
 
-		*t =
-		    (struct tpod){.sched = "muster", .gpus = gpus, .node = -1, .created = w->clock};
+		*t = (struct tpod){.sched = "muster",
+		                   .gpus = gpus,
+		                   .node = -1,
+		                   .created = w->clock,
+		                   .native = kind >= 3};
 		snprintf(t->ns, sizeof(t->ns), "%s", ns);
 		snprintf(t->name, sizeof(t->name), "%.20s-%d", group, k);
 		snprintf(t->group, sizeof(t->group), "%s", group);
@@ -215,6 +253,7 @@ static void side_cycle(struct world *w, struct side *d, bool told)
 	    .pods = &w->s.pods,
 	    .groups = &w->s.groups,
 	    .vcgroups = &w->s.vcgroups,
+	    .natgroups = &w->natgroups,
 	    .qs = w->qs,
 	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
 	    .nschedulers = 1,
@@ -280,6 +319,7 @@ static void bind_all(struct world *w)
 			if (t->alive && b[k].name == synth_id(&w->s, t->name) &&
 			    b[k].ns == synth_id(&w->s, t->ns)) {
 				t->node = b[k].node;
+				w->native_bound += t->native;
 				put(w, i);
 				break;
 			}
@@ -290,6 +330,7 @@ static void bind_all(struct world *w)
 static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 {
 	struct world *w = calloc(1, sizeof(*w));
+	const struct idmap_slot *e;
 	char name[16];
 	size_t admitted = 0, reread = 0, stored = 0;
 
@@ -303,7 +344,7 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 		synth_node(&w->s, node_name(i, name, sizeof(name)), "z",
 		           i < NODES / 2 ? "r0" : "r1", 8, NULL);
 	for (int step = 0; step < 600; step++) {
-		for (int e = 0; e < 3; e++)
+		for (int k = 0; k < 3; k++)
 			event(w);
 		if (step % 4)
 			continue;
@@ -319,11 +360,17 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	/* It did bind, and read again a fraction of what reading every pod
 	 * each cycle reads. */
 	assert_true(admitted > 100);
+	assert_true(w->native_bound > 10);
 	assert_true(reread * 4 < stored);
 	plan_free(&w->inc.plan);
 	plan_free(&w->full.plan);
 	plan_memory_free(&w->inc.keep);
 	plan_memory_free(&w->full.keep);
+	IDMAP_FOREACH(&w->natgroups, i, e) {
+		kubeapi_podgroup_release(w->s.model, e->value);
+		free(e->value);
+	}
+	idmap_free(&w->natgroups);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
 	synth_free(&w->s);
