@@ -1,6 +1,7 @@
 /*
  * The cycle planner's working state, shared by its parts:
  *
+ *   podtab.c    the pod table kept across cycles, changed by the input's changes
  *   view.c      the node table, usage counted from what runs, pending members
  *   gangs.c     gang formation from PodGroups (either dialect) or single pods
  *   plan.c      the admission loop
@@ -35,6 +36,7 @@ struct plan_pod {
 	int32_t priority;
 	uint8_t phase, flags;
 };
+_Static_assert(sizeof(struct plan_pod) == 48, "a pod record is 48 bytes (podtab.c's memory)");
 #define PLAN_POD_NO_NODE UINT32_MAX       /* its node is not in the table */
 #define PLAN_POD_STALE   (UINT32_MAX - 1) /* look it up */
 enum {
