@@ -179,12 +179,18 @@ def launch(cluster, request, extra=(), tag=""):
     return Muster(proc, log)
 
 
-def stopped_cleanly(m):
-    status = m.stop()
-    assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {m.log}:\n{m.tail()}"
+def kept_state_held(m):
+    """Fail if Muster (run with --check-state) logged that the pod table
+    its planner keeps across cycles differed from a rebuild."""
     with open(m.log, errors="replace") as f:
         unlike = [line for line in f if "check-state:" in line]
     assert not unlike, f"the planner's kept pod table differed from a rebuild ({m.log}):\n{''.join(unlike[:5])}"
+
+
+def stopped_cleanly(m):
+    status = m.stop()
+    assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {m.log}:\n{m.tail()}"
+    kept_state_held(m)
 
 
 @pytest.fixture

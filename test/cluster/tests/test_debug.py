@@ -51,7 +51,7 @@ from kubernetes import client
 from kubernetes.utils import parse_quantity
 
 import conftest
-from conftest import CLUSTER, TOP, Muster, Not, cluster_dir, wait_for
+from conftest import CLUSTER, TOP, Muster, Not, cluster_dir, kept_state_held, wait_for
 
 SP = ("scheduling.x-k8s.io", "v1alpha1")
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
@@ -86,7 +86,7 @@ def start_muster(cluster, name, *extra):
     os.makedirs(logs, exist_ok=True)
     log = os.path.join(logs, f"muster-{name}.log")
     argv = [binary(), "run", "--kubeconfig", cluster["KUBECONFIG"], "--config", CONFIG,
-            "--debug-addr", "127.0.0.1:0", *extra]
+            "--debug-addr", "127.0.0.1:0", "--check-state", *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     return Muster(proc, log)
@@ -95,6 +95,7 @@ def start_muster(cluster, name, *extra):
 def stop_muster(m):
     status = m.stop()
     assert status == 0, f"muster exited with {status} on SIGTERM (None: killed after 15 s); {m.log}:\n{m.tail()}"
+    kept_state_held(m)
 
 
 def until(muster, what, fn, timeout=TIMEOUT):

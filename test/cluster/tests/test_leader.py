@@ -48,7 +48,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from conftest import CLUSTER, TOP, Muster, Not, cluster_dir, wait_for
+from conftest import CLUSTER, TOP, Muster, Not, cluster_dir, kept_state_held, wait_for
 
 DURATION, RENEW, RETRY = 6, 4, 1  # seconds
 LEASE = "muster"
@@ -98,7 +98,7 @@ def replicas(cluster, ns, request):
                 "--config", os.path.join(CLUSTER, "scheduler-config.yaml"),
                 "--leader-elect", "--lease-namespace", ns, "--lease-name", LEASE,
                 "--identity", identity, "--lease-duration", str(DURATION),
-                "--renew-deadline", str(RENEW), "--retry-period", str(RETRY), *extra]
+                "--renew-deadline", str(RENEW), "--retry-period", str(RETRY), "--check-state", *extra]
         with open(log, "wb") as out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         m = Muster(proc, log)
@@ -111,6 +111,8 @@ def replicas(cluster, ns, request):
         if m.proc.poll() is None:
             m.proc.send_signal(signal.SIGCONT)
         m.stop()
+    for m in started:
+        kept_state_held(m)
 
 
 def holder(coordination, ns):
