@@ -1192,9 +1192,10 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->snap_bytes, r->digest);
 	if (!o->preempt)
 		printf(" steady_ended_pods=%ld steady_cycle_cpu_ms=%.2f steady_admitted_gangs=%zu "
-		       "steady_pods_read=%zu steady_state_mismatches=%zu steady_same_as_rebuild=%d",
+		       "steady_pods_read=%zu steady_state_mismatches=%zu steady_same_as_rebuild=%d "
+		       "steady_digest=%016" PRIx64,
 		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted, r->steady_read,
-		       r->steady_mismatches, r->steady_rebuild_same);
+		       r->steady_mismatches, r->steady_rebuild_same, r->steady_digest);
 	if (o->vgpu_pct)
 		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
 		       "fractional_pods=%ld",

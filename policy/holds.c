@@ -147,7 +147,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	if ((rc = plan__candidates(r, g, req, &c, &nc)) < 0 || nc == 0)
 		return rc;
 	r->pre.preemptors++;
-	if (!(ask.specs = plan__specs(r, pods, n)))
+	if (!(ask.specs = plan__specs(r, g, pods, n)))
 		return -ENOMEM;
 	rc = preempt_search(&ask, c, nc, &r->pre.budget, &ans);
 	if (rc <= 0)

@@ -159,13 +159,13 @@ long plan__gang_index(const struct plan_run *r, uint64_t key)
 	return at ? (long)at - 1 : -1;
 }
 
-const struct kubeapi_podspec **plan__specs(struct plan_run *r,
+const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct plan_gang *g,
                                            const struct kubeapi_pod *const *pods, size_t n)
 {
 	const struct kubeapi_podspec **specs = arena_alloc(&r->p->arena, n * sizeof(*specs));
 
 	for (size_t k = 0; specs && k < n; k++)
-		specs[k] = pods[k]->spec;
+		specs[k] = g->pending_spec ? g->pending_spec : pods[k]->spec;
 	return specs;
 }
 
@@ -193,14 +193,15 @@ static int flavor_quota(struct plan_run *r, struct plan_gang *g,
 	return 0;
 }
 
-/* Place pods[0..n) of gang g whole, within quota, counting them into the
- * node table and the queue's usage: 1 placed (out[k] is member k's node
- * index), 0 not (the gang's message says why), or -ENOMEM. */
+/* Place pods[0..n) of gang g (a slice of g->pending) whole, within
+ * quota, counting them into the node table and the queue's usage: 1
+ * placed (out[k] is member k's node index), 0 not (the gang's message
+ * says why), or -ENOMEM. */
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                 size_t n, uint32_t *out, const struct policy_held **held)
 {
 	const struct kubeapi_podspec **specs;
-	const struct kubeapi_podspec *same = one_spec(pods, n);
+	const struct kubeapi_podspec *same = g->pending_spec ? g->pending_spec : one_spec(pods, n);
 	int64_t req[QUEUE_MAX_SLOTS];
 	struct queue_verdict v;
 	struct policy_why why;
@@ -209,7 +210,10 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 	int rc;
 
 	r->quota_failed = 0;
-	plan__request(r, req, pods, n);
+	if (pods == g->pending && n == g->npending && g->req)
+		memcpy(req, g->req, r->nslots * sizeof(*req)); /* the whole gang: known */
+	else
+		plan__request(r, req, pods, n);
 	v = queue_tree_fits(r->tree, g->queue, req);
 	if (!v.fits) {
 		quota_message(r, g, &v, req);
@@ -233,7 +237,7 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 		                                  hit->message, buf, sizeof(buf)));
 		return 0;
 	}
-	if (!(specs = plan__specs(r, pods, n)))
+	if (!(specs = plan__specs(r, g, pods, n)))
 		return -ENOMEM;
 	r->p->stats.placement_tries++;
 	rc = backfill_place(&r->bf, r->bf.nresv ? plan__end(r, g) : 0, &g->within, specs, n, out,
@@ -416,14 +420,9 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
-		int64_t *req;
 
 		if (g->npending == 0 || g->state != PLAN_RUNNING || !g->enqueued)
 			continue;
-		if (!(req = arena_calloc(&p->arena, r->nslots, sizeof(*req))))
-			return -ENOMEM;
-		plan__request(r, req, g->pending, g->npending);
-		g->req = req;
 		if (g->bound + g->succeeded + g->npending < g->min_member) {
 			struct plan_facts f = {.why = PLAN_WHY_MEMBERS,
 			                       .have = g->bound + g->succeeded + g->npending,
@@ -446,7 +445,7 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		}
 		g->state = PLAN_WAITING; /* until admitted */
 		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
-		                               seen_before(r, g), req};
+		                               seen_before(r, g), g->req};
 		if (!items[n].tiebreak)
 			fresh[nfresh++] = (uint32_t)n;
 		gang_of_item[n++] = (uint32_t)k;

@@ -177,7 +177,12 @@ struct plan_gang {
 	uint32_t bound_first;     /* planner-internal: first bound pod + 1 */
 	uint32_t tried;           /* when this cycle tried it: 1, 2, ...; 0 not tried */
 	const int64_t *req;       /* what its pending members ask, per queue slot; or NULL */
-	struct plan_block block;  /* why it waits */
+	/* Planner-internal, of the pending members: the one spec they all
+	 * have (NULL: several), and whether one has its own runtime
+	 * annotation (else their runtime is their spec's or the gang's). */
+	const struct kubeapi_podspec *pending_spec;
+	uint8_t pending_runtime;
+	struct plan_block block; /* why it waits */
 	/* A native PodGroup's topology constraint: level -1 none; the level
 	 * of its key (a configured one, or one the table keeps for such
 	 * constraints alone); past plan.nodes.nlevels when the table has no

@@ -45,15 +45,22 @@ enum {
 	PLAN_POD_DELETING = 4, /* it has a deletion timestamp */
 	PLAN_POD_VGPU = 8,     /* it holds vGPU shares by annotation */
 	PLAN_POD_TASK = 16,    /* it names a Volcano task */
+	PLAN_POD_RUNTIME = 32, /* it has the annotation muster.dev/expected-runtime */
+	/* Added after the table was last read in full: its gang's records
+	 * may not be in age order (not a fact of the pod: a rebuild's
+	 * records lack it, and the check against one ignores it). */
+	PLAN_POD_LATE = 64,
 };
 
 /* A bound (or assumed) pod on a node of the table. */
 struct plan_bound {
 	const struct kubeapi_pod *pod;
-	const struct policy_held *held; /* its vGPU shares there, or NULL */
-	uint32_t node;                  /* index into the node table */
-	uint32_t gang;                  /* index into plan.gangs, or UINT32_MAX (not Muster's) */
-	uint32_t next;                  /* the gang's next bound pod + 1, or 0 */
+	const struct kubeapi_podspec *spec; /* the pod's (its record's: no pod read) */
+	const struct policy_held *held;     /* its vGPU shares there, or NULL */
+	uint32_t node;                      /* index into the node table */
+	uint32_t gang;   /* index into plan.gangs, or UINT32_MAX (not Muster's) */
+	uint32_t next;   /* the gang's next bound pod + 1, or 0 */
+	uint8_t runtime; /* the pod has its own runtime annotation (PLAN_POD_RUNTIME) */
 };
 
 /* The room held for a preemptor while its victims end (plan_memory.holds):
@@ -95,6 +102,9 @@ struct plan_group_state {
 	int64_t *capacity;
 };
 
+/* Slots of plan_run.runtimes: a cluster's distinct runtime values are few. */
+#define PLAN_RUNTIME_MEMO 64
+
 struct plan_run {
 	struct plan *p;
 	const struct plan_input *in;
@@ -126,9 +136,17 @@ struct plan_run {
 	 * walk of every pod (and its lookups). */
 	struct plan_pend {
 		const struct kubeapi_pod *pod;
+		const struct kubeapi_podspec *spec;
 		uint32_t gang;
+		uint8_t flags; /* its record's */
 	} * pend;
 	size_t npend, cap_pend;
+	/* Runtime annotation values parsed this cycle (timeline.c), direct
+	 * mapped by value id: a slot whose value is 0 is empty. */
+	struct plan_runtime_memo {
+		uint32_t value;
+		int64_t s;
+	} runtimes[PLAN_RUNTIME_MEMO];
 	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
 	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
 	/* Each part's own state: none reads another's. */
@@ -168,6 +186,8 @@ uint64_t plan__gang_key_of(const struct kubeapi_pod *pod);
 int plan__build_nodes(struct plan_run *r);
 int plan__count_pods(struct plan_run *r);
 int plan__collect_pending(struct plan_run *r);
+/* The order of a gang's pending pods: older first, then by name id. */
+int plan__by_age(const struct kubeapi_pod *x, const struct kubeapi_pod *y);
 /* Add pod spec s's requests on a node of flavor f to the slot vector req. */
 void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
                    uint16_t f);
@@ -215,6 +235,8 @@ long plan__gang_index(const struct plan_run *r, uint64_t key);
 /* Delete from m (keyed by gang) the gangs gone or for which done() holds.
  * O(keys). */
 void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *));
+/* Place pods[0..n), a slice of g->pending (g's facts of its pending
+ * members stand for theirs), whole: see plan.c. */
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                 size_t n, uint32_t *out, const struct policy_held **held);
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
@@ -235,16 +257,16 @@ bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
  * 0 or -ENOMEM. */
 int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec, size_t pods);
 int plan__mix(struct plan_run *r);
-const struct kubeapi_podspec **plan__specs(struct plan_run *r,
+/* The specs of pods[0..n), a slice of g->pending, in the arena (NULL:
+ * out of memory): no pod is read when g's pending share one spec. */
+const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct plan_gang *g,
                                            const struct kubeapi_pod *const *pods, size_t n);
 
 /* timeline.c: runtimes, ends, a waiting gang's reservation */
-int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,
-                          const struct plan_gang *g);
 int64_t plan__pod_start(const struct kubeapi_pod *pod);
-int64_t plan__runtime(const struct plan_run *r, struct plan_gang *g);
+int64_t plan__runtime(struct plan_run *r, struct plan_gang *g);
 /* When g would end if it started now (PLAN_NEVER: no runtime). */
-int64_t plan__end(const struct plan_run *r, struct plan_gang *g);
+int64_t plan__end(struct plan_run *r, struct plan_gang *g);
 int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);
 

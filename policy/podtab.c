@@ -6,18 +6,22 @@
  * struct, its node's and its gang's map entries, which at 100,000 nodes
  * were most of a cycle in cache misses.
  *
- * Records are grouped by gang when the table is read in full: the walk
- * then meets a gang's pods in a row and looks the gang up once. A pod
- * that arrives later goes to the end (a gang's new pods mostly arrive
- * together); a pod that goes leaves a hole, and the holes are squeezed
- * out once they are a quarter of the table.
+ * Records are grouped by gang when the table is read in full, and a
+ * gang's records put in age order (plan__by_age()): the walk then meets
+ * a gang's pods in a row and looks the gang up once, and its pending
+ * members come in the order a cycle wants them. A pod that arrives later
+ * goes to the end, marked PLAN_POD_LATE (a gang's new pods mostly arrive
+ * together; view.c sorts the pending of a gang with such a member); a
+ * pod that goes leaves a hole, and the holes are squeezed out once they
+ * are a quarter of the table.
  *
  * Cost per cycle: O(changes) to file the changes plus one pass over the
  * records (a bit of a small filter per record, to find the changed ones
  * without a map of every pod). O(P) to read every pod when the table is
  * rebuilt (the first cycle, a change feed that ran over, a new set of
- * schedulerNames): the pods' structs once, and a radix sort; that costs
- * a full cycle 5-10% more than the walk of the store it replaced. Node
+ * schedulerNames): the pods' structs once, a radix sort and each gang's
+ * sort by age; that costs a full cycle 5-10% more than the walk of the
+ * store it replaced. Node
  * indexes are kept in the records while the node table has the same
  * names in the same order; O(N) to check that. Memory: 48 bytes a pod,
  * and 16 more during a rebuild's sort.
@@ -26,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/keyfilter.h"
 #include "policy/plan_internal.h"
 
 /* The schedulerNames the records' OURS flag was read for. */
@@ -53,7 +58,10 @@ static void fill(const struct plan_run *r, struct plan_pod *x, const struct kube
 	    .phase = pod->phase,
 	    .flags = (uint8_t)((ours ? PLAN_POD_OURS : 0) | (pod->group ? PLAN_POD_GROUP : 0) |
 	                       (pod->deleting ? PLAN_POD_DELETING : 0) |
-	                       (pod->vgpu ? PLAN_POD_VGPU : 0) | (pod->task ? PLAN_POD_TASK : 0)),
+	                       (pod->vgpu ? PLAN_POD_VGPU : 0) | (pod->task ? PLAN_POD_TASK : 0) |
+	                       (r->runtime_key && kubeapi_labels_get(pod->muster, r->runtime_key)
+	                            ? PLAN_POD_RUNTIME
+	                            : 0)),
 	};
 }
 
@@ -68,7 +76,10 @@ static int append(const struct plan_run *r, struct plan_podtab *t, const struct 
 		t->v = v;
 		t->cap = cap;
 	}
-	fill(r, &t->v[t->n++], pod);
+	fill(r, &t->v[t->n], pod);
+	if (t->built)
+		t->v[t->n].flags |= PLAN_POD_LATE;
+	t->n++;
 	return 0;
 }
 
@@ -156,6 +167,26 @@ out:
 	return rc;
 }
 
+static int record_by_age(const void *a, const void *b)
+{
+	return plan__by_age(((const struct plan_pod *)a)->pod, ((const struct plan_pod *)b)->pod);
+}
+
+/* Each gang's records in plan__by_age() order, the order a cycle wants
+ * its pending members in (view.c then checks rather than sorts).
+ * O(P log members) once a rebuild. */
+static void order_gangs(struct plan_podtab *t)
+{
+	for (size_t k = 0, n; k < t->n; k += n) {
+		bool sorted = true;
+
+		for (n = 1; k + n < t->n && t->v[k + n].gang == t->v[k].gang; n++)
+			sorted = sorted && plan__by_age(t->v[k + n - 1].pod, t->v[k + n].pod) <= 0;
+		if (t->v[k].gang && !sorted)
+			qsort(&t->v[k], n, sizeof(t->v[k]), record_by_age);
+	}
+}
+
 /* Read every pod of the input into t (emptied first). */
 static int build(const struct plan_run *r, struct plan_podtab *t)
 {
@@ -163,11 +194,13 @@ static int build(const struct plan_run *r, struct plan_podtab *t)
 	int rc;
 
 	t->n = t->holes = 0;
+	t->built = 0;
 	IDMAP_FOREACH(r->in->pods, i, e)
 		if ((rc = append(r, t, e->value)) < 0)
 			return rc;
 	if (t->n > 1 && (rc = group_by_gang(t)) < 0)
 		return rc;
+	order_gangs(t);
 	t->schedulers = schedulers_hash(r->in);
 	t->nnames = 0; /* node indexes are looked up again */
 	t->built = 1;
@@ -186,37 +219,21 @@ static void squeeze(struct plan_podtab *t)
 	t->holes = 0;
 }
 
-static uint64_t mix(uint64_t key)
-{
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	return key;
-}
-
-/* The changed keys: a map (key -> 1, 2 once met in the table) and a bit
+/* The changed keys: a map (key -> 1, 2 once met in the table) and a
  * filter over it that most records pass without reading the map. */
 struct changes {
 	struct idmap keys;
-	uint64_t *bits;
-	uint64_t mask; /* bit count - 1 */
+	struct keyfilter filter;
 };
 
 static int changes_new(const struct plan_input *in, struct changes *c)
 {
-	size_t nbits = 4096;
-
-	while (nbits < in->npod_changes * 16)
-		nbits *= 2;
 	memset(c, 0, sizeof(*c));
-	c->mask = nbits - 1;
-	if (!(c->bits = calloc(nbits / 64, sizeof(*c->bits))) ||
+	if (keyfilter_init(&c->filter, in->npod_changes) < 0 ||
 	    idmap_reserve(&c->keys, in->npod_changes) < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < in->npod_changes; k++) {
-		uint64_t b = mix(in->pod_changes[k]) & c->mask;
-
-		c->bits[b / 64] |= 1ull << (b % 64);
+		keyfilter_add(&c->filter, in->pod_changes[k]);
 		if (idmap_put(&c->keys, in->pod_changes[k], (void *)1) < 0)
 			return -ENOMEM;
 	}
@@ -226,14 +243,12 @@ static int changes_new(const struct plan_input *in, struct changes *c)
 static void changes_free(struct changes *c)
 {
 	idmap_free(&c->keys);
-	free(c->bits);
+	keyfilter_free(&c->filter);
 }
 
 static void **changed(struct changes *c, uint64_t key)
 {
-	uint64_t b = mix(key) & c->mask;
-
-	if (!(c->bits[b / 64] >> (b % 64) & 1))
+	if (!keyfilter_may(&c->filter, key))
 		return NULL;
 	return idmap_get(&c->keys, key) ? idmap_ref(&c->keys, key) : NULL; /* no new entry */
 }
@@ -257,7 +272,10 @@ static int apply(struct plan_run *r, struct plan_podtab *t)
 		*seen = (void *)2;
 		r->p->stats.pods_read++;
 		if ((pod = idmap_get(r->in->pods, x->key))) {
+			uint8_t late = x->flags & PLAN_POD_LATE; /* where it sits is unchanged */
+
 			fill(r, x, pod);
+			x->flags |= late;
 			continue;
 		}
 		x->pod = NULL;
@@ -319,11 +337,12 @@ int plan__podtab_nodes(struct plan_run *r, bool *still)
 }
 
 /* Two records of one pod agree on all a cycle reads (not the node index:
- * the walk looks that up when it is not kept). */
+ * the walk looks that up when it is not kept; not PLAN_POD_LATE). */
 static bool same(const struct plan_pod *x, const struct plan_pod *y)
 {
 	return x->pod == y->pod && x->spec == y->spec && x->gang == y->gang && x->node == y->node &&
-	       x->priority == y->priority && x->phase == y->phase && x->flags == y->flags;
+	       x->priority == y->priority && x->phase == y->phase &&
+	       (x->flags & ~PLAN_POD_LATE) == (y->flags & ~PLAN_POD_LATE);
 }
 
 int plan__podtab_check(struct plan_run *r, size_t *mismatches)

@@ -19,36 +19,56 @@
 
 /* ---- runtimes -------------------------------------------------------- */
 
-/* Seconds in an annotation value ("600", "10m", "1h30m"), or PLAN_NEVER. */
-static int64_t parse_runtime(const struct plan_run *r, uint32_t value)
+/* Seconds in an annotation value ("600", "10m", "1h30m"), or PLAN_NEVER.
+ * The timeline asks for every bound pod's, and pods mostly share a few
+ * values: each is parsed once a cycle while it keeps its memo slot. */
+static int64_t parse_runtime(struct plan_run *r, uint32_t value)
 {
-	const char *s = plan__str(r, value);
+	struct plan_runtime_memo *m = &r->runtimes[value % PLAN_RUNTIME_MEMO];
+	const char *s;
 	int64_t ms;
 
-	if (units_duration_parse(s, strlen(s), &ms) < 0 || ms <= 0)
-		return PLAN_NEVER;
-	return (ms + 999) / 1000;
+	if (m->value == value)
+		return m->s;
+	s = plan__str(r, value);
+	m->value = value;
+	m->s =
+	    units_duration_parse(s, strlen(s), &ms) < 0 || ms <= 0 ? PLAN_NEVER : (ms + 999) / 1000;
+	return m->s;
 }
 
-int64_t plan__pod_runtime(const struct plan_run *r, const struct kubeapi_pod *pod,
+/* The runtime of a pod of spec `spec` whose own annotation value is
+ * `own` (0: none) in gang g (NULL: none). */
+static int64_t runtime_of(struct plan_run *r, const struct kubeapi_podspec *spec, uint32_t own,
                           const struct plan_gang *g)
 {
 	const struct config_queue *q;
-	uint32_t v = 0;
 
-	if (pod->spec && pod->spec->active_deadline_s > 0)
-		return pod->spec->active_deadline_s;
-	if (r->runtime_key) {
-		v = kubeapi_labels_get(pod->muster, r->runtime_key);
-		if (!v && g && g->group)
-			v = kubeapi_labels_get(g->group->muster, r->runtime_key);
-	}
-	if (v)
-		return parse_runtime(r, v);
+	if (spec && spec->active_deadline_s > 0)
+		return spec->active_deadline_s;
+	if (!own && r->runtime_key && g && g->group)
+		own = kubeapi_labels_get(g->group->muster, r->runtime_key);
+	if (own)
+		return parse_runtime(r, own);
 	if (g && g->queue != QUEUE_NONE && (q = queue_set_queue(r->in->qs, g->queue)) &&
 	    q->default_runtime_ms > 0)
 		return (q->default_runtime_ms + 999) / 1000;
 	return PLAN_NEVER;
+}
+
+static int64_t pod_runtime(struct plan_run *r, const struct kubeapi_pod *pod,
+                           const struct plan_gang *g)
+{
+	return runtime_of(r, pod->spec,
+	                  r->runtime_key ? kubeapi_labels_get(pod->muster, r->runtime_key) : 0, g);
+}
+
+/* A bound pod's: its struct is read only when its record says it has an
+ * annotation of its own (the timeline asks for every bound pod's). */
+static int64_t bound_runtime(struct plan_run *r, const struct plan_bound *b,
+                             const struct plan_gang *g)
+{
+	return b->runtime ? pod_runtime(r, b->pod, g) : runtime_of(r, b->spec, 0, g);
 }
 
 int64_t plan__pod_start(const struct kubeapi_pod *pod)
@@ -64,7 +84,7 @@ static int64_t longer(int64_t a, int64_t b)
 
 /* Computed on first use: most gangs of a cycle are answered by the memo
  * before anything asks for their runtime. */
-int64_t plan__runtime(const struct plan_run *r, struct plan_gang *g)
+int64_t plan__runtime(struct plan_run *r, struct plan_gang *g)
 {
 	int64_t runtime = 0;
 
@@ -72,9 +92,12 @@ int64_t plan__runtime(const struct plan_run *r, struct plan_gang *g)
 		return g->runtime_s;
 	if (!g->npending)
 		for (uint32_t b = g->bound_first; b; b = r->bound[b - 1].next)
-			runtime = longer(runtime, plan__pod_runtime(r, r->bound[b - 1].pod, g));
-	for (uint32_t m = 0; m < g->npending; m++)
-		runtime = longer(runtime, plan__pod_runtime(r, g->pending[m], g));
+			runtime = longer(runtime, bound_runtime(r, &r->bound[b - 1], g));
+	else if (g->pending_spec && !g->pending_runtime)
+		runtime = runtime_of(r, g->pending_spec, 0, g); /* every member's */
+	else
+		for (uint32_t m = 0; m < g->npending; m++)
+			runtime = longer(runtime, pod_runtime(r, g->pending[m], g));
 	return g->runtime_s = runtime ? runtime : PLAN_NEVER;
 }
 
@@ -86,7 +109,7 @@ static int64_t end_of(const struct plan_run *r, int64_t runtime_s)
 	           : r->in->now_s + runtime_s;
 }
 
-int64_t plan__end(const struct plan_run *r, struct plan_gang *g)
+int64_t plan__end(struct plan_run *r, struct plan_gang *g)
 {
 	return end_of(r, plan__runtime(r, g));
 }
@@ -103,10 +126,10 @@ static int build_timeline(struct plan_run *r)
 	for (size_t k = 0; k < r->nbound; k++) {
 		const struct plan_bound *b = &r->bound[k];
 		const struct plan_gang *g = b->gang == UINT32_MAX ? NULL : &r->p->gangs[b->gang];
-		int64_t run = plan__pod_runtime(r, b->pod, g);
+		int64_t run = bound_runtime(r, b, g);
 		int64_t end = run == PLAN_NEVER ? PLAN_NEVER : plan__pod_start(b->pod) + run;
 
-		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->pod->spec, b->held)) < 0)
+		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->spec, b->held)) < 0)
 			return rc;
 	}
 	for (size_t k = 0; k < r->p->nbinds; k++) {
@@ -137,7 +160,7 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 		return 0;
 	if (!r->bf.timeline_done && (rc = build_timeline(r)) < 0)
 		return rc;
-	if (!(specs = plan__specs(r, pods, n)))
+	if (!(specs = plan__specs(r, g, pods, n)))
 		return -ENOMEM;
 	rc = backfill_reserve(&r->bf, (uint32_t)(g - r->p->gangs), &g->within, specs, n,
 	                      plan__runtime(r, g), &v);
