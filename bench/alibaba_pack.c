@@ -4,6 +4,7 @@
  * the allocation ratios the paper's simulator published for its policies.
  *
  * usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N] [--whole | --frac]
+ *                     [--order-dir ODIR | --xorshift]
  *   DIR       the data folder (README.md there describes it); default
  *             $MUSTER_ALIBABA_DIR, else ../shared/data/alibaba-gpu-v2023
  *   --trace   a pod list, e.g. openb_pod_list_default (repeatable); by
@@ -12,24 +13,39 @@
  *   --seeds   seeds 42 .. 42+N-1 (default 10, as published)
  *   --whole   only the old whole-GPU placement (the baseline)
  *   --frac    only the vGPU placement; by default both are run
+ *   --order-dir  where the simulator's arrival orders are, a file
+ *             ODIR/<trace>-<seed>.txt each, written by bench/alibaba-order
+ *             (`make bench-alibaba` builds and runs it); default
+ *             $MUSTER_ALIBABA_ORDER_DIR, else build/bench/alibaba-order
+ *   --xorshift  shuffle and tune here instead (xorshift64*): no Go needed,
+ *             but a seed is then not the simulator's; compare means only
  *
  * The protocol is the simulator's (hkust-adsl/kubernetes-scheduler-
  * simulator, run with `-tune 1.3 -tuneseed S --shuffle-pod=true` for S in
- * 42..51; core.go, simulator.go, analysis.go, and
- * experiments/analysis/merge_alloc_discrete_0920.py):
+ * 42..51; pkg/simulator/core.go, simulator.go, analysis.go,
+ * scripts/analysis.py and experiments/analysis/merge_alloc_discrete.py):
  *   - the cluster is openb_node_list_gpu_node.csv: 1,213 GPU nodes, 6,212
  *     GPUs, with their CPU, memory and GPU model; pods per node 1001;
  *   - the trace's pods are sorted by name and shuffled (seed); then, when
  *     their GPU requests fall short of 1.3 x the cluster's GPUs, pods
  *     drawn at random (with replacement) from the trace are appended until
  *     the next one would pass 1.3 x; when they exceed it (multigpu50),
- *     pods drawn at random are removed until they do not;
+ *     pods drawn at random are removed until they do not. By default the
+ *     order is the simulator's own, draw for draw (Go's math/rand seeded
+ *     with S; bench/alibaba-order/main.go says which calls, and its test
+ *     checks the orders against the published curves), so seed S here is
+ *     the simulator's seed S and the published value of every seed can be
+ *     compared with Muster's on the same arrivals;
  *   - pods arrive one by one in that order and never leave; each is placed
  *     or, when nothing fits, left out;
  *   - after each arrival: arrived = the GPU requests of all pods so far
  *     (num_gpu x gpu_milli, placed or not), used = those of the pods
  *     placed; the allocation ratio at X% is the mean of used / capacity
- *     over the arrivals where round(arrived / capacity) = X%.
+ *     over the arrivals where round(arrived / capacity) = X% (half to
+ *     even), else over X-1..X+1 when none. As the script computes it:
+ *     each arrival's ratio rounded to 0.01 first, summed as numpy sums,
+ *     the mean rounded to 0.01 as numpy rounds; so a seed's value here is
+ *     the one the CSV would hold for the same placements.
  *
  * What differs, and why. Two placements are replayed.
  *
@@ -68,12 +84,13 @@
  *
  * In both, a pod's arrival and its "used" amount are its num_gpu x
  * gpu_milli, as in the paper: the ratio counts what the workload asked
- * for. The shuffles and draws use xorshift64*, not Go's math/rand, so a
- * seed here is not the simulator's seed; compare means over seeds.
+ * for. With the simulator's orders, each seed's Muster - FGD at 100% and
+ * 130% is printed: the same arrivals, only the placement differs.
  *
  * Output: a table per trace, and one key=value line per trace.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,6 +116,9 @@
 #define DEFAULT_DIR "../shared/data/alibaba-gpu-v2023"
 #define NODE_CSV    "openb_node_list_gpu_node.csv"
 #define RESULTS_CSV "fgd_expected_allocation.csv"
+#define ORDER_DIR   "build/bench/alibaba-order"
+#define MAX_ARRIVE  (MAX_PODS * 2)
+#define NO_ROW      UINT32_MAX
 
 /* ---- a deterministic PRNG --------------------------------------------- */
 
@@ -136,6 +156,7 @@ static const char *const class_name[CLS_COUNT] = {"cpu", "share", "1gpu", "2gpu"
 
 struct tpod {
 	char name[40];
+	uint32_t row; /* its data row in the CSV, from 0 */
 	long cpu_m, mem_mib;
 	int num_gpu, gpu_milli;
 	char gpu_spec[160];
@@ -147,8 +168,10 @@ struct tpod {
 
 struct trace {
 	char name[64];
-	struct tpod *pod;
+	struct tpod *pod; /* by name */
 	size_t n;
+	uint32_t by_row[MAX_PODS]; /* the pod of each CSV data row, NO_ROW: not read */
+	size_t rows;
 };
 
 struct cluster {
@@ -390,11 +413,13 @@ static int load_trace(struct cluster *c, const char *dir, struct trace *t)
 		fclose(in);
 		return -EINVAL;
 	}
-	while (fgets(line, sizeof(line), in) && t->n < MAX_PODS) {
+	while (fgets(line, sizeof(line), in) && t->rows < MAX_PODS) {
 		struct tpod *p = &t->pod[t->n];
 
+		t->by_row[t->rows++] = NO_ROW;
 		if (split(line, f, 16) < nh)
 			continue;
+		p->row = (uint32_t)(t->rows - 1);
 		snprintf(p->name, sizeof(p->name), "%s", f[nm]);
 		p->cpu_m = atol(f[cm]);
 		p->mem_mib = atol(f[mm]);
@@ -407,15 +432,19 @@ static int load_trace(struct cluster *c, const char *dir, struct trace *t)
 	}
 	fclose(in);
 	qsort(t->pod, t->n, sizeof(*t->pod), by_name);
-	for (size_t k = 0; k < t->n; k++)
+	for (size_t k = 0; k < t->n; k++) {
+		t->by_row[t->pod[k].row] = (uint32_t)k;
 		decode_spec(c, t->name, &t->pod[k]); /* a namespace per trace */
+	}
 	return t->n > 0 ? 0 : -EINVAL;
 }
 
 /* ---- one replay -------------------------------------------------------- */
 
-/* The arrival order for one seed: the trace shuffled, then tuned to
- * TUNE x capacity (simulator.go SortClusterPods, TunePodsByNodeTotalResource). */
+/* The bench's own arrival order for one seed (--xorshift): the trace
+ * shuffled, then tuned to TUNE x capacity as the simulator does
+ * (simulator.go SortClusterPods, TunePodsByNodeTotalResource), with
+ * xorshift64* draws instead of Go's math/rand. */
 static size_t arrivals(const struct trace *t, long capacity_milli, uint64_t seed, uint32_t *order,
                        size_t max)
 {
@@ -454,9 +483,47 @@ static size_t arrivals(const struct trace *t, long capacity_milli, uint64_t seed
 	return n;
 }
 
+/* The simulator's arrival order for one seed, read from dir/<trace>-<seed>.txt
+ * (bench/alibaba-order: one CSV data row a line) into order[0 .. max) as
+ * indexes of t->pod. The count, or -errno with a message. */
+static long read_order(const char *dir, const struct trace *t, uint64_t seed, uint32_t *order,
+                       size_t max)
+{
+	char path[1024], line[32], *end;
+	FILE *in;
+	long n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s-%" PRIu64 ".txt", dir, t->name, seed);
+	if (!(in = fopen(path, "r"))) {
+		int err = errno;
+
+		fprintf(stderr,
+		        "alibaba_pack: %s: %s (`make bench-alibaba` writes the simulator's "
+		        "orders; --xorshift shuffles here instead)\n",
+		        path, strerror(err));
+		return -err;
+	}
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long row = strtoul(line, &end, 10);
+
+		if (end == line || (*end != '\n' && *end) || row >= t->rows ||
+		    t->by_row[row] == NO_ROW || (size_t)n == max) {
+			fprintf(stderr, "alibaba_pack: %s: line %ld: %s\n", path, n + 1,
+			        (size_t)n == max ? "too many arrivals" : "not a pod of the trace");
+			fclose(in);
+			return -EINVAL;
+		}
+		order[n++] = t->by_row[row];
+	}
+	fclose(in);
+	if (n == 0)
+		fprintf(stderr, "alibaba_pack: %s: no arrivals\n", path);
+	return n > 0 ? n : -EINVAL;
+}
+
 /* What one seed's replay saw. */
 struct replay {
-	double alloc[MAX_PCT + 1]; /* mean used/capacity (%) per arrival bucket */
+	double alloc[MAX_PCT + 1]; /* used/capacity (%) per arrival bucket, as published */
 	double held[MAX_PCT + 1];  /* the same for whole GPUs held */
 	long failed[CLS_COUNT];    /* pods left out, by class */
 	long arrived_n[CLS_COUNT]; /* pods arrived, by class */
@@ -464,10 +531,14 @@ struct replay {
 	size_t npods;
 };
 
-/* Per-bucket sums of the samples (one per arrival). */
-struct buckets {
-	double used[MAX_PCT + 2], held[MAX_PCT + 2];
-	long n[MAX_PCT + 2];
+/* One sample per arrival, a line "[Alloc]" of the simulator's log: its
+ * arrival bucket and its ratios (%), each rounded to 0.01 as the script's
+ * Series.apply(round) leaves it. */
+struct samples {
+	long pct[MAX_ARRIVE];
+	double used[MAX_ARRIVE], held[MAX_ARRIVE];
+	double scratch[MAX_ARRIVE]; /* one bucket's values, for the sum */
+	size_t n;
 };
 
 /* Python's round() on a ratio in percent: nearest, ties to even. */
@@ -481,35 +552,77 @@ static long round_pct(long arrived_milli, long capacity_gpus)
 	return q;
 }
 
-static void sample(struct buckets *b, long arrived, long used, long held, long gpus)
+/* Python's round(x, 2) on a float: its exact binary value to the nearest
+ * 0.01, ties to even, which is what printf does. */
+static double round2(double x)
 {
-	long pct = round_pct(arrived, gpus);
+	char buf[64];
 
-	if (pct > MAX_PCT + 1)
-		return;
-	b->used[pct] += 100.0 * (double)used / ((double)gpus * 1000.0);
-	b->held[pct] += 100.0 * (double)held / (double)gpus;
-	b->n[pct]++;
+	snprintf(buf, sizeof(buf), "%.2f", x);
+	return strtod(buf, NULL);
 }
 
-/* merge_alloc_discrete_0920.py: the bucket's mean, else the mean over
- * buckets X-1..X+1; -1 when those are empty too. */
-static void bucket_means(const struct buckets *b, struct replay *out)
+/* numpy's round(x, 2), which Python's round() does on the numpy.float64
+ * that pandas' mean returns: x * 100 to the nearest integer, ties to even,
+ * / 100. It differs from round2() (63.945000000000000284: 63.94 here).
+ * 0 <= x < 2^45; no libm, which the build does not link. */
+static double np_round2(double x)
 {
-	for (int x = 0; x <= MAX_PCT; x++) {
-		double u = 0, h = 0;
-		long n = 0;
+	double y = x * 100, t = (double)(int64_t)y;
 
-		for (int d = (b->n[x] ? 0 : -1); d <= (b->n[x] ? 0 : 1); d++) {
-			if (x + d < 0)
-				continue;
-			u += b->used[x + d];
-			h += b->held[x + d];
-			n += b->n[x + d];
-		}
-		out->alloc[x] = n ? u / (double)n : -1;
-		out->held[x] = n ? h / (double)n : -1;
+	if (y - t > 0.5 || (y - t == 0.5 && ((int64_t)t & 1)))
+		t += 1;
+	return t / 100;
+}
+
+/* numpy's float64 sum (pandas' mean divides it by the count): sequential
+ * below 8 values, 8 interleaved partial sums up to 128, halves above. Its
+ * grouping decides the last digit when a mean falls on a .xx5. */
+static double pairwise_sum(const double *a, size_t n)
+{
+	double r[8], s = 0;
+	size_t i = 0, h;
+
+	if (n > 128) {
+		h = n / 2 - n / 2 % 8;
+		return pairwise_sum(a, h) + pairwise_sum(a + h, n - h);
 	}
+	if (n >= 8) {
+		memcpy(r, a, sizeof(r));
+		for (i = 8; i < n - n % 8; i += 8)
+			for (int j = 0; j < 8; j++)
+				r[j] += a[i + j];
+		s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+	}
+	for (; i < n; i++)
+		s += a[i];
+	return s;
+}
+
+static void sample(struct samples *s, long arrived, long used, long held, long gpus)
+{
+	s->pct[s->n] = round_pct(arrived, gpus);
+	/* The script's used / total_gpus / 10, in that order: the same double. */
+	s->used[s->n] = round2((double)used / (double)gpus / 10);
+	s->held[s->n] = round2(100.0 * (double)held / (double)gpus);
+	s->n++;
+}
+
+/* Column x of one run (merge_alloc_discrete.py): the mean of v over the
+ * samples of bucket x, else of buckets x-1..x+1, in arrival order; -1
+ * when there are none. Costs two passes over the samples. */
+static double bucket_mean(struct samples *s, const double *v, long x)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < s->n; k++)
+		if (s->pct[k] == x)
+			s->scratch[n++] = v[k];
+	if (n == 0)
+		for (size_t k = 0; k < s->n; k++)
+			if (s->pct[k] >= x - 1 && s->pct[k] <= x + 1)
+				s->scratch[n++] = v[k];
+	return n ? np_round2(pairwise_sum(s->scratch, n) / (double)n) : -1;
 }
 
 /* How the replay places pods. */
@@ -609,23 +722,30 @@ static int place_whole(struct policy_nodes *t, struct policy_fitcache *fc, struc
 	return policy_place(t, fc, a, specs, 1, &at, held, &why);
 }
 
-/* Replay one seed's arrivals on a fresh table. */
+/* Replay one seed's arrivals on a fresh table: the simulator's order from
+ * order_dir, or the bench's own when order_dir is NULL. */
 static int replay(struct cluster *c, const struct trace *t, uint64_t seed, enum mode mode,
-                  struct replay *out)
+                  const char *order_dir, struct replay *out)
 {
-	uint32_t *order = calloc(MAX_PODS * 2, sizeof(*order));
-	struct buckets *b = calloc(1, sizeof(*b));
+	uint32_t *order = calloc(MAX_ARRIVE, sizeof(*order));
+	struct samples *b = calloc(1, sizeof(*b));
 	struct vgpus *v = calloc(1, sizeof(*v));
 	struct arena a = {0};
 	struct policy_nodes nodes = {0};
 	struct policy_fitcache fc = {0};
-	long arrived = 0, used = 0, held = 0;
+	long arrived = 0, used = 0, held = 0, n;
 	int rc = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
 	if (!order || !b || !v || vgpus_init(v, c) < 0)
 		goto out;
-	out->npods = arrivals(t, c->gpus * 1000, seed, order, MAX_PODS * 2);
+	n = order_dir ? read_order(order_dir, t, seed, order, MAX_ARRIVE)
+	              : (long)arrivals(t, c->gpus * 1000, seed, order, MAX_ARRIVE);
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	out->npods = (size_t)n;
 	if ((rc = policy_nodes_build(&nodes, &a, c->s.model, NULL, NULL, 0, c->node, c->n)) < 0)
 		goto out;
 	for (size_t k = 0; k < out->npods; k++) {
@@ -648,7 +768,10 @@ static int replay(struct cluster *c, const struct trace *t, uint64_t seed, enum 
 		}
 		sample(b, arrived, used, held, c->gpus);
 	}
-	bucket_means(b, out);
+	for (int x = 0; x <= MAX_PCT; x++) {
+		out->alloc[x] = bucket_mean(b, b->used, x);
+		out->held[x] = bucket_mean(b, b->held, x);
+	}
 	rc = 0;
 out:
 	policy_fitcache_free(&fc);
@@ -666,7 +789,8 @@ out:
 
 struct published {
 	char policy[32];
-	double at100, at130;
+	double at100, at130;                           /* means over seeds */
+	double seed100[MAX_SEEDS], seed130[MAX_SEEDS]; /* seed FIRST_SEED + k's; -1: none */
 	int seeds;
 };
 
@@ -679,10 +803,13 @@ static int policy_slot(struct published *p, int *n, int max, const char *policy)
 	if (*n == max)
 		return -1;
 	snprintf(p[*n].policy, sizeof(p[0].policy), "%s", policy);
+	for (int k = 0; k < MAX_SEEDS; k++)
+		p[*n].seed100[k] = p[*n].seed130[k] = -1;
 	return (*n)++;
 }
 
-/* Means over seeds of the columns "100" and "130" for workload `trace`. */
+/* The columns "100" and "130" for workload `trace`: each seed's, and their
+ * means over seeds. */
 static int load_published(const char *dir, const char *trace, struct published *p, int max)
 {
 	FILE *in = open_in(dir, RESULTS_CSV);
@@ -700,11 +827,16 @@ static int load_published(const char *dir, const char *trace, struct published *
 		return -EINVAL;
 	}
 	while (getline(&line, &cap, in) > 0) {
-		int k;
+		int k, seed;
 
 		if (split(line, f, 140) != 136 || strcmp(f[0], trace) != 0 ||
 		    (k = policy_slot(p, &n, max, f[1])) < 0)
 			continue;
+		seed = atoi(f[3]) - FIRST_SEED;
+		if (seed >= 0 && seed < MAX_SEEDS) {
+			p[k].seed100[seed] = atof(f[5 + 100]);
+			p[k].seed130[seed] = atof(f[5 + 130]);
+		}
 		p[k].at100 += atof(f[5 + 100]);
 		p[k].at130 += atof(f[5 + 130]);
 		p[k].seeds++;
@@ -723,7 +855,16 @@ static int load_published(const char *dir, const char *trace, struct published *
 struct summary {
 	double at100, at130, held100, held130, min130, max130, first_fail, curve[MAX_PCT + 1];
 	double failed[CLS_COUNT], arrived[CLS_COUNT], npods;
+	double seed100[MAX_SEEDS], seed130[MAX_SEEDS]; /* seed FIRST_SEED + k's */
 	int seeds;
+};
+
+/* How the bench runs: where the arrival orders come from, which seeds, and
+ * which placements. */
+struct opts {
+	const char *order_dir; /* the simulator's orders; NULL: the bench's xorshift */
+	int seeds;
+	unsigned modes; /* 1 << enum mode */
 };
 
 static void add_replay(struct summary *s, const struct replay *r)
@@ -732,6 +873,8 @@ static void add_replay(struct summary *s, const struct replay *r)
 		s->min130 = r->alloc[130];
 	if (s->seeds == 0 || r->alloc[130] > s->max130)
 		s->max130 = r->alloc[130];
+	s->seed100[s->seeds] = r->alloc[100];
+	s->seed130[s->seeds] = r->alloc[130];
 	s->at100 += r->alloc[100];
 	s->at130 += r->alloc[130];
 	s->held100 += r->held[100];
@@ -775,10 +918,51 @@ static void trace_mix(const struct trace *t, long *count)
 		count[class_of(&t->pod[k])]++;
 }
 
+/* Mean over seeds of Muster - FGD at 100% (at130 0) or 130%, over the
+ * seeds FGD has; 0 when none. */
+static double mean_diff(const struct summary *s, const struct published *fgd, int at130)
+{
+	double sum = 0;
+	int n = 0;
+
+	for (int k = 0; k < s->seeds; k++) {
+		double f = at130 ? fgd->seed130[k] : fgd->seed100[k];
+
+		if (f >= 0) {
+			sum += (at130 ? s->seed130[k] : s->seed100[k]) - f;
+			n++;
+		}
+	}
+	return n ? sum / n : 0;
+}
+
+/* Each seed's Muster - FGD, when the arrivals are the simulator's: the
+ * same pods in the same order, only the placement differs. */
+static void print_seeds(const struct summary *s, const struct published *fgd)
+{
+	printf("  %-5s %12s %9s %7s %12s %9s %7s   (same arrivals as FGD's seed)\n", "seed",
+	       "Muster @100", "FGD @100", "diff", "Muster @130", "FGD @130", "diff");
+	for (int k = 0; k < s->seeds; k++) {
+		printf("  %-5d %11.2f%%", FIRST_SEED + k, s->seed100[k]);
+		if (fgd->seed100[k] >= 0)
+			printf(" %8.2f%% %+7.2f", fgd->seed100[k], s->seed100[k] - fgd->seed100[k]);
+		else
+			printf(" %9s %7s", "-", "-");
+		printf(" %11.2f%%", s->seed130[k]);
+		if (fgd->seed130[k] >= 0)
+			printf(" %8.2f%% %+7.2f", fgd->seed130[k], s->seed130[k] - fgd->seed130[k]);
+		else
+			printf(" %9s %7s", "-", "-");
+		printf("\n");
+	}
+	printf("  %-5s %20s %+7.2f %21s %+7.2f\n", "mean", "", mean_diff(s, fgd, 0), "",
+	       mean_diff(s, fgd, 1));
+}
+
 /* Muster's rows for one mode: the ratios, then how they grew and what
- * was left out. */
+ * was left out; with fgd (the simulator's orders), each seed beside FGD's. */
 static void print_muster(const struct cluster *c, const char *label, const struct summary *s,
-                         enum mode mode)
+                         enum mode mode, const struct published *fgd)
 {
 	printf("%-28s %11.2f%% %11.2f%% %18.0f   (seeds: %.2f..%.2f%%)\n", label, s->at100,
 	       s->at130, unallocated(s->at130, c->gpus), s->min130, s->max130);
@@ -794,6 +978,8 @@ static void print_muster(const struct cluster *c, const char *label, const struc
 	for (int k = 0; k < CLS_COUNT; k++)
 		printf(" %s %.0f/%.0f", class_name[k], s->failed[k], s->arrived[k]);
 	printf("\n");
+	if (fgd)
+		print_seeds(s, fgd);
 }
 
 static double at_or_none(const struct published *p, int at130)
@@ -802,17 +988,20 @@ static double at_or_none(const struct published *p, int at130)
 }
 
 static void print_report(const struct cluster *c, const struct trace *t, const struct published *p,
-                         int np, const struct summary *frac, const struct summary *whole)
+                         int np, const struct summary *frac, const struct summary *whole,
+                         const struct opts *o)
 {
 	long mix[CLS_COUNT];
-	const struct published *fgd = NULL, *best = NULL;
+	const struct published *fgd = NULL, *best = NULL, *same;
 	const struct summary *any = frac->seeds ? frac : whole;
+	const char *order = o->order_dir ? "simulator" : "xorshift";
 
 	trace_mix(t, mix);
 	printf("\n== %s: %zu nodes, %ld GPUs; %zu pods (cpu %ld, share %ld, 1-GPU %ld, 2-GPU %ld, "
-	       "4-GPU %ld, 8-GPU %ld); %.0f arrivals per seed (to %.0f%%), %d seeds from %d\n",
+	       "4-GPU %ld, 8-GPU %ld); %.0f arrivals per seed (to %.0f%%, the %s's order), %d "
+	       "seeds from %d\n",
 	       t->name, c->n, c->gpus, t->n, mix[CLS_CPU], mix[CLS_SHARE], mix[CLS_1], mix[CLS_2],
-	       mix[CLS_4], mix[CLS_8], any->npods, TUNE * 100, any->seeds, FIRST_SEED);
+	       mix[CLS_4], mix[CLS_8], any->npods, TUNE * 100, order, any->seeds, FIRST_SEED);
 	printf("%-28s %12s %12s %18s\n", "policy", "alloc @100%", "alloc @130%",
 	       "unallocated @130%");
 	for (int k = 0; k < np; k++) {
@@ -823,17 +1012,21 @@ static void print_report(const struct cluster *c, const struct trace *t, const s
 		if (strstr(p[k].policy, "BestFit"))
 			best = &p[k];
 	}
+	same = o->order_dir ? fgd : NULL; /* a seed is FGD's seed only then */
 	if (frac->seeds)
-		print_muster(c, "Muster (vGPU shares)", frac, MODE_FRAC);
+		print_muster(c, "Muster (vGPU shares)", frac, MODE_FRAC, same);
 	if (whole->seeds)
-		print_muster(c, "Muster (whole GPUs)", whole, MODE_WHOLE);
-	printf("bench=alibaba_pack trace=%s nodes=%zu gpus=%ld seeds=%d arrivals=%.0f", t->name,
-	       c->n, c->gpus, any->seeds, any->npods);
+		print_muster(c, "Muster (whole GPUs)", whole, MODE_WHOLE, same);
+	printf("bench=alibaba_pack trace=%s order=%s nodes=%zu gpus=%ld seeds=%d arrivals=%.0f",
+	       t->name, order, c->n, c->gpus, any->seeds, any->npods);
 	if (frac->seeds)
 		printf(" muster_alloc_100=%.2f muster_alloc_130=%.2f muster_unallocated_130=%.0f "
 		       "muster_first_gpu_fail_pct=%.1f",
 		       frac->at100, frac->at130, unallocated(frac->at130, c->gpus),
 		       frac->first_fail);
+	if (frac->seeds && same)
+		printf(" muster_minus_fgd_100=%+.2f muster_minus_fgd_130=%+.2f",
+		       mean_diff(frac, same, 0), mean_diff(frac, same, 1));
 	if (whole->seeds)
 		printf(" whole_alloc_100=%.2f whole_alloc_130=%.2f whole_held_100=%.2f "
 		       "whole_held_130=%.2f",
@@ -845,14 +1038,14 @@ static void print_report(const struct cluster *c, const struct trace *t, const s
 }
 
 /* Every seed of one mode into s. */
-static int run_mode(struct cluster *c, const struct trace *t, int seeds, enum mode mode,
+static int run_mode(struct cluster *c, const struct trace *t, const struct opts *o, enum mode mode,
                     struct summary *s)
 {
 	struct replay *r = calloc(1, sizeof(*r));
 	int rc = r ? 0 : -ENOMEM;
 
-	for (int k = 0; k < seeds && rc == 0; k++)
-		if ((rc = replay(c, t, FIRST_SEED + (uint64_t)k, mode, r)) == 0)
+	for (int k = 0; k < o->seeds && rc == 0; k++)
+		if ((rc = replay(c, t, FIRST_SEED + (uint64_t)k, mode, o->order_dir, r)) == 0)
 			add_replay(s, r);
 	if (s->seeds > 0)
 		finish(s);
@@ -860,8 +1053,7 @@ static int run_mode(struct cluster *c, const struct trace *t, int seeds, enum mo
 	return rc;
 }
 
-static int run_trace(struct cluster *c, const char *dir, const char *name, int seeds,
-                     unsigned modes)
+static int run_trace(struct cluster *c, const char *dir, const char *name, const struct opts *o)
 {
 	struct published pub[16];
 	struct summary frac = {0}, whole = {0};
@@ -875,12 +1067,12 @@ static int run_trace(struct cluster *c, const char *dir, const char *name, int s
 		free(t.pod);
 		return -EINVAL;
 	}
-	if (modes & (1u << MODE_FRAC))
-		rc = run_mode(c, &t, seeds, MODE_FRAC, &frac);
-	if (rc == 0 && (modes & (1u << MODE_WHOLE)))
-		rc = run_mode(c, &t, seeds, MODE_WHOLE, &whole);
+	if (o->modes & (1u << MODE_FRAC))
+		rc = run_mode(c, &t, o, MODE_FRAC, &frac);
+	if (rc == 0 && (o->modes & (1u << MODE_WHOLE)))
+		rc = run_mode(c, &t, o, MODE_WHOLE, &whole);
 	if (frac.seeds > 0 || whole.seeds > 0)
-		print_report(c, &t, pub, np, &frac, &whole);
+		print_report(c, &t, pub, np, &frac, &whole, o);
 	free(t.pod);
 	return rc;
 }
@@ -915,28 +1107,35 @@ int main(int argc, char **argv)
 	static char names[MAX_TRACES][64];
 	const char *dir = getenv("MUSTER_ALIBABA_DIR");
 	struct cluster *c = calloc(1, sizeof(*c));
-	int ntraces = 0, seeds = 10, rc = 0, bad = 0;
-	unsigned modes = 1u << MODE_FRAC | 1u << MODE_WHOLE;
+	struct opts o = {getenv("MUSTER_ALIBABA_ORDER_DIR"), 10,
+	                 1u << MODE_FRAC | 1u << MODE_WHOLE};
+	int ntraces = 0, rc = 0, bad = 0;
 
 	if (!dir || !*dir)
 		dir = DEFAULT_DIR;
+	if (!o.order_dir || !*o.order_dir)
+		o.order_dir = ORDER_DIR;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && ntraces < MAX_TRACES)
 			snprintf(names[ntraces++], 64, "%s", argv[++i]);
 		else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
-			seeds = atoi(argv[++i]);
+			o.seeds = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--whole") == 0)
-			modes = 1u << MODE_WHOLE;
+			o.modes = 1u << MODE_WHOLE;
 		else if (strcmp(argv[i], "--frac") == 0)
-			modes = 1u << MODE_FRAC;
+			o.modes = 1u << MODE_FRAC;
+		else if (strcmp(argv[i], "--order-dir") == 0 && i + 1 < argc)
+			o.order_dir = argv[++i];
+		else if (strcmp(argv[i], "--xorshift") == 0)
+			o.order_dir = NULL;
 		else if (argv[i][0] != '-')
 			dir = argv[i];
 		else
 			bad = 1;
 	}
-	if (!c || bad || seeds < 1 || seeds > MAX_SEEDS) {
+	if (!c || bad || o.seeds < 1 || o.seeds > MAX_SEEDS) {
 		fprintf(stderr, "usage: alibaba_pack [DIR] [--trace NAME]... [--seeds N] "
-		                "[--whole | --frac]\n");
+		                "[--whole | --frac] [--order-dir ODIR | --xorshift]\n");
 		free(c);
 		return 2;
 	}
@@ -946,12 +1145,13 @@ int main(int argc, char **argv)
 	}
 	if (ntraces == 0)
 		ntraces = default_traces(dir, names, MAX_TRACES);
-	printf("alibaba_pack: %s; vGPU shares: each pod onto the node where policy_frag_best() "
-	       "scores lowest; whole GPUs: policy_place(), a sharing pod (gpu_milli < 1000) "
-	       "holding a whole GPU\n",
-	       dir);
+	printf("alibaba_pack: %s; arrivals: %s%s; vGPU shares: each pod onto the node where "
+	       "policy_frag_best() scores lowest; whole GPUs: policy_place(), a sharing pod "
+	       "(gpu_milli < 1000) holding a whole GPU\n",
+	       dir, o.order_dir ? "the simulator's orders in " : "the bench's xorshift64* shuffle",
+	       o.order_dir ? o.order_dir : "");
 	for (int k = 0; k < ntraces && rc == 0; k++)
-		rc = run_trace(c, dir, names[k], seeds, modes);
+		rc = run_trace(c, dir, names[k], &o);
 	synth_free(&c->s);
 	free(c);
 	return rc < 0;

@@ -1,0 +1,3 @@
+module muster/bench/alibaba-order
+
+go 1.20
