@@ -102,7 +102,7 @@ static const char *victim_names(struct plan_run *r, const struct preempt_answer 
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s/%s", k ? ", " : "",
 		                        plan__str(r, v->ns), plan__str(r, name));
 	}
-	return plan__printf(r, "%s", buf);
+	return plan__strdup(r, buf);
 }
 
 static bool may_preempt(const struct plan_run *r, const struct plan_gang *g,

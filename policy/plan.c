@@ -16,7 +16,6 @@
 #include "policy/plan.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,23 +30,14 @@ const char *plan__str(const struct plan_run *r, uint32_t id)
 	return s ? s : "";
 }
 
-const char *plan__printf(struct plan_run *r, const char *fmt, ...)
+const char *plan__strdup(struct plan_run *r, const char *s)
 {
-	char buf[1024], *out;
-	va_list ap;
-	int n;
+	size_t n = strlen(s);
+	char *out = arena_alloc(&r->p->arena, n + 1);
 
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return "";
-	if ((size_t)n >= sizeof(buf))
-		n = sizeof(buf) - 1;
-	out = arena_alloc(&r->p->arena, (size_t)n + 1);
 	if (!out)
 		return "";
-	memcpy(out, buf, (size_t)n + 1);
+	memcpy(out, s, n + 1);
 	return out;
 }
 
@@ -57,7 +47,7 @@ void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f)
 
 	f->ns = plan__str(r, g->ns);
 	f->name = plan__str(r, g->name);
-	g->message = plan__printf(r, "%s", plan_words_message(f, buf, sizeof(buf)));
+	g->message = plan__strdup(r, plan_words_message(f, buf, sizeof(buf)));
 }
 
 /* ---- admission ------------------------------------------------------- */
@@ -232,9 +222,8 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 		g->state = PLAN_WAITING;
 		g->block = hit->block;
 		g->message =
-		    plan__printf(r, "%s",
-		                 plan_words_again(plan__str(r, g->ns), plan__str(r, g->name),
-		                                  hit->message, buf, sizeof(buf)));
+		    plan__strdup(r, plan_words_again(plan__str(r, g->ns), plan__str(r, g->name),
+		                                     hit->message, buf, sizeof(buf)));
 		return 0;
 	}
 	if (!(specs = plan__specs(r, g, pods, n)))
@@ -660,6 +649,8 @@ void plan_memory_free(struct plan_memory *keep)
 	idmap_free(&keep->enqueued);
 	free(keep->pods.v);
 	free(keep->pods.names);
+	free(keep->nodes.keys);
+	free(keep->nodes.slot);
 	memset(keep, 0, sizeof(*keep));
 }
 

@@ -261,6 +261,15 @@ struct plan_memory {
 		size_t nnames;
 		uint8_t built;
 	} pods;
+	/* The node store's keys in slot order when the nodes were last put
+	 * in name order, and that order (slot[k]: the store position of the
+	 * k-th name): kept while the store holds the same keys in the same
+	 * slots (policy/view.c). */
+	struct plan_nodeorder {
+		uint64_t *keys;
+		uint32_t *slot;
+		size_t n;
+	} nodes;
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */

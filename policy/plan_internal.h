@@ -229,8 +229,8 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
                       const int64_t *req, enum plan_why why, struct plan_facts *f, char slot[160]);
 /* g->message from facts f (words.c); f's gang names are filled here. */
 void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f);
-const char *plan__printf(struct plan_run *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* A copy of s in the cycle's arena ("" when out of memory). */
+const char *plan__strdup(struct plan_run *r, const char *s);
 long plan__gang_index(const struct plan_run *r, uint64_t key);
 /* Delete from m (keyed by gang) the gangs gone or for which done() holds.
  * O(keys). */

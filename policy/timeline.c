@@ -169,6 +169,6 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	g->reserved = 1;
 	g->expected_start_s = v->start_s;
 	g->message =
-	    plan__printf(r, "%s", plan_words_start(g->message, v->start_s, v->n, buf, sizeof(buf)));
+	    plan__strdup(r, plan_words_start(g->message, v->start_s, v->n, buf, sizeof(buf)));
 	return 0;
 }

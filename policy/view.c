@@ -58,12 +58,18 @@ void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t 
 
 /* ---- nodes ----------------------------------------------------------- */
 
-static int by_name(const void *a, const void *b, void *strs)
-{
-	const struct kubeapi_node *x = *(const struct kubeapi_node *const *)a;
-	const struct kubeapi_node *y = *(const struct kubeapi_node *const *)b;
+struct name_order {
+	const struct kubeapi_node *const *v;
+	const struct intern *strs;
+};
 
-	return strcmp(intern_str(strs, x->name), intern_str(strs, y->name));
+static int by_name(const void *a, const void *b, void *arg)
+{
+	const struct name_order *o = arg;
+	const struct kubeapi_node *x = o->v[*(const uint32_t *)a];
+	const struct kubeapi_node *y = o->v[*(const uint32_t *)b];
+
+	return strcmp(intern_str(o->strs, x->name), intern_str(o->strs, y->name));
 }
 
 /* The topology keys native PodGroups require, distinct, into keys[0..cap):
@@ -88,21 +94,66 @@ static size_t required_keys(const struct plan_run *r, uint32_t *keys, size_t cap
 	return n;
 }
 
+/* The nodes of the store, in name order, into out[0..n): the order the
+ * last cycle sorted them into while the store holds the same keys in the
+ * same slots (a node's name is its key), else sorted afresh and kept.
+ * Sorting 100,000 names costs tens of milliseconds in cache misses on
+ * the strings; the check is a pass over the keys. 0 or -ENOMEM. */
+static int name_order(struct plan_run *r, const struct kubeapi_node **out, size_t *np)
+{
+	struct plan_nodeorder *o = &r->keep->nodes;
+	const struct idmap *m = r->in->nodes;
+	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
+	const struct idmap_slot *e;
+	bool same;
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	same = o->n == m->n;
+	IDMAP_FOREACH(m, i, e) {
+		same = same && o->keys[n] == e->key;
+		v[n++] = e->value;
+	}
+	if (!same) {
+		uint64_t *keys = realloc(o->keys, (n + 1) * sizeof(*keys));
+		uint32_t *slot = keys ? realloc(o->slot, (n + 1) * sizeof(*slot)) : NULL;
+
+		if (keys)
+			o->keys = keys;
+		if (!slot)
+			return -ENOMEM;
+		o->slot = slot;
+		o->n = 0; /* until filled */
+		n = 0;
+		IDMAP_FOREACH(m, i, e) {
+			o->keys[n] = e->key;
+			o->slot[n] = (uint32_t)n;
+			n++;
+		}
+		qsort_r(o->slot, n, sizeof(*o->slot), by_name, &(struct name_order){v, r->strs});
+		o->n = n;
+	}
+	for (size_t k = 0; k < n; k++)
+		out[k] = v[o->slot[k]];
+	*np = n;
+	return 0;
+}
+
 /* Nodes in name order, so that equal clusters place equally whatever the
  * order the watch delivered them in. */
 int plan__build_nodes(struct plan_run *r)
 {
-	const struct idmap *m = r->in->nodes;
-	const struct kubeapi_node **v = arena_alloc(&r->p->arena, (m->n + 1) * sizeof(*v));
-	const struct idmap_slot *e;
+	const struct kubeapi_node **v =
+	    arena_alloc(&r->p->arena, (r->in->nodes->n + 1) * sizeof(*v));
 	uint32_t keys[POLICY_MAX_LEVELS];
 	size_t n = 0, nkeys = required_keys(r, keys, POLICY_MAX_LEVELS);
+	int rc;
 
 	if (!v)
 		return -ENOMEM;
-	IDMAP_FOREACH(m, i, e)
-		v[n++] = e->value;
-	qsort_r(v, n, sizeof(*v), by_name, r->strs);
+	if ((rc = name_order(r, v, &n)) < 0)
+		return rc;
 	r->p->stats.nodes = n;
 	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, keys, nkeys, v,
 	                          n);

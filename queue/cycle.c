@@ -5,8 +5,10 @@
  * from the root: every cohort picks the child whose next item would leave
  * it with the lowest share, recursively. A cohort's pick is cached and
  * recomputed only when something under it changed (an item was served or
- * usage moved), which is always along one path: a choice costs
- * O(depth x siblings x slots) instead of O(tree x slots).
+ * usage moved), which is always along one path; and a child's share is
+ * weighed again only when its next item or the demand under it changed:
+ * a choice costs O(depth x (siblings + depth x slots)) instead of
+ * O(tree x slots).
  *
  * Memory: one block of about 4 words per tree node plus one int per item.
  */
@@ -22,6 +24,14 @@ struct qnode {
 	int pick;                    /* cached: the queue to serve under here, or QUEUE_NONE */
 	bool dirty, blocked, is_queue;
 	bool strict;
+	/* This node's share and own fraction as its parent last weighed
+	 * them: for the item at cursor share_at of queue share_pick, with
+	 * the tree's demand here at version share_version. Only the child a
+	 * choice changed is weighed again (an item failing changes no
+	 * usage): the rest are read from here. */
+	int share_pick, share_at;
+	uint64_t share_version;
+	double share, frac;
 };
 
 struct queue_cycle {
@@ -127,6 +137,7 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 		c->nodes[i].strict = q && q->ordering == CONFIG_ORDERING_STRICT_FIFO;
 		c->nodes[i].dirty = true;
 		c->nodes[i].pick = QUEUE_NONE;
+		c->nodes[i].share_pick = QUEUE_NONE;
 	}
 	link_children(c);
 	group_items(c);
@@ -173,10 +184,26 @@ static double own_fraction(const struct queue_tree *t, int n, unsigned nslots)
  * the rounding of each division. */
 #define SHARE_EPSILON 1e-12
 
-static int pick(struct queue_cycle *c, int n)
+/* Child ch's share with queue q's next item added, and its own
+ * fraction: worked out again only when that item or the demand under ch
+ * changed since the last time. */
+static void weigh(struct queue_cycle *c, int ch, int q)
 {
 	const struct queue_tree *t = queue_set_tree_c(c->qs);
-	unsigned nslots = queue_set_nslots(c->qs);
+	struct qnode *w = &c->nodes[ch];
+	uint64_t version = queue_tree_version(t, ch);
+
+	if (w->share_pick == q && w->share_at == c->nodes[q].cursor && w->share_version == version)
+		return;
+	w->share = queue_tree_share(t, ch, q, head(c, q)->req);
+	w->frac = own_fraction(t, ch, queue_set_nslots(c->qs));
+	w->share_pick = q;
+	w->share_at = c->nodes[q].cursor;
+	w->share_version = version;
+}
+
+static int pick(struct queue_cycle *c, int n)
+{
 	struct qnode *nd = &c->nodes[n];
 	double best_share = 0, best_frac = 0;
 	int i;
@@ -188,17 +215,16 @@ static int pick(struct queue_cycle *c, int n)
 	nd->pick = QUEUE_NONE;
 	for (i = 0; i < nd->n_children; i++) {
 		int ch = c->children[nd->first_child + i], q = pick(c, ch);
-		double share, frac;
+		const struct qnode *w = &c->nodes[ch];
 
 		if (q == QUEUE_NONE)
 			continue;
-		share = queue_tree_share(t, ch, q, head(c, q)->req);
-		frac = own_fraction(t, ch, nslots);
-		if (nd->pick == QUEUE_NONE || share < best_share - SHARE_EPSILON ||
-		    (share <= best_share + SHARE_EPSILON && frac < best_frac)) {
+		weigh(c, ch, q);
+		if (nd->pick == QUEUE_NONE || w->share < best_share - SHARE_EPSILON ||
+		    (w->share <= best_share + SHARE_EPSILON && w->frac < best_frac)) {
 			nd->pick = q;
-			best_share = share;
-			best_frac = frac;
+			best_share = w->share;
+			best_frac = w->frac;
 		}
 	}
 	nd->dirty = false;

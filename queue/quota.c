@@ -22,6 +22,9 @@ struct node {
 	int64_t *nominal, *borrow, *lend; /* as configured (queues) */
 	int64_t *quota;                   /* Q: nominal, or the cohort's pool */
 	int64_t *demand;
+	/* Bumped whenever demand is written (here or under it): what lets a
+	 * cycle keep a share it worked out until something under it moved. */
+	uint64_t version;
 };
 
 struct queue_tree {
@@ -69,6 +72,7 @@ static int node_init(struct node *n, unsigned nslots, int parent, bool cohort, c
 	n->parent = parent;
 	n->cohort = cohort;
 	n->weight = weight;
+	n->version = 0;
 	n->nominal = v;
 	n->borrow = v + nslots;
 	n->lend = v + 2 * nslots;
@@ -220,6 +224,8 @@ static int climb(const struct queue_tree *t, struct queue_tree *mut, int q, cons
 			if (mut)
 				mut->nodes[n].demand[s] = after;
 		}
+		if (mut)
+			mut->nodes[n].version++;
 		if (n == stop)
 			break;
 	}
@@ -307,8 +313,10 @@ double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t 
 
 void queue_tree_reset_usage(struct queue_tree *t)
 {
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		memset(t->nodes[i].demand, 0, t->nslots * sizeof(int64_t));
+		t->nodes[i].version++;
+	}
 }
 
 int queue_tree_is_cohort(const struct queue_tree *t, int node)
@@ -329,6 +337,11 @@ int queue_tree_parent(const struct queue_tree *t, int node)
 int64_t queue_tree_quota(const struct queue_tree *t, int node, unsigned slot)
 {
 	return t->nodes[node].quota[slot];
+}
+
+uint64_t queue_tree_version(const struct queue_tree *t, int node)
+{
+	return t->nodes[node].version;
 }
 
 int64_t queue_tree_demand(const struct queue_tree *t, int node, unsigned slot)

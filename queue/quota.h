@@ -105,6 +105,8 @@ const char *queue_tree_name(const struct queue_tree *t, int node);
 int queue_tree_parent(const struct queue_tree *t, int node);
 int64_t queue_tree_quota(const struct queue_tree *t, int node, unsigned slot);  /* Q */
 int64_t queue_tree_demand(const struct queue_tree *t, int node, unsigned slot); /* demand */
+/** Changes whenever the demand of node or of any node under it does. */
+uint64_t queue_tree_version(const struct queue_tree *t, int node);
 int queue_tree_size(const struct queue_tree *t);
 
 #endif /* MUSTER_QUEUE_QUOTA_H */

@@ -136,6 +136,66 @@ static const char *node_label(struct world *w, uint32_t node, const char *key)
 	return s_(w, kubeapi_labels_get(n->labels, synth_id(&w->s, key)));
 }
 
+/* The node table's names, in its order, joined by spaces into buf. */
+static const char *table_names(struct world *w, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (size_t k = 0; k < w->plan.nodes.n && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? " " : "",
+		                       s_(w, w->plan.nodes.node[k]->name));
+	return buf;
+}
+
+/* Node i of the store replaced by a new object (an update from the
+ * watch), the old one freed. */
+static void replace_node(struct world *w, const char *name)
+{
+	uint64_t key = synth_id(&w->s, name);
+	struct kubeapi_node *old = idmap_get(&w->s.nodes, key);
+
+	assert_non_null(old);
+	idmap_del(&w->s.nodes, key); /* so the store's own pointer is not the old one */
+	synth_node(&w->s, name, "z", "r0", 8, NULL);
+	kubeapi_node_release(w->s.model, old);
+	free(old);
+}
+
+/* The table is in name order whatever the store's order; the planner
+ * keeps the order between cycles while the store holds the same nodes,
+ * and must sort again when a node comes or goes, and take a node's new
+ * object when it is replaced. */
+static void test_node_order_kept_across_cycles(void **state)
+{
+	struct world w;
+	char buf[256];
+	struct kubeapi_node *gone;
+
+	(void)state;
+	world_init(&w);
+	synth_node(&w.s, "n-3", "z", "r0", 8, NULL);
+	synth_node(&w.s, "n-1", "z", "r0", 8, NULL);
+	cycle(&w);
+	assert_string_equal(table_names(&w, buf, sizeof(buf)), "n-1 n-3");
+	synth_node(&w.s, "n-2", "z", "r0", 8, NULL);
+	cycle(&w);
+	assert_string_equal(table_names(&w, buf, sizeof(buf)), "n-1 n-2 n-3");
+	cycle(&w); /* nothing changed: the kept order */
+	assert_string_equal(table_names(&w, buf, sizeof(buf)), "n-1 n-2 n-3");
+	gone = idmap_del(&w.s.nodes, synth_id(&w.s, "n-1"));
+	kubeapi_node_release(w.s.model, gone);
+	free(gone);
+	synth_node(&w.s, "n-0", "z", "r0", 8, NULL); /* as many nodes, another key */
+	cycle(&w);
+	assert_string_equal(table_names(&w, buf, sizeof(buf)), "n-0 n-2 n-3");
+	replace_node(&w, "n-2");
+	cycle(&w);
+	assert_ptr_equal(w.plan.nodes.node[1], idmap_get(&w.s.nodes, synth_id(&w.s, "n-2")));
+	assert_string_equal(table_names(&w, buf, sizeof(buf)), "n-0 n-2 n-3");
+	world_free(&w);
+}
+
 static void test_gang_fits_whole(void **state)
 {
 	struct world w;
@@ -461,6 +521,7 @@ static void test_strict_fifo_why(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_node_order_kept_across_cycles),
 	    cmocka_unit_test(test_gang_fits_whole),
 	    cmocka_unit_test(test_gang_short_binds_nothing),
 	    cmocka_unit_test(test_rack_packing),
