@@ -101,7 +101,8 @@
  * and one more cycle is timed (steady_cycle()): what a cycle costs once
  * the cluster changes by 1%. The timed reps read every pod (a first
  * cycle's work); the steady cycle is told which pods changed
- * (plan_input.pod_changes) and keeps the rest of its pod table. After it,
+ * (plan_input.pod_changes) and that no PodGroup did (groups_known), and
+ * keeps the rest of its pod table and its gangs' facts. After it,
  * untimed, the kept table is checked against a rebuild and a cycle that
  * reads every pod must decide the same (steady_state_mismatches,
  * steady_same_as_rebuild); the run fails with a WARNING line otherwise.
@@ -1092,7 +1093,8 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 		free(pod);
 	}
 	in->assumed = &assumed;
-	in->pods_known = 1; /* the pods that ended are the change */
+	in->pods_known = 1;   /* the pods that ended are the change */
+	in->groups_known = 1; /* and no PodGroup changed */
 	in->pod_changes = gone;
 	in->npod_changes = (size_t)n;
 	c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
@@ -1106,6 +1108,7 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 		rc = steady_check(w, in, r);
 	in->assumed = NULL;
 	in->pods_known = 0;
+	in->groups_known = 0;
 	in->pod_changes = NULL;
 	in->npod_changes = 0;
 out:

@@ -6,8 +6,18 @@
  * and its submission time. A member whose PodGroup is missing makes its
  * gang INCOMPLETE; one no queue takes, NO_QUEUE.
  *
+ * What a new record takes from the PodGroup, the first pod met, the
+ * queues and the priority classes (struct plan_gang_facts) is kept
+ * across cycles with the gang's entry in plan_memory.gangs, which also
+ * indexes this cycle's records: while none of those changed (the input
+ * names the pods and PodGroups that did), a record is made from the
+ * entry alone. Reading a gang's pod and PodGroup and resolving its queue
+ * was a fifth of a steady cycle at 50,000 nodes, in cache misses.
+ *
  * Cost: O(1) per pod (an id map by gang key), O(PodGroups) for Volcano's
- * groups without pods.
+ * groups without pods; O(changes) a cycle to forget facts; every 32
+ * cycles a pass over the entries to drop the gangs not met since.
+ * Memory: an entry (about 90 bytes with the map's slot) per gang.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -114,15 +124,9 @@ static int32_t group_priority(const struct plan_run *r, const struct kubeapi_pod
 	return pc ? pc->value : INT32_MIN;
 }
 
-/* A new gang record under key, indexed. NULL: out of memory. */
-static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns, uint32_t name)
+/* A record's defaults before anything is known of its gang. */
+static void gang_init(struct plan_gang *g, uint64_t key, uint32_t ns, uint32_t name)
 {
-	struct plan *p = r->p;
-	struct plan_gang *g;
-
-	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) < 0)
-		return NULL;
-	g = &p->gangs[p->ngangs++];
 	memset(g, 0, sizeof(*g));
 	g->key = key;
 	g->ns = ns;
@@ -132,8 +136,26 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	g->state = PLAN_RUNNING;
 	g->min_member = 1;
 	g->within = (struct policy_within){-1, POLICY_NO_DOMAIN};
-	if (idmap_put(&r->by_group, key, (void *)(uintptr_t)p->ngangs) < 0)
+}
+
+/* A new gang record under key, indexed (its kept entry made on first
+ * sight, with no facts). NULL: out of memory. */
+static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns, uint32_t name)
+{
+	struct plan *p = r->p;
+	struct plan_gangs_kept *m = &r->keep->gangs;
+	struct plan_kept_gang **e;
+	struct plan_gang *g;
+
+	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) <
+	        0 ||
+	    !(e = (struct plan_kept_gang **)idmap_ref(&m->map, key)) ||
+	    (!*e && !(*e = calloc(1, sizeof(**e)))))
 		return NULL;
+	(*e)->cycle = m->cycle;
+	(*e)->index = (uint32_t)p->ngangs;
+	g = &p->gangs[p->ngangs++];
+	gang_init(g, key, ns, name);
 	return g;
 }
 
@@ -179,22 +201,15 @@ static const struct kubeapi_podgroup *basic_group(const struct plan_run *r,
 	return pg && pg->basic ? pg : NULL;
 }
 
-/* The gang pod belongs to, created on first sight. NULL: out of memory. */
-struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
+/* Record g (gang_init()'s) as pod, the first member met, makes it: its
+ * PodGroup's facts (basic: the native PodGroup of a pod scheduled on its
+ * own), its queue, and why it cannot be planned if so. */
+static void first_sight(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *pod,
+                        const struct kubeapi_podgroup *basic)
 {
-	struct plan *p = r->p;
-	const struct kubeapi_podgroup *basic = basic_group(r, pod);
-	uint32_t group = basic ? 0 : pod->group;
-	uint64_t key =
-	    group ? plan_gang_key(pod->ns, group, 0) : plan_gang_key(pod->ns, pod->name, 1);
-	uintptr_t at = (uintptr_t)idmap_get(&r->by_group, key);
 	const struct kubeapi_podgroup *pg;
-	struct plan_gang *g;
+	bool group = !basic && pod->group;
 
-	if (at)
-		return &p->gangs[at - 1];
-	if (!(g = new_gang(r, key, pod->ns, group ? group : pod->name)))
-		return NULL;
 	g->submitted_s = pod->created_s;
 	g->enqueued = !group; /* a single pod has no minResources */
 	if (basic) {
@@ -212,6 +227,100 @@ struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *po
 		}
 	}
 	resolve_queue(r, g, pod);
+}
+
+/* The facts first_sight() gave record g. */
+static struct plan_gang_facts facts_of(const struct plan_gang *g)
+{
+	return (struct plan_gang_facts){
+	    .group = g->group,
+	    .submitted_s = g->submitted_s,
+	    .queue = g->queue,
+	    .priority = g->priority,
+	    .min_member = g->min_member,
+	    .within_level = g->within.level,
+	    .fixed_priority = g->fixed_priority,
+	    .enqueued = g->enqueued,
+	    .ran = g->ran,
+	};
+}
+
+static bool same_facts(const struct plan_gang_facts *a, const struct plan_gang_facts *b)
+{
+	return a->group == b->group && a->submitted_s == b->submitted_s && a->queue == b->queue &&
+	       a->priority == b->priority && a->min_member == b->min_member &&
+	       a->within_level == b->within_level && a->fixed_priority == b->fixed_priority &&
+	       a->enqueued == b->enqueued && a->ran == b->ran;
+}
+
+static struct plan_kept_gang *kept(const struct plan_run *r, uint64_t key)
+{
+	return idmap_get(&r->keep->gangs.map, key);
+}
+
+long plan__gang_index(const struct plan_run *r, uint64_t key)
+{
+	const struct plan_kept_gang *e = kept(r, key);
+
+	return e && e->cycle == r->keep->gangs.cycle ? (long)e->index : -1;
+}
+
+/* The gang pod belongs to, created on first sight. NULL: out of memory. */
+struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod)
+{
+	const struct kubeapi_podgroup *basic = basic_group(r, pod);
+	uint32_t group = basic ? 0 : pod->group;
+	uint64_t key =
+	    group ? plan_gang_key(pod->ns, group, 0) : plan_gang_key(pod->ns, pod->name, 1);
+	long at = plan__gang_index(r, key);
+	struct plan_kept_gang *e;
+	struct plan_gang *g;
+
+	if (at >= 0)
+		return &r->p->gangs[at];
+	if (!(g = new_gang(r, key, pod->ns, group ? group : pod->name)))
+		return NULL;
+	first_sight(r, g, pod, basic);
+	/* A gang that waits for its PodGroup or a queue says so in words of
+	 * this cycle: it is worked out again every cycle. */
+	e = kept(r, key);
+	e->facts = facts_of(g);
+	e->epoch = g->state == PLAN_RUNNING ? r->keep->gangs.epoch : 0;
+	return g;
+}
+
+struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key, const struct kubeapi_pod *pod)
+{
+	struct plan_kept_gang *e = kept(r, key);
+	struct plan_gang *g;
+	struct plan_gang_facts f;
+
+	if (e && e->cycle == r->keep->gangs.cycle)
+		return &r->p->gangs[e->index];
+	if (!e || e->epoch != r->keep->gangs.epoch)
+		return plan__gang_of(r, pod);
+	f = e->facts;
+	if (!(g = new_gang(r, key, (uint32_t)(key >> 32) & 0x7fffffffu, (uint32_t)key)))
+		return NULL;
+	g->group = f.group;
+	g->submitted_s = f.submitted_s;
+	g->queue = f.queue;
+	g->priority = f.priority;
+	g->min_member = f.min_member;
+	g->within.level = f.within_level;
+	g->fixed_priority = f.fixed_priority;
+	g->enqueued = f.enqueued;
+	g->ran = f.ran;
+	if (r->in->check_state) { /* against facts worked out afresh */
+		struct plan_gang fresh;
+		struct plan_gang_facts now;
+
+		gang_init(&fresh, key, g->ns, g->name);
+		first_sight(r, &fresh, pod, NULL);
+		now = facts_of(&fresh);
+		if (fresh.state != PLAN_RUNNING || !same_facts(&now, &f))
+			r->p->stats.state_mismatches++;
+	}
 	return g;
 }
 
@@ -234,7 +343,7 @@ int plan__group_gangs(struct plan_run *r)
 		if (plan__group_ran(r, pg))
 			continue;
 		key = plan_gang_key(pg->ns, pg->name, 0);
-		if (idmap_get(&r->by_group, key))
+		if (plan__gang_index(r, key) >= 0)
 			continue;
 		if (!(g = new_gang(r, key, pg->ns, pg->name)))
 			return -ENOMEM;
@@ -242,4 +351,69 @@ int plan__group_gangs(struct plan_run *r)
 		resolve_queue(r, g, NULL);
 	}
 	return 0;
+}
+
+/* ---- what is kept across cycles --------------------------------------- */
+
+/* Every this many cycles the entries of gangs not met since are freed. */
+#define SWEEP_EVERY 32
+
+void plan__gang_touched(struct plan_run *r, uint64_t key)
+{
+	struct plan_kept_gang *e = key ? kept(r, key) : NULL;
+
+	if (e)
+		e->epoch = 0;
+}
+
+/* A hash of the node table's level keys: a gang's constraint level
+ * (use_group()) is an index among them. */
+static uint64_t levels_of(const struct policy_nodes *t)
+{
+	uint64_t h = t->nlevels;
+
+	for (unsigned k = 0; k < t->nlevels; k++)
+		h = h * 0x100000001b3ull ^ t->level[k].key;
+	return h;
+}
+
+int plan__gangs_start(struct plan_run *r)
+{
+	struct plan_gangs_kept *m = &r->keep->gangs;
+	const struct plan_input *in = r->in;
+	uint64_t levels = levels_of(&r->p->nodes);
+
+	m->cycle++;
+	if (!in->pods_known || !in->groups_known || r->p->stats.pods_rebuilt ||
+	    m->config != in->config_gen || m->levels != levels || !m->epoch) {
+		m->epoch++; /* every fact kept is forgotten */
+		m->config = in->config_gen;
+		m->levels = levels;
+		return 0;
+	}
+	for (unsigned s = 0; s < 3; s++)
+		for (size_t k = 0; k < in->ngroup_changes[s]; k++)
+			plan__gang_touched(r,
+			                   plan_gang_key((uint32_t)(in->group_changes[s][k] >> 32),
+			                                 (uint32_t)in->group_changes[s][k], 0));
+	return 0;
+}
+
+void plan__gangs_end(struct plan_run *r, int rc)
+{
+	struct plan_gangs_kept *m = &r->keep->gangs;
+	const struct idmap_slot *e;
+	uint64_t *gone;
+	size_t n = 0;
+
+	if (rc < 0)
+		m->epoch++; /* the changes given may not have been filed */
+	if (m->cycle % SWEEP_EVERY || !m->map.n || !(gone = malloc(m->map.n * sizeof(*gone))))
+		return;
+	IDMAP_FOREACH(&m->map, i, e)
+		if (((const struct plan_kept_gang *)e->value)->cycle != m->cycle)
+			gone[n++] = e->key;
+	for (size_t k = 0; k < n; k++)
+		free(idmap_del(&m->map, gone[k]));
+	free(gone);
 }

@@ -142,13 +142,6 @@ static const struct kubeapi_podspec *one_spec(const struct kubeapi_pod *const *p
 	return n ? pods[0]->spec : NULL;
 }
 
-long plan__gang_index(const struct plan_run *r, uint64_t key)
-{
-	uintptr_t at = (uintptr_t)idmap_get(&r->by_group, key);
-
-	return at ? (long)at - 1 : -1;
-}
-
 const struct kubeapi_podspec **plan__specs(struct plan_run *r, const struct plan_gang *g,
                                            const struct kubeapi_pod *const *pods, size_t n)
 {
@@ -527,7 +520,7 @@ static int presize(struct plan_run *r, size_t gangs, size_t bound, size_t pendin
 	     !(r->bound = arena_alloc(&p->arena, r->cap_bound * sizeof(*r->bound)))) ||
 	    (r->cap_pend && !(r->pend = arena_alloc(&p->arena, r->cap_pend * sizeof(*r->pend)))))
 		return -ENOMEM;
-	return idmap_reserve(&r->by_group, r->cap_gangs);
+	return 0;
 }
 
 static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in)
@@ -608,9 +601,10 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	int rc;
 
 	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__podtab_sync(&r)) == 0 &&
-	    (rc = check_state(&r)) == 0 && (rc = plan__count_pods(&r)) == 0 &&
-	    (rc = plan__group_gangs(&r)) == 0 && (rc = plan__collect_pending(&r)) == 0 &&
-	    (rc = plan__mix(&r)) == 0 && (rc = plan__enqueue(&r)) == 0) {
+	    (rc = check_state(&r)) == 0 && (rc = plan__gangs_start(&r)) == 0 &&
+	    (rc = plan__count_pods(&r)) == 0 && (rc = plan__group_gangs(&r)) == 0 &&
+	    (rc = plan__collect_pending(&r)) == 0 && (rc = plan__mix(&r)) == 0 &&
+	    (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
@@ -620,13 +614,13 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 		rc = publish_resv(&r);
 	if (rc < 0)
 		keep->pods.built = 0; /* the changes given may not be filed: read all next time */
+	plan__gangs_end(&r, rc);
 	p->stats.gangs = p->ngangs;
 	p->stats.reservations = r.bf.nresv;
 	p->stats.reserve_tries = r.bf.tries;
 	p->stats.backfilled = r.bf.backfilled;
 	p->stats.preempt_tries = r.pre.budget.tries;
 	p->stats.arena_bytes = p->arena.used_total;
-	idmap_free(&r.by_group);
 	idmap_free(&r.memo);
 	idmap_free(&r.mix_specs);
 	policy_fitcache_free(&r.fits);
@@ -649,6 +643,9 @@ void plan_memory_free(struct plan_memory *keep)
 	idmap_free(&keep->enqueued);
 	free(keep->pods.v);
 	free(keep->pods.names);
+	IDMAP_FOREACH(&keep->gangs.map, i, e)
+		free(e->value);
+	idmap_free(&keep->gangs.map);
 	free(keep->nodes.keys);
 	free(keep->nodes.slot);
 	memset(keep, 0, sizeof(*keep));

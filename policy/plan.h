@@ -89,6 +89,16 @@ struct plan_input {
 	const uint64_t *pod_changes;
 	size_t npod_changes;
 	uint8_t pods_known;
+	/* Likewise the keys of the PodGroups changed in groups, vcgroups and
+	 * natgroups (in that order), when groups_known, which also says that
+	 * no PriorityClass or Workload changed. Unset: any may have. What
+	 * the planner keeps of each gang (gangs.c) hangs on them. */
+	const uint64_t *group_changes[3];
+	size_t ngroup_changes[3];
+	uint8_t groups_known;
+	/* Changes whenever qs is another configuration's (the caller counts
+	 * its reloads): the kept gangs' queues hang on it. */
+	uint64_t config_gen;
 	/* A debug aid: check what the planner keeps across cycles against a
 	 * rebuild from the stores (plan_stats.state_mismatches). O(pods). */
 	uint8_t check_state;
@@ -218,7 +228,8 @@ struct plan_stats {
 	size_t arena_bytes;
 	/* The pod table (plan_memory.pods): pods read again this cycle
 	 * (every pod when it was rebuilt), and with check_state the records
-	 * that differed from a rebuild (0: none). */
+	 * that differed from a rebuild, and the gangs whose kept facts
+	 * differed from fresh ones (0: none). */
 	size_t pods_read, state_mismatches;
 	uint8_t pods_rebuilt;
 };
@@ -261,6 +272,15 @@ struct plan_memory {
 		size_t nnames;
 		uint8_t built;
 	} pods;
+	/* Every gang met lately: key -> struct plan_kept_gang * (gangs.c),
+	 * its record index in the cycle it was last met (cycle), and the
+	 * facts its record is made from, kept while nothing they hang on
+	 * changed (epoch; config and levels: what the facts were worked out
+	 * under). */
+	struct plan_gangs_kept {
+		struct idmap map;
+		uint64_t epoch, cycle, config, levels;
+	} gangs;
 	/* The node store's keys in slot order when the nodes were last put
 	 * in name order, and that order (slot[k]: the store position of the
 	 * k-th name): kept while the store holds the same keys in the same

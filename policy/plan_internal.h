@@ -122,7 +122,6 @@ struct plan_run {
 	uint32_t phase_inqueue;        /* id of "Inqueue" */
 	uint32_t phase_ran[5];         /* ids of the phases of a PodGroup that has run (setup) */
 	size_t cap_gangs;              /* room in p->gangs */
-	struct idmap by_group;         /* gang key -> gang index + 1 */
 	struct policy_fitcache fits;
 	struct idmap memo; /* static fit -> struct memo */
 	/* Pods of ours per spec blob, counted by plan__count_pods() for the
@@ -159,10 +158,45 @@ struct plan_task_done {
 	uint32_t gang, task;
 };
 
+/* What a gang's record takes, when first made in a cycle, from its
+ * PodGroup, the pod it is first met with, the queues and the priority
+ * classes (gangs.c). */
+struct plan_gang_facts {
+	const struct kubeapi_podgroup *group;
+	int64_t submitted_s;
+	int queue;
+	int32_t priority;
+	uint32_t min_member;
+	int within_level;
+	uint8_t fixed_priority, enqueued, ran;
+};
+
+/* A gang as plan_memory.gangs keeps it: the record it has this cycle
+ * (cycle, index), and its facts, valid while epoch is the memory's (0:
+ * none kept: worked out afresh when next met). */
+struct plan_kept_gang {
+	struct plan_gang_facts facts;
+	uint64_t epoch, cycle;
+	uint32_t index;
+};
+
 /* gangs.c: gang formation, step 2 of plan.h. plan__gang_of: the gang of
- * a pod of Muster's, made on first sight (NULL: out of memory). */
+ * a pod of Muster's, made on first sight (NULL: out of memory);
+ * plan__gang_of_key the same for a pod whose gang key is known (its
+ * record's), made from the kept facts when they stand, without reading
+ * the pod or its PodGroup. */
 int plan__group_gangs(struct plan_run *r);
 struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod);
+struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key,
+                                    const struct kubeapi_pod *pod);
+/* Before the gangs are made: a new cycle for the kept gangs, and what
+ * the input says changed made to forget their facts (all of them when it
+ * does not say). After the cycle: forget gangs not met lately (rc: the
+ * cycle's result; a failed one forgets every fact). */
+int plan__gangs_start(struct plan_run *r);
+void plan__gangs_end(struct plan_run *r, int rc);
+/* Gang key's facts may be stale (a member changed). */
+void plan__gang_touched(struct plan_run *r, uint64_t key);
 int32_t plan__pod_priority(const struct kubeapi_pod *pod);
 /* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
  * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason

@@ -216,7 +216,7 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct plan_pod *x, s
 
 	if (x->gang && *last < r->p->ngangs && r->p->gangs[*last].key == x->gang)
 		return &r->p->gangs[*last];
-	if ((g = plan__gang_of(r, x->pod)))
+	if ((g = x->gang ? plan__gang_of_key(r, x->gang, x->pod) : plan__gang_of(r, x->pod)))
 		*last = (size_t)(g - r->p->gangs);
 	return g;
 }

@@ -127,6 +127,7 @@ static void apply_config(struct sched *s)
 	config_free(&s->cfg);
 	s->cfg = fresh;
 	s->qs = qs;
+	s->config_gen++;
 	use_names(s);
 	sched_log(s, "%s: applied (%zu cohorts, %zu queues)", s->opt.config, s->cfg->n_all_cohorts,
 	          s->cfg->n_all_queues);
@@ -237,6 +238,7 @@ static int cycle_input(struct sched *s)
 	    .workloads = kubeapi_cache_store(c, KUBEAPI_STORE_WORKLOADS),
 	    .priorityclasses = kubeapi_cache_store(c, KUBEAPI_STORE_PRIORITYCLASSES),
 	    .qs = s->qs,
+	    .config_gen = s->config_gen,
 	    .assumed = &y->assumed,
 	    .assumed_vgpu = &y->vgpu,
 	    .backoff = &y->backoff,
@@ -347,6 +349,35 @@ static void on_drain(uv_idle_t *h)
 
 static void close_all(struct sched *s);
 
+/* The kinds whose changed keys the planner is told (and clears once a
+ * cycle has them): what it keeps across cycles hangs on them. */
+static const enum kubeapi_store_kind fed[] = {
+    KUBEAPI_STORE_PODS,      KUBEAPI_STORE_PODGROUPS, KUBEAPI_STORE_VCJOBS,
+    KUBEAPI_STORE_NATIVEPGS, KUBEAPI_STORE_WORKLOADS, KUBEAPI_STORE_PRIORITYCLASSES,
+};
+
+/* The PodGroups changed since the last cycle, per store, into in; true
+ * when they are known and no Workload or PriorityClass changed either:
+ * the planner then keeps the facts of every other gang (policy/gangs.c). */
+static bool group_changes(const struct sched *s, struct plan_input *in)
+{
+	static const enum kubeapi_store_kind groups[3] = {
+	    KUBEAPI_STORE_PODGROUPS, KUBEAPI_STORE_VCJOBS, KUBEAPI_STORE_NATIVEPGS};
+	static const enum kubeapi_store_kind others[2] = {KUBEAPI_STORE_WORKLOADS,
+	                                                  KUBEAPI_STORE_PRIORITYCLASSES};
+	const uint64_t *keys;
+	bool known = true;
+	size_t n;
+
+	for (size_t k = 0; k < 3; k++)
+		known = kubeapi_cache_changes(s->cache, groups[k], &in->group_changes[k],
+		                              &in->ngroup_changes[k]) &&
+		        known;
+	for (size_t k = 0; k < 2; k++)
+		known = kubeapi_cache_changes(s->cache, others[k], &keys, &n) && n == 0 && known;
+	return known;
+}
+
 /* Back on the loop: what waited for the cycle, its decisions carried out
  * (with the cache as the planner saw it: the plan points into it), then
  * the changes that came meanwhile applied. A leader that lost its lease
@@ -362,9 +393,11 @@ static void cycle_done(uv_work_t *w, int status)
 	 * time): before the release applies what came meanwhile. A cycle
 	 * that never ran (cancelled) filed nothing: the next one does. */
 	if (status == 0)
-		kubeapi_cache_changes_clear(s->cache, KUBEAPI_STORE_PODS);
+		for (size_t k = 0; k < sizeof(fed) / sizeof(fed[0]); k++)
+			kubeapi_cache_changes_clear(s->cache, fed[k]);
 	if (y->in.check_state && s->plan.stats.state_mismatches)
-		sched_logl(s, SCHED_WARN, "check-state: %zu pod records unlike a rebuild's",
+		sched_logl(s, SCHED_WARN,
+		           "check-state: %zu kept records (pods, gangs' facts) unlike a rebuild's",
 		           s->plan.stats.state_mismatches);
 	sched_assumed_bury(s);
 	IDMAP_FOREACH(&y->drops, i, sl)
@@ -426,6 +459,7 @@ static void cycle(struct sched *s)
 	 * of its pod table (policy/podtab.c). Cleared once it has them. */
 	y->in.pods_known = kubeapi_cache_changes(s->cache, KUBEAPI_STORE_PODS, &y->in.pod_changes,
 	                                         &y->in.npod_changes);
+	y->in.groups_known = group_changes(s, &y->in);
 	y->in.check_state = s->opt.check_state;
 	if ((rc = uv_queue_work(s->loop, &y->work, cycle_work, cycle_done)) < 0) {
 		sched_log(s, "cycle not started: %s", uv_strerror(rc));
@@ -714,6 +748,15 @@ static int start_lease(struct sched *s)
 	return sched_lease_start(s->loop, s->http, &o, &s->lease);
 }
 
+static unsigned fed_kinds(void)
+{
+	unsigned bits = 0;
+
+	for (size_t k = 0; k < sizeof(fed) / sizeof(fed[0]); k++)
+		bits |= 1u << fed[k];
+	return bits;
+}
+
 static int start(struct sched *s)
 {
 	struct config_errors errs;
@@ -721,7 +764,7 @@ static int start(struct sched *s)
 	                                     .log = cache_log,
 	                                     .changed = cache_changed,
 	                                     .data = s,
-	                                     .track_changes = 1u << KUBEAPI_STORE_PODS};
+	                                     .track_changes = fed_kinds()};
 	int rc;
 
 	config_errors_init(&errs);

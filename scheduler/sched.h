@@ -177,6 +177,7 @@ struct sched {
 	struct config_watch *watch;
 	struct config *cfg;
 	struct queue_set *qs;
+	uint64_t config_gen;    /* configurations applied: plan_input.config_gen */
 	struct plan plan;       /* the last cycle's results */
 	struct sched_cycle cyc; /* the one in flight, if any */
 	/* Applying what came during the last cycle, a slice per loop

@@ -181,10 +181,11 @@ def launch(cluster, request, extra=(), tag=""):
 
 def kept_state_held(m):
     """Fail if Muster (run with --check-state) logged that the pod table
-    its planner keeps across cycles differed from a rebuild."""
+    or the gangs' facts its planner keeps across cycles differed from a
+    rebuild."""
     with open(m.log, errors="replace") as f:
         unlike = [line for line in f if "check-state:" in line]
-    assert not unlike, f"the planner's kept pod table differed from a rebuild ({m.log}):\n{''.join(unlike[:5])}"
+    assert not unlike, f"the planner's kept state differed from a rebuild ({m.log}):\n{''.join(unlike[:5])}"
 
 
 def stopped_cleanly(m):

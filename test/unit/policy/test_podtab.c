@@ -1,11 +1,14 @@
 /*
- * policy/podtab: the pod table the planner keeps across cycles. A long
- * random sequence of pod events (gangs of scheduler-plugins' and native
- * PodGroups arriving, binds, pods finishing, deletions, replacements,
- * pods of another scheduler) is fed to two
- * planners: one told only which pods changed (plan_input.pod_changes),
- * one that reads every pod each cycle. After every cycle the first's
- * table equals a rebuild (check_state) and both decide the same.
+ * policy/podtab and gangs: the pod table and the gangs' facts the
+ * planner keeps across cycles. A long random sequence of events (gangs
+ * of scheduler-plugins' and native PodGroups arriving, binds, pods
+ * finishing, deletions, replacements, pods of another scheduler,
+ * PodGroups changing their minMember or queue) is fed to two planners:
+ * one told only which pods and PodGroups changed (plan_input.pod_changes,
+ * group_changes), one that reads every pod and works every gang out
+ * afresh each cycle. After every cycle the first's table equals a
+ * rebuild and each kept gang's facts equal fresh ones (check_state), and
+ * both decide the same.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -68,6 +71,10 @@ struct world {
 	size_t npods;
 	uint64_t changes[MAX_PODS * 4];
 	size_t nchanges;
+	/* PodGroups changed: scheduler-plugins' (0) and native (2). */
+	uint64_t gchanges[3][MAX_PODS * 4];
+	size_t ngchanges[3];
+	size_t group_edits, single_edits;
 	uint64_t rng;
 	long clock;
 	int ngroups;
@@ -144,22 +151,26 @@ static void native_group(struct world *w, const char *ns, const char *name, int 
 	assert_int_equal(kubeapi_podgroup_decode(w->s.model, KUBEAPI_PG_NATIVE, o, g, &err), 0);
 	cJSON_Delete(o);
 	assert_int_equal(idmap_put(&w->natgroups, synth_key(&w->s, ns, name), g), 0);
+	w->gchanges[2][w->ngchanges[2]++] = synth_key(&w->s, ns, name);
 }
 
-/* A gang of 1 to 4 pods: three in five of scheduler-plugins' PodGroups,
- * one a native gang, one a basic native group (each pod its own gang). */
+/* A gang of 1 to 4 pods: three in six of scheduler-plugins' PodGroups,
+ * one a native gang, one a basic native group (each pod its own gang),
+ * one single pods of no PodGroup. */
 static void new_gang(struct world *w)
 {
-	int n = 1 + (int)(rnd(w) % 4), gpus = 1 << (rnd(w) % 3), kind = (int)(rnd(w) % 5);
+	int n = 1 + (int)(rnd(w) % 4), gpus = 1 << (rnd(w) % 3), kind = (int)(rnd(w) % 6);
 	const char *ns = rnd(w) % 3 ? "a" : "s";
 	char group[32];
 
 	snprintf(group, sizeof(group), "g%d", w->ngroups++);
 	++w->clock;
-	if (kind >= 3)
+	if (kind == 3 || kind == 4)
 		native_group(w, ns, group, n, kind == 4);
-	else
+	else if (kind < 3) {
 		synth_group(&w->s, ns, group, n, w->clock, NULL);
+		w->gchanges[0][w->ngchanges[0]++] = synth_key(&w->s, ns, group);
+	}
 	for (int k = 0; k < n && w->npods < MAX_PODS; k++) {
 		struct tpod *t = &w->pod[w->npods];
 
@@ -167,10 +178,10 @@ static void new_gang(struct world *w)
 		                   .gpus = gpus,
 		                   .node = -1,
 		                   .created = w->clock,
-		                   .native = kind >= 3};
+		                   .native = kind == 3 || kind == 4};
 		snprintf(t->ns, sizeof(t->ns), "%s", ns);
 		snprintf(t->name, sizeof(t->name), "%.20s-%d", group, k);
-		snprintf(t->group, sizeof(t->group), "%s", group);
+		snprintf(t->group, sizeof(t->group), "%s", kind == 5 ? "" : group);
 		put(w, w->npods++);
 	}
 }
@@ -189,6 +200,34 @@ static void foreign_pod(struct world *w)
 	snprintf(t->ns, sizeof(t->ns), "o");
 	snprintf(t->name, sizeof(t->name), "f%zu", w->npods);
 	put(w, w->npods++);
+}
+
+static int in_sp_group(const struct tpod *t);
+
+static long pick(struct world *w, int (*want)(const struct tpod *));
+
+/* A scheduler-plugins PodGroup is written again with another minMember
+ * or queue label: what its gang's record takes from it changes. */
+static void edit_group(struct world *w)
+{
+	static const char *const labels[] = {NULL, "\"muster.dev/queue\":\"small\"",
+	                                     "\"muster.dev/queue\":\"big\""};
+	long k = pick(w, in_sp_group);
+	const struct tpod *t;
+	struct kubeapi_podgroup *old;
+	uint64_t key;
+
+	if (k < 0)
+		return;
+	t = &w->pod[k];
+	key = synth_key(&w->s, t->ns, t->group);
+	if (!(old = idmap_get(&w->s.groups, key)))
+		return;
+	synth_group(&w->s, t->ns, t->group, 1 + (int)(rnd(w) % 4), w->clock, labels[rnd(w) % 3]);
+	kubeapi_podgroup_release(w->s.model, old);
+	free(old);
+	w->gchanges[0][w->ngchanges[0]++] = key;
+	w->group_edits++;
 }
 
 /* A random live pod for which want() holds, or -1. */
@@ -216,12 +255,22 @@ static int any(const struct tpod *t)
 	return 1;
 }
 
+static int in_sp_group(const struct tpod *t)
+{
+	return t->group[0] && !t->native;
+}
+
+static int waiting_single(const struct tpod *t)
+{
+	return !t->group[0] && t->node < 0 && !strcmp(t->sched, "muster");
+}
+
 /* One random event. */
 static void event(struct world *w)
 {
 	long k;
 
-	switch (rnd(w) % 6) {
+	switch (rnd(w) % 7) {
 	case 0:
 	case 1:
 		new_gang(w);
@@ -239,6 +288,16 @@ static void event(struct world *w)
 	case 4: /* an update that changes nothing the planner reads */
 		if ((k = pick(w, any)) >= 0)
 			put(w, (size_t)k);
+		break;
+	case 5:
+		edit_group(w);
+		/* and a single pod is made again, created later: its gang's
+		 * submission time changes with it */
+		if ((k = pick(w, waiting_single)) >= 0) {
+			w->pod[k].created = ++w->clock;
+			put(w, (size_t)k);
+			w->single_edits++;
+		}
 		break;
 	default:
 		foreign_pod(w);
@@ -274,6 +333,9 @@ static void side_cycle(struct world *w, struct side *d, bool told)
 	    .pod_changes = w->changes,
 	    .npod_changes = w->nchanges,
 	    .pods_known = told,
+	    .group_changes = {w->gchanges[0], w->gchanges[1], w->gchanges[2]},
+	    .ngroup_changes = {w->ngchanges[0], w->ngchanges[1], w->ngchanges[2]},
+	    .groups_known = told,
 	    .check_state = told,
 	};
 
@@ -370,6 +432,7 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 		reread += w->inc.plan.stats.pods_read;
 		stored += w->s.pods.n;
 		w->nchanges = 0;
+		memset(w->ngchanges, 0, sizeof(w->ngchanges));
 		bind_all(w);
 	}
 	/* It did bind, and read again a fraction of what reading every pod
@@ -377,6 +440,8 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	assert_true(admitted > 100);
 	assert_true(w->native_bound > 10);
 	assert_true(reread * 4 < stored);
+	assert_true(w->group_edits > 50);
+	assert_true(w->single_edits > 50);
 	plan_free(&w->inc.plan);
 	plan_free(&w->full.plan);
 	plan_memory_free(&w->inc.keep);
