@@ -513,9 +513,9 @@ static struct policy_fit *compute_fit(struct arena *a, const struct policy_nodes
 
 /* Memoized by the static part's hash, checked byte for byte: a collision
  * (two different static parts, one hash) gets a fit of its own, uncached. */
-const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
-                                        const struct policy_nodes *t,
-                                        const struct kubeapi_podspec *spec)
+static const struct policy_fit *fit_of(struct policy_fitcache *fc, struct arena *a,
+                                       const struct policy_nodes *t,
+                                       const struct kubeapi_podspec *spec)
 {
 	uint64_t key = static_hash(spec);
 	struct policy_fit *f = idmap_get(&fc->map, key);
@@ -530,7 +530,22 @@ const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena
 	return f;
 }
 
+const struct policy_fit *policy_fit_get(struct policy_fitcache *fc, struct arena *a,
+                                        const struct policy_nodes *t,
+                                        const struct kubeapi_podspec *spec)
+{
+	uintptr_t h = (uintptr_t)spec;
+	struct policy_fit_recent *e = &fc->recent[(h >> 4 ^ h >> 12) % POLICY_FIT_RECENT];
+
+	if (e->spec != spec || !e->fit) {
+		e->spec = spec;
+		e->fit = fit_of(fc, a, t, spec);
+	}
+	return e->fit;
+}
+
 void policy_fitcache_free(struct policy_fitcache *fc)
 {
 	idmap_free(&fc->map);
+	memset(fc->recent, 0, sizeof(fc->recent));
 }

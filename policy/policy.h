@@ -230,9 +230,17 @@ struct policy_fit {
 
 /** Per-cycle memo of policy_fit by the static part of a spec (its
  *  tolerations, selector and affinity; not its requests), so gangs that
- *  differ only in what they request share one entry. */
+ *  differ only in what they request share one entry. In front of it, the
+ *  last fits asked for, by spec blob (specs are shared: a cycle asks for
+ *  a few of them tens of thousands of times), so the static part is
+ *  hashed once per blob, not once per question. */
+#define POLICY_FIT_RECENT 64
 struct policy_fitcache {
 	struct idmap map; /* hash of the static part -> struct policy_fit * */
+	struct policy_fit_recent {
+		const struct kubeapi_podspec *spec;
+		const struct policy_fit *fit;
+	} recent[POLICY_FIT_RECENT];
 };
 
 /** The fit of spec, computed on first use: O(nodes) then O(static part).
