@@ -147,15 +147,19 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	struct plan_kept_gang **e;
 	struct plan_gang *g;
 
-	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024) <
-	        0 ||
-	    !(e = (struct plan_kept_gang **)idmap_ref(&m->map, key)) ||
+	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024))
+		return NULL;
+	if (!(e = (struct plan_kept_gang **)idmap_ref(&m->map, key)) ||
 	    (!*e && !(*e = calloc(1, sizeof(**e)))))
 		return NULL;
-	(*e)->cycle = m->cycle;
+	/* Absent from the last cycle: it is seen waiting afresh. */
+	if ((*e)->cycle + 1 != m->cycle)
+		(*e)->seen = 0;
+	(*e)->cycle = (*e)->met = m->cycle;
 	(*e)->index = (uint32_t)p->ngangs;
 	g = &p->gangs[p->ngangs++];
 	gang_init(g, key, ns, name);
+	g->kept = *e;
 	return g;
 }
 
@@ -353,6 +357,34 @@ int plan__group_gangs(struct plan_run *r)
 	return 0;
 }
 
+int plan__single_queue(struct plan_run *r, uint64_t key, const struct kubeapi_pod *pod)
+{
+	struct plan_gangs_kept *m = &r->keep->gangs;
+	struct plan_kept_gang **e = (struct plan_kept_gang **)idmap_ref(&m->map, key);
+	struct plan_gang fresh;
+	struct plan_gang_facts f;
+
+	if (e && *e && (*e)->epoch == m->epoch) {
+		(*e)->met = m->cycle;
+		if (r->in->check_state) { /* against facts worked out afresh */
+			gang_init(&fresh, key, pod->ns, pod->name);
+			first_sight(r, &fresh, pod, NULL);
+			f = facts_of(&fresh);
+			if (fresh.state != PLAN_RUNNING || !same_facts(&f, &(*e)->facts))
+				r->p->stats.state_mismatches++;
+		}
+		return (*e)->facts.queue;
+	}
+	gang_init(&fresh, key, pod->ns, pod->name);
+	first_sight(r, &fresh, pod, NULL);
+	if (e && (*e || (*e = calloc(1, sizeof(**e))))) {
+		(*e)->facts = facts_of(&fresh);
+		(*e)->epoch = fresh.state == PLAN_RUNNING ? m->epoch : 0;
+		(*e)->met = m->cycle;
+	}
+	return fresh.queue;
+}
+
 /* ---- what is kept across cycles --------------------------------------- */
 
 /* Every this many cycles the entries of gangs not met since are freed. */
@@ -411,7 +443,7 @@ void plan__gangs_end(struct plan_run *r, int rc)
 	if (m->cycle % SWEEP_EVERY || !m->map.n || !(gone = malloc(m->map.n * sizeof(*gone))))
 		return;
 	IDMAP_FOREACH(&m->map, i, e)
-		if (((const struct plan_kept_gang *)e->value)->cycle != m->cycle)
+		if (((const struct plan_kept_gang *)e->value)->met != m->cycle)
 			gone[n++] = e->key;
 	for (size_t k = 0; k < n; k++)
 		free(idmap_del(&m->map, gone[k]));

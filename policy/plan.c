@@ -329,9 +329,9 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
  * waiting (and holding a reservation, say) must not jump ahead of it. The
  * gangs first seen in one cycle are numbered in key order, so that the
  * order does not hang on the order the cycle met them in. 0: not seen. */
-static uint64_t seen_before(const struct plan_run *r, const struct plan_gang *g)
+static uint64_t seen_before(const struct plan_gang *g)
 {
-	return (uintptr_t)idmap_get(&r->keep->seen, g->key);
+	return g->kept->seen;
 }
 
 struct fresh_order {
@@ -358,12 +358,9 @@ static void first_seen(struct plan_run *r, struct queue_item *items, const uint3
 
 	qsort_r(fresh, n, sizeof(*fresh), by_key, &o);
 	for (size_t k = 0; k < n; k++) {
-		uint64_t key = r->p->gangs[gang_of_item[fresh[k]]].key;
-		uintptr_t seq = (uintptr_t)++keep->seen_seq;
+		struct plan_gang *g = &r->p->gangs[gang_of_item[fresh[k]]];
 
-		if (idmap_put(&keep->seen, key, (void *)seq) < 0)
-			seq = key * 0x9e3779b97f4a7c15ull; /* a stable order anyway */
-		items[fresh[k]].tiebreak = seq;
+		items[fresh[k]].tiebreak = g->kept->seen = ++keep->seen_seq;
 	}
 }
 
@@ -384,9 +381,13 @@ void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct
 	free(gone);
 }
 
-static bool not_waiting(const struct plan_gang *g)
+/* Gangs that no longer wait are seen waiting afresh when they next do
+ * (one absent from a cycle: new_gang()). O(gangs). */
+static void forget_seen(struct plan *p)
 {
-	return g->npending == 0;
+	for (size_t k = 0; k < p->ngangs; k++)
+		if (p->gangs[k].npending == 0)
+			p->gangs[k].kept->seen = 0;
 }
 
 /* Gangs whose turn it is this cycle, as queue items. */
@@ -427,7 +428,7 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		}
 		g->state = PLAN_WAITING; /* until admitted */
 		items[n] = (struct queue_item){g->queue, g->priority, g->submitted_s,
-		                               seen_before(r, g), g->req};
+		                               seen_before(g), g->req};
 		if (!items[n].tiebreak)
 			fresh[nfresh++] = (uint32_t)n;
 		gang_of_item[n++] = (uint32_t)k;
@@ -608,7 +609,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
-		plan__forget(&r, &keep->seen, not_waiting); /* gangs that no longer wait */
+		forget_seen(p);
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
@@ -639,7 +640,6 @@ void plan_memory_free(struct plan_memory *keep)
 	IDMAP_FOREACH(&keep->holds, i, e)
 		free(e->value);
 	idmap_free(&keep->holds);
-	idmap_free(&keep->seen);
 	idmap_free(&keep->enqueued);
 	free(keep->pods.v);
 	free(keep->pods.names);

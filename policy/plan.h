@@ -151,6 +151,8 @@ struct plan_block {
 	 * quota, is short: of resource short_res, usage = the capacity. */
 };
 
+struct plan_kept_gang; /* policy/plan_internal.h */
+
 struct plan_gang {
 	uint64_t key;                         /* plan_gang_key() */
 	uint32_t ns, name;                    /* the PodGroup's, or the single pod's */
@@ -185,6 +187,7 @@ struct plan_gang {
 	uint8_t protected_;       /* never a victim: queue or gang says so, or minRuntime */
 	uint32_t preempted_by;    /* a victim: the preemptor's gang index + 1, else 0 */
 	uint32_t bound_first;     /* planner-internal: first bound pod + 1 */
+	struct plan_kept_gang *kept; /* planner-internal: its entry in plan_memory.gangs */
 	uint32_t tried;           /* when this cycle tried it: 1, 2, ...; 0 not tried */
 	const int64_t *req;       /* what its pending members ask, per queue slot; or NULL */
 	/* Planner-internal, of the pending members: the one spec they all
@@ -253,9 +256,8 @@ struct plan_memory {
 	/* Preemptor gang key -> struct plan_hold *: the room held for it
 	 * while its victims end. */
 	struct idmap holds;
-	/* Waiting gang key -> the order in which Muster first saw it
-	 * waiting, the tie-break between equal submission times. */
-	struct idmap seen;
+	/* The last number given to a gang first seen waiting (kept with
+	 * the gang: plan_kept_gang.seen). */
 	uint64_t seen_seq;
 	/* Gangs whose PodGroup passed the minResources gate and has not
 	 * started yet (key -> 1), so a decision stands before the watch
@@ -273,10 +275,10 @@ struct plan_memory {
 		uint8_t built;
 	} pods;
 	/* Every gang met lately: key -> struct plan_kept_gang * (gangs.c),
-	 * its record index in the cycle it was last met (cycle), and the
-	 * facts its record is made from, kept while nothing they hang on
-	 * changed (epoch; config and levels: what the facts were worked out
-	 * under). */
+	 * its record index in the cycle it was last met (cycle), the facts
+	 * its record is made from, kept while nothing they hang on changed
+	 * (epoch; config and levels: what the facts were worked out under),
+	 * and when it was first seen waiting. */
 	struct plan_gangs_kept {
 		struct idmap map;
 		uint64_t epoch, cycle, config, levels;

@@ -172,11 +172,13 @@ struct plan_gang_facts {
 };
 
 /* A gang as plan_memory.gangs keeps it: the record it has this cycle
- * (cycle, index), and its facts, valid while epoch is the memory's (0:
- * none kept: worked out afresh when next met). */
+ * (cycle, index), its facts, valid while epoch is the memory's (0: none
+ * kept: worked out afresh when next met), the last cycle anything asked
+ * for it (met), and when Muster first saw it waiting (seen: the queue's
+ * tie-break between equal submission times; 0 not waiting). */
 struct plan_kept_gang {
 	struct plan_gang_facts facts;
-	uint64_t epoch, cycle;
+	uint64_t epoch, cycle, met, seen;
 	uint32_t index;
 };
 
@@ -197,6 +199,9 @@ int plan__gangs_start(struct plan_run *r);
 void plan__gangs_end(struct plan_run *r, int rc);
 /* Gang key's facts may be stale (a member changed). */
 void plan__gang_touched(struct plan_run *r, uint64_t key);
+/* The queue of single pod `pod` (gang key), bound: from its kept facts
+ * when they stand, without reading the pod. */
+int plan__single_queue(struct plan_run *r, uint64_t key, const struct kubeapi_pod *pod);
 int32_t plan__pod_priority(const struct kubeapi_pod *pod);
 /* The queue of a pod in PodGroup pg (or alone, pg NULL), or of PodGroup
  * pg before it has pods (pod NULL), or QUEUE_NONE with res->reason

@@ -276,7 +276,6 @@ static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, siz
 {
 	const struct kubeapi_pod *pod = x->pod;
 	uint16_t flavor = i >= 0 ? r->p->nodes.flavor[i] : POLICY_NO_FLAVOR;
-	struct queue_resolution res;
 	struct plan_gang *g = NULL;
 	const struct policy_held *held = NULL;
 	int rc, queue = QUEUE_NONE;
@@ -300,7 +299,7 @@ static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, siz
 	} else if (x->flags & PLAN_POD_OURS) {
 		/* Without preemption a bound pod on its own is never looked at
 		 * again: its queue is all it needs, not a gang record. */
-		queue = plan__queue_of(r, NULL, pod, &res);
+		queue = plan__single_queue(r, x->gang, pod);
 	}
 	if (i >= 0 && (rc = add_bound(r, x, i, held, g)) < 0)
 		return rc;
