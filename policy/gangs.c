@@ -431,6 +431,38 @@ int plan__gangs_start(struct plan_run *r)
 	return 0;
 }
 
+static void kept_free(struct plan_kept_gang *e)
+{
+	if (e)
+		free(e->prefix);
+	free(e);
+}
+
+void plan__gangs_free(struct plan_gangs_kept *m)
+{
+	const struct idmap_slot *e;
+
+	IDMAP_FOREACH(&m->map, i, e)
+		kept_free(e->value);
+	idmap_free(&m->map);
+}
+
+int plan__gang_prefix(struct plan_run *r, struct plan_gang *g)
+{
+	struct plan_kept_gang *e = g->kept;
+	char buf[1024];
+	size_t n;
+
+	if (e->prefix)
+		return 0;
+	n = plan_words_prefix(plan__str(r, g->ns), plan__str(r, g->name), buf, sizeof(buf));
+	if (!(e->prefix = malloc(n + 1)))
+		return -ENOMEM;
+	memcpy(e->prefix, buf, n + 1);
+	e->prefix_len = (uint32_t)n;
+	return 0;
+}
+
 void plan__gangs_end(struct plan_run *r, int rc)
 {
 	struct plan_gangs_kept *m = &r->keep->gangs;
@@ -446,6 +478,6 @@ void plan__gangs_end(struct plan_run *r, int rc)
 		if (((const struct plan_kept_gang *)e->value)->met != m->cycle)
 			gone[n++] = e->key;
 	for (size_t k = 0; k < n; k++)
-		free(idmap_del(&m->map, gone[k]));
+		kept_free(idmap_del(&m->map, gone[k]));
 	free(gone);
 }

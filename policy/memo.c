@@ -4,6 +4,7 @@
  * much. Cost: O(MEMO_SHAPES) per lookup, one arena record per fit.
  */
 #include <stdbool.h>
+#include <string.h>
 
 #include "policy/plan_internal.h"
 
@@ -80,8 +81,9 @@ void plan__memo_add(struct plan_run *r, const struct policy_fit *fit,
 			return;
 	}
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
-	m->v[m->next] = (struct plan_memo_shape){spec, (uint32_t)n, runtime_s,
-	                                         plan_words_tail(message), *block};
+	message = plan_words_tail(message);
+	m->v[m->next] = (struct plan_memo_shape){spec,    (uint32_t)n,     runtime_s,
+	                                         message, strlen(message), *block};
 	m->next = (m->next + 1) % MEMO_SHAPES;
 	if (m->count < MEMO_SHAPES)
 		m->count++;

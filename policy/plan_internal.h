@@ -180,6 +180,10 @@ struct plan_kept_gang {
 	struct plan_gang_facts facts;
 	uint64_t epoch, cycle, met, seen;
 	uint32_t index;
+	/* "gang ns/name: " (plan_words_prefix()), made when first needed:
+	 * what the memo's answers are said after (plan.c). */
+	char *prefix;
+	uint32_t prefix_len;
 };
 
 /* gangs.c: gang formation, step 2 of plan.h. plan__gang_of: the gang of
@@ -197,6 +201,10 @@ struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key,
  * cycle's result; a failed one forgets every fact). */
 int plan__gangs_start(struct plan_run *r);
 void plan__gangs_end(struct plan_run *r, int rc);
+/* g's entry's prefix, made if need be: 0 or -ENOMEM. */
+int plan__gang_prefix(struct plan_run *r, struct plan_gang *g);
+/* Everything plan_memory.gangs holds, freed. */
+void plan__gangs_free(struct plan_gangs_kept *m);
 /* Gang key's facts may be stale (a member changed). */
 void plan__gang_touched(struct plan_run *r, uint64_t key);
 /* The queue of single pod `pod` (gang key), bound: from its kept facts
@@ -249,6 +257,7 @@ struct plan_memo_shape {
 	uint32_t n;
 	int64_t runtime_s;
 	const char *message; /* what follows "gang ns/name: " */
+	size_t message_len;
 	struct plan_block block;
 };
 const struct plan_memo_shape *plan__memo_find(struct plan_run *r, const struct policy_fit *fit,

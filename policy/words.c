@@ -362,32 +362,9 @@ const char *plan_words_tail(const char *message)
 	return tail ? tail + 2 : message;
 }
 
-/* Append s to buf[*at..len - 1), cut to fit. */
-static void put(char *buf, size_t len, size_t *at, const char *s)
+size_t plan_words_prefix(const char *ns, const char *name, char *buf, size_t len)
 {
-	size_t n = strlen(s);
+	int n = snprintf(buf, len, "gang %s/%s: ", ns, name);
 
-	if (n > len - 1 - *at)
-		n = len - 1 - *at;
-	memcpy(buf + *at, s, n);
-	*at += n;
-}
-
-/* Said of every gang a cycle answers from its memo (tens of thousands at
- * 50,000 nodes): the pieces are copied, without a format to parse. */
-const char *plan_words_again(const char *ns, const char *name, const char *tail, char *buf,
-                             size_t len)
-{
-	size_t at = 0;
-
-	if (len == 0)
-		return buf;
-	put(buf, len, &at, "gang ");
-	put(buf, len, &at, ns);
-	put(buf, len, &at, "/");
-	put(buf, len, &at, name);
-	put(buf, len, &at, ": ");
-	put(buf, len, &at, tail);
-	buf[at] = 0;
-	return buf;
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
 }

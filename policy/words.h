@@ -92,9 +92,10 @@ const char *plan_words_message(const struct plan_facts *f, char *buf, size_t len
  *  with the same verdict (the planner's memo). */
 const char *plan_words_tail(const char *message);
 
-/** That tail said of gang ns/name, into buf. Returns buf. */
-const char *plan_words_again(const char *ns, const char *name, const char *tail, char *buf,
-                             size_t len);
+/** "gang NS/NAME: ", the start of every message of that gang, into buf
+ *  (cut to len). Returns its length. A tail (plan_words_tail()) after it
+ *  says another gang's verdict of this one. */
+size_t plan_words_prefix(const char *ns, const char *name, char *buf, size_t len);
 
 /** msg followed by the expected start of a reservation on `nodes` nodes
  *  (PLAN_NEVER: unknown), into buf. Returns buf. */
