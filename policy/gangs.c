@@ -152,9 +152,12 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	if (!(e = (struct plan_kept_gang **)idmap_ref(&m->map, key)) ||
 	    (!*e && !(*e = calloc(1, sizeof(**e)))))
 		return NULL;
-	/* Absent from the last cycle: it is seen waiting afresh. */
-	if ((*e)->cycle + 1 != m->cycle)
+	/* Absent from the last cycle: it is seen waiting afresh, and goes
+	 * through the gate again. */
+	if ((*e)->cycle + 1 != m->cycle) {
 		(*e)->seen = 0;
+		(*e)->enqueued = 0;
+	}
 	(*e)->cycle = (*e)->met = m->cycle;
 	(*e)->index = (uint32_t)p->ngangs;
 	g = &p->gangs[p->ngangs++];

@@ -385,23 +385,6 @@ static void first_seen(struct plan_run *r, struct queue_item *items, const uint3
 	}
 }
 
-void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *))
-{
-	uint64_t *gone = m->n ? malloc(m->n * sizeof(*gone)) : NULL;
-	const struct idmap_slot *e;
-	size_t n = 0;
-
-	for (size_t i = 0; gone && (e = idmap_next(m, &i));) {
-		long k = plan__gang_index(r, e->key);
-
-		if (k < 0 || done(&r->p->gangs[k]))
-			gone[n++] = e->key;
-	}
-	for (size_t k = 0; k < n; k++)
-		idmap_del(m, gone[k]);
-	free(gone);
-}
-
 /* Gangs that no longer wait are seen waiting afresh when they next do
  * (one absent from a cycle: new_gang()). O(gangs). */
 static void forget_seen(struct plan *p)
@@ -661,7 +644,6 @@ void plan_memory_free(struct plan_memory *keep)
 	IDMAP_FOREACH(&keep->holds, i, e)
 		free(e->value);
 	idmap_free(&keep->holds);
-	idmap_free(&keep->enqueued);
 	free(keep->pods.v);
 	free(keep->pods.names);
 	plan__gangs_free(&keep->gangs);

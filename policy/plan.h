@@ -259,10 +259,6 @@ struct plan_memory {
 	/* The last number given to a gang first seen waiting (kept with
 	 * the gang: plan_kept_gang.seen). */
 	uint64_t seen_seq;
-	/* Gangs whose PodGroup passed the minResources gate and has not
-	 * started yet (key -> 1), so a decision stands before the watch
-	 * shows the PodGroup Inqueue. */
-	struct idmap enqueued;
 	/* What a cycle needs of every pod, in a dense array kept current
 	 * from plan_input.pod_changes (policy/podtab.c): a cycle walks it
 	 * instead of every pod's struct and the lookups each pod costs. */

@@ -174,12 +174,17 @@ struct plan_gang_facts {
 /* A gang as plan_memory.gangs keeps it: the record it has this cycle
  * (cycle, index), its facts, valid while epoch is the memory's (0: none
  * kept: worked out afresh when next met), the last cycle anything asked
- * for it (met), and when Muster first saw it waiting (seen: the queue's
- * tie-break between equal submission times; 0 not waiting). */
+ * for it (met), when Muster first saw it waiting (seen: the queue's
+ * tie-break between equal submission times; 0 not waiting), and whether
+ * its PodGroup passed the minResources gate and has not started yet
+ * (enqueued: the decision stands before the watch shows the PodGroup
+ * Inqueue, podgroup.c). A gang absent from a cycle comes back with
+ * neither (new_gang()). */
 struct plan_kept_gang {
 	struct plan_gang_facts facts;
 	uint64_t epoch, cycle, met, seen;
 	uint32_t index;
+	uint8_t enqueued;
 	/* "gang ns/name: " (plan_words_prefix()), made when first needed:
 	 * what the memo's answers are said after (plan.c). */
 	char *prefix;
@@ -280,9 +285,6 @@ void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f);
 /* A copy of s in the cycle's arena ("" when out of memory). */
 const char *plan__strdup(struct plan_run *r, const char *s);
 long plan__gang_index(const struct plan_run *r, uint64_t key);
-/* Delete from m (keyed by gang) the gangs gone or for which done() holds.
- * O(keys). */
-void plan__forget(struct plan_run *r, struct idmap *m, bool (*done)(const struct plan_gang *));
 /* Place pods[0..n), a slice of g->pending (g's facts of its pending
  * members stand for theirs), whole: see plan.c. */
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,

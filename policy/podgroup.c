@@ -170,7 +170,7 @@ static int by_turn(const void *a, const void *b, void *gangs)
 /* Already enqueued: decided earlier, or Inqueue on the PodGroup itself. */
 static bool was_enqueued(const struct plan_run *r, const struct plan_gang *g)
 {
-	return idmap_get(&r->keep->enqueued, g->key) ||
+	return g->kept->enqueued ||
 	       (g->group->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
 	        g->group->status.phase == r->phase_inqueue);
 }
@@ -216,15 +216,14 @@ int plan__enqueue(struct plan_run *r)
 		g->enqueued = 1;
 		if (g->group->min_resources)
 			held[nheld++] = cand[k];
-		if (idmap_put(&r->keep->enqueued, g->key, (void *)(uintptr_t)1) < 0) {
-			rc = -ENOMEM;
-			break;
-		}
+		g->kept->enqueued = 1;
 	}
 	/* The reservations only gate enqueueing: admission sees what runs. */
 	for (size_t k = 0; k < nheld; k++)
 		reserve(r, &p->gangs[held[k]], -1);
-	plan__forget(r, &r->keep->enqueued, started); /* decisions about gangs gone or started */
+	for (size_t k = 0; k < p->ngangs; k++) /* decisions about gangs started */
+		if (started(&p->gangs[k]))
+			p->gangs[k].kept->enqueued = 0;
 	return rc < 0 ? rc : 0;
 }
 
