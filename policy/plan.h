@@ -182,14 +182,14 @@ struct plan_gang {
 	 * the queue's defaultRuntime; without one, ends are PLAN_NEVER. */
 	int64_t started_s; /* with preemption: the latest start of a bound member */
 	int64_t runtime_s; /* expected runtime, PLAN_NEVER; 0 when the cycle did not need it */
-	int64_t expected_start_s; /* waiting gangs: 0 not estimated, PLAN_NEVER unknown */
-	uint8_t reserved;         /* holds a reservation (expected_start_s is its start) */
-	uint8_t protected_;       /* never a victim: queue or gang says so, or minRuntime */
-	uint32_t preempted_by;    /* a victim: the preemptor's gang index + 1, else 0 */
-	uint32_t bound_first;     /* planner-internal: first bound pod + 1 */
+	int64_t expected_start_s;    /* waiting gangs: 0 not estimated, PLAN_NEVER unknown */
+	uint8_t reserved;            /* holds a reservation (expected_start_s is its start) */
+	uint8_t protected_;          /* never a victim: queue or gang says so, or minRuntime */
+	uint32_t preempted_by;       /* a victim: the preemptor's gang index + 1, else 0 */
+	uint32_t bound_first;        /* planner-internal: first bound pod + 1 */
 	struct plan_kept_gang *kept; /* planner-internal: its entry in plan_memory.gangs */
-	uint32_t tried;           /* when this cycle tried it: 1, 2, ...; 0 not tried */
-	const int64_t *req;       /* what its pending members ask, per queue slot; or NULL */
+	uint32_t tried;              /* when this cycle tried it: 1, 2, ...; 0 not tried */
+	const int64_t *req;          /* what its pending members ask, per queue slot; or NULL */
 	/* Planner-internal, of the pending members: the one spec they all
 	 * have (NULL: several), and whether one has its own runtime
 	 * annotation (else their runtime is their spec's or the gang's). */

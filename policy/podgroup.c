@@ -170,9 +170,8 @@ static int by_turn(const void *a, const void *b, void *gangs)
 /* Already enqueued: decided earlier, or Inqueue on the PodGroup itself. */
 static bool was_enqueued(const struct plan_run *r, const struct plan_gang *g)
 {
-	return g->kept->enqueued ||
-	       (g->group->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
-	        g->group->status.phase == r->phase_inqueue);
+	return g->kept->enqueued || (g->group->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
+	                             g->group->status.phase == r->phase_inqueue);
 }
 
 int plan__enqueue(struct plan_run *r)
