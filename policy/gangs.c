@@ -424,8 +424,11 @@ int plan__gangs_start(struct plan_run *r)
 		m->epoch++; /* every fact kept is forgotten */
 		m->config = in->config_gen;
 		m->levels = levels;
-		return 0;
 	}
+	m->forgot = m->epoch != m->last_epoch; /* a failed cycle's bump too */
+	m->last_epoch = m->epoch;
+	if (m->forgot)
+		return 0;
 	for (unsigned s = 0; s < 3; s++)
 		for (size_t k = 0; k < in->ngroup_changes[s]; k++)
 			plan__gang_touched(r,

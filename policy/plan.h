@@ -278,6 +278,10 @@ struct plan_memory {
 	struct plan_gangs_kept {
 		struct idmap map;
 		uint64_t epoch, cycle, config, levels;
+		/* The epoch the last cycle started with; forgot: this cycle's
+		 * is another (what the pod table keeps of gangs is stale). */
+		uint64_t last_epoch;
+		uint8_t forgot;
 	} gangs;
 	/* The node store's keys in slot order when the nodes were last put
 	 * in name order, and that order (slot[k]: the store position of the

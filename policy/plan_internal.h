@@ -35,6 +35,9 @@ struct plan_pod {
 	uint32_t index; /* that node's index in the table, PLAN_POD_NO_NODE, or _STALE */
 	int32_t priority;
 	uint8_t phase, flags;
+	/* A bound pod of no PodGroup: its queue, as last worked out when
+	 * flags has PLAN_POD_QUEUED (view.c). */
+	int16_t queue;
 };
 _Static_assert(sizeof(struct plan_pod) == 48, "a pod record is 48 bytes (podtab.c's memory)");
 #define PLAN_POD_NO_NODE UINT32_MAX       /* its node is not in the table */
@@ -50,7 +53,12 @@ enum {
 	 * may not be in age order (not a fact of the pod: a rebuild's
 	 * records lack it, and the check against one ignores it). */
 	PLAN_POD_LATE = 64,
+	/* queue is this pod's: kept until the record is read again or the
+	 * kept gangs' facts are all forgotten (not a fact of the pod either). */
+	PLAN_POD_QUEUED = 128,
 };
+/* Record flags that say where the table stands, not what the pod is. */
+#define PLAN_POD_KEPT_FLAGS (PLAN_POD_LATE | PLAN_POD_QUEUED)
 
 /* A bound (or assumed) pod on a node of the table. */
 struct plan_bound {

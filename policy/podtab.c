@@ -340,12 +340,12 @@ int plan__podtab_nodes(struct plan_run *r, bool *still)
 }
 
 /* Two records of one pod agree on all a cycle reads (not the node index:
- * the walk looks that up when it is not kept; not PLAN_POD_LATE). */
+ * the walk looks that up when it is not kept; not PLAN_POD_KEPT_FLAGS). */
 static bool same(const struct plan_pod *x, const struct plan_pod *y)
 {
 	return x->pod == y->pod && x->spec == y->spec && x->gang == y->gang && x->node == y->node &&
 	       x->priority == y->priority && x->phase == y->phase &&
-	       (x->flags & ~PLAN_POD_LATE) == (y->flags & ~PLAN_POD_LATE);
+	       (x->flags & ~PLAN_POD_KEPT_FLAGS) == (y->flags & ~PLAN_POD_KEPT_FLAGS);
 }
 
 int plan__podtab_check(struct plan_run *r, size_t *mismatches)

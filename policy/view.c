@@ -266,12 +266,32 @@ static int charge_flush(struct plan_run *r, struct charge *c)
 	return rc;
 }
 
+/* The queue of x, a bound pod of ours of no PodGroup: kept in its
+ * record while the kept gangs' facts stand (a record read again drops
+ * it), so a steady cycle reads neither the pod nor its gang's entry. */
+static int single_queue(struct plan_run *r, struct plan_pod *x)
+{
+	int queue;
+
+	if ((x->flags & PLAN_POD_QUEUED) && !r->keep->gangs.forgot) {
+		if (r->in->check_state && plan__single_queue(r, x->gang, x->pod) != x->queue)
+			r->p->stats.state_mismatches++;
+		return x->queue;
+	}
+	queue = plan__single_queue(r, x->gang, x->pod);
+	if (queue >= INT16_MIN && queue <= INT16_MAX) {
+		x->queue = (int16_t)queue;
+		x->flags |= PLAN_POD_QUEUED;
+	}
+	return queue;
+}
+
 /* A bound (or assumed) pod on node table index i (-1: a node not in the
  * table): out of its node's free resources, and, when Muster's, into its
  * gang (a single pod is a gang of one: it may be a victim) and its
  * queue's usage (through c). Every pod on a known node is remembered for
  * preemption and for the reservations' timeline. */
-static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, size_t *last,
+static int count_bound(struct plan_run *r, struct plan_pod *x, long i, size_t *last,
                        struct charge *c)
 {
 	const struct kubeapi_pod *pod = x->pod;
@@ -299,7 +319,7 @@ static int count_bound(struct plan_run *r, const struct plan_pod *x, long i, siz
 	} else if (x->flags & PLAN_POD_OURS) {
 		/* Without preemption a bound pod on its own is never looked at
 		 * again: its queue is all it needs, not a gang record. */
-		queue = plan__single_queue(r, x->gang, pod);
+		queue = single_queue(r, x);
 	}
 	if (i >= 0 && (rc = add_bound(r, x, i, held, g)) < 0)
 		return rc;
