@@ -28,7 +28,8 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 	t->gpu_room = arena_calloc(a, t->n + 1, 1);
 	t->gpu_empty = arena_calloc(a, t->n + 1, 1);
 	t->gpu_ver = arena_calloc(a, t->n + 1, sizeof(*t->gpu_ver));
-	if (!t->gpu || !t->gpu_room || !t->gpu_empty || !t->gpu_ver)
+	t->room_stale = arena_calloc(a, t->n + 1, 1);
+	if (!t->gpu || !t->gpu_room || !t->gpu_empty || !t->gpu_ver || !t->room_stale)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct kubeapi_gpus *g = t->node[i]->gpus;

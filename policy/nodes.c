@@ -267,8 +267,8 @@ int64_t policy_spec_request(const struct kubeapi_podspec *spec, unsigned res)
 	return 0;
 }
 
-void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
-                      const struct policy_held *held, int sign)
+static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                const struct policy_held *held, int sign, bool settle)
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
 	int64_t *f = &t->free[i * t->nres];
@@ -284,9 +284,10 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 	f[KUBEAPI_RES_PODS] += sign;
 	t->free_cpu[i] = f[KUBEAPI_RES_CPU];
 	policy__held_use(t, held, sign, &cores, &empty);
-	if (held) {
+	if (held && settle)
 		policy__node_room(t, i);
-	}
+	else if (held)
+		t->room_stale[i] = 1;
 	for (unsigned l = 0; (gpus || cores || empty) && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -298,6 +299,27 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 				policy__dindex_update(&t->level[l], d);
 		}
 	}
+}
+
+void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                      const struct policy_held *held, int sign)
+{
+	use(t, i, spec, held, sign, true);
+}
+
+void policy_nodes_count(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                        const struct policy_held *held, int sign)
+{
+	use(t, i, spec, held, sign, false);
+}
+
+void policy_nodes_settle(struct policy_nodes *t)
+{
+	for (size_t i = 0; t->room_stale && i < t->n; i++)
+		if (t->room_stale[i]) {
+			policy__node_room(t, i);
+			t->room_stale[i] = 0;
+		}
 }
 
 void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t delta)

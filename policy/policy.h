@@ -96,6 +96,9 @@ struct policy_nodes {
 	 * spec and mix are the same. A copy of the table starts with its own
 	 * scores, empty. */
 	uint64_t *gpu_ver;
+	/* Per node: its gpu_room, gpu_empty and gpu_ver wait for
+	 * policy_nodes_settle() (policy_nodes_count() left them). */
+	uint8_t *room_stale;
 	struct policy_node_memo *node_memo;
 	/* policy_place()'s working room (place.c), from the arena on first
 	 * use: a level's domains and a member's nodes. It is never
@@ -154,6 +157,17 @@ struct policy_held {
  */
 void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
                       const struct policy_held *held, int sign);
+
+/**
+ * policy_nodes_use() for a count of many pods before any placement (the
+ * bound pods, each cycle): node i's per-GPU summary (gpu_room, gpu_empty,
+ * gpu_ver) is worked out once, by policy_nodes_settle() after the last,
+ * not once a pod (a vGPU node holds a share a pod). Nothing may read the
+ * table in between.
+ */
+void policy_nodes_count(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                        const struct policy_held *held, int sign);
+void policy_nodes_settle(struct policy_nodes *t);
 
 /**
  * The shares kh (a pod's, by GPU UUID) on node i's GPUs into *out (NULL
