@@ -191,6 +191,8 @@ static void use_group(const struct plan_run *r, struct plan_gang *g,
 	g->submitted_s = pg->created_s;
 	g->priority = group_priority(r, pg);
 	g->fixed_priority = g->priority != INT32_MIN;
+	g->group_tasks = pg->ntasks;
+	g->group_runtime = r->runtime_key ? kubeapi_labels_get(pg->muster, r->runtime_key) : 0;
 }
 
 /* A member of a native PodGroup whose policy is basic: scheduled pod by
@@ -246,9 +248,11 @@ static struct plan_gang_facts facts_of(const struct plan_gang *g)
 	    .priority = g->priority,
 	    .min_member = g->min_member,
 	    .within_level = g->within.level,
+	    .group_runtime = g->group_runtime,
 	    .fixed_priority = g->fixed_priority,
 	    .enqueued = g->enqueued,
 	    .ran = g->ran,
+	    .group_tasks = g->group_tasks,
 	};
 }
 
@@ -256,8 +260,9 @@ static bool same_facts(const struct plan_gang_facts *a, const struct plan_gang_f
 {
 	return a->group == b->group && a->submitted_s == b->submitted_s && a->queue == b->queue &&
 	       a->priority == b->priority && a->min_member == b->min_member &&
-	       a->within_level == b->within_level && a->fixed_priority == b->fixed_priority &&
-	       a->enqueued == b->enqueued && a->ran == b->ran;
+	       a->within_level == b->within_level && a->group_runtime == b->group_runtime &&
+	       a->fixed_priority == b->fixed_priority && a->enqueued == b->enqueued &&
+	       a->ran == b->ran && a->group_tasks == b->group_tasks;
 }
 
 static struct plan_kept_gang *kept(const struct plan_run *r, uint64_t key)
@@ -318,6 +323,8 @@ struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key, const stru
 	g->fixed_priority = f.fixed_priority;
 	g->enqueued = f.enqueued;
 	g->ran = f.ran;
+	g->group_tasks = f.group_tasks;
+	g->group_runtime = f.group_runtime;
 	if (r->in->check_state) { /* against facts worked out afresh */
 		struct plan_gang fresh;
 		struct plan_gang_facts now;

@@ -310,7 +310,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 	uint32_t first = r->p->nbinds;
 	int rc = 1;
 
-	if (g->group && g->group->ntasks)
+	if (g->group_tasks)
 		need = plan__task_order(r, g, need);
 	if (need > g->npending)
 		need = g->npending; /* cannot happen: such gangs are INCOMPLETE */
@@ -420,7 +420,7 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 			plan__say(r, g, &f);
 			continue;
 		}
-		if (g->group && g->group->ntasks && plan__tasks_short(r, g))
+		if (g->group_tasks && plan__tasks_short(r, g))
 			continue;
 		if (r->in->backoff && idmap_get(r->in->backoff, g->key)) {
 			struct plan_facts f = {.why = PLAN_WHY_TIMEOUT};

@@ -195,6 +195,11 @@ struct plan_gang {
 	 * annotation (else their runtime is their spec's or the gang's). */
 	const struct kubeapi_podspec *pending_spec;
 	uint8_t pending_runtime;
+	/* Planner-internal, of its PodGroup, taken with the gang's facts so
+	 * that a cycle need not read the PodGroup: its minTaskMember entries,
+	 * and its muster.dev/expected-runtime annotation (value id, 0 none). */
+	uint8_t group_tasks;
+	uint32_t group_runtime;
 	struct plan_block block; /* why it waits */
 	/* A native PodGroup's topology constraint: level -1 none; the level
 	 * of its key (a configured one, or one the table keeps for such

@@ -176,7 +176,8 @@ struct plan_gang_facts {
 	int32_t priority;
 	uint32_t min_member;
 	int within_level;
-	uint8_t fixed_priority, enqueued, ran;
+	uint32_t group_runtime;
+	uint8_t fixed_priority, enqueued, ran, group_tasks;
 };
 
 /* A gang as plan_memory.gangs keeps it: the record it has this cycle

@@ -46,8 +46,8 @@ static int64_t runtime_of(struct plan_run *r, const struct kubeapi_podspec *spec
 
 	if (spec && spec->active_deadline_s > 0)
 		return spec->active_deadline_s;
-	if (!own && r->runtime_key && g && g->group)
-		own = kubeapi_labels_get(g->group->muster, r->runtime_key);
+	if (!own && g)
+		own = g->group_runtime;
 	if (own)
 		return parse_runtime(r, own);
 	if (g && g->queue != QUEUE_NONE && (q = queue_set_queue(r->in->qs, g->queue)) &&
