@@ -487,9 +487,12 @@ void plan__gangs_end(struct plan_run *r, int rc)
 		m->epoch++; /* the changes given may not have been filed */
 	if (m->cycle % SWEEP_EVERY || !m->map.n || !(gone = malloc(m->map.n * sizeof(*gone))))
 		return;
-	IDMAP_FOREACH(&m->map, i, e)
-		if (((const struct plan_kept_gang *)e->value)->met != m->cycle)
+	IDMAP_FOREACH(&m->map, i, e) {
+		const struct plan_kept_gang *v = e->value; /* NULL: its calloc() failed */
+
+		if (!v || v->met != m->cycle)
 			gone[n++] = e->key;
+	}
 	for (size_t k = 0; k < n; k++)
 		kept_free(idmap_del(&m->map, gone[k]));
 	free(gone);
