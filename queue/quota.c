@@ -195,88 +195,68 @@ static int64_t draw_at(const struct node *n, unsigned s, int64_t d)
 	return max64(0, d - reserve_of(n, s));
 }
 
-/* Walk from q up to (and including) `stop` (QUEUE_NONE: the root) with the
- * request req * sign added: at each node and slot, visit(node, slot, the
- * demand it would have) may end the walk by returning nonzero (that value
- * is returned). With `mut` (the same tree), the new demands are stored:
- * the read-only checks and the update share one walk. */
-typedef int (*visit_fn)(const struct queue_tree *t, int node, unsigned s, int64_t demand,
-                        void *arg);
-
-static int climb(const struct queue_tree *t, struct queue_tree *mut, int q, const int64_t *req,
-                 int sign, int stop, visit_fn visit, void *arg)
+/* One step of a request's walk up the tree: at node nd, the demands
+ * demand[s] + delta[s] are what nd would have; delta becomes what nd
+ * would pass its parent (its draw changes by it). */
+static void pass_up(const struct node *nd, unsigned nslots, int64_t *delta)
 {
-	int64_t delta[QUEUE_MAX_SLOTS];
-	unsigned s;
-	int n, rc;
+	for (unsigned s = 0; s < nslots; s++) {
+		int64_t before = nd->demand[s];
 
-	for (s = 0; s < t->nslots; s++)
-		delta[s] = req ? sign * req[s] : 0;
-	for (n = q; n != QUEUE_NONE; n = t->nodes[n].parent) {
-		const struct node *nd = &t->nodes[n];
-
-		for (s = 0; s < t->nslots; s++) {
-			int64_t before = nd->demand[s], after = before + delta[s];
-
-			if (visit && (rc = visit(t, n, s, after, arg)))
-				return rc;
-			delta[s] = draw_at(nd, s, after) - draw_at(nd, s, before);
-			if (mut)
-				mut->nodes[n].demand[s] = after;
-		}
-		if (mut)
-			mut->nodes[n].version++;
-		if (n == stop)
-			break;
+		delta[s] = draw_at(nd, s, before + delta[s]) - draw_at(nd, s, before);
 	}
-	return 0;
-}
-
-static int check_limit(const struct queue_tree *t, int node, unsigned s, int64_t demand, void *arg)
-{
-	const struct node *n = &t->nodes[node];
-	struct queue_verdict *v = arg;
-	int64_t limit = add_sat(n->quota[s], n->borrow[s]);
-
-	if (demand <= limit)
-		return 0;
-	*v = (struct queue_verdict){
-	    .fits = 0, .node = node, .slot = s, .demand = demand, .limit = limit};
-	return 1;
 }
 
 struct queue_verdict queue_tree_fits(const struct queue_tree *t, int q, const int64_t *req)
 {
 	struct queue_verdict v = {.fits = 1, .node = q};
+	int64_t delta[QUEUE_MAX_SLOTS];
 
 	if (q <= 0 || q >= t->n || t->nodes[q].cohort) {
 		v.fits = 0;
 		return v;
 	}
-	climb(t, NULL, q, req, +1, QUEUE_NONE, check_limit, &v);
+	for (unsigned s = 0; s < t->nslots; s++)
+		delta[s] = req ? req[s] : 0;
+	/* Node by node from q up, slot by slot: the first limit passed. */
+	for (int n = q; n != QUEUE_NONE; n = t->nodes[n].parent) {
+		const struct node *nd = &t->nodes[n];
+
+		for (unsigned s = 0; s < t->nslots; s++) {
+			int64_t demand = nd->demand[s] + delta[s];
+			int64_t limit = add_sat(nd->quota[s], nd->borrow[s]);
+
+			if (demand > limit)
+				return (struct queue_verdict){.fits = 0,
+				                              .node = n,
+				                              .slot = s,
+				                              .demand = demand,
+				                              .limit = limit};
+		}
+		pass_up(nd, t->nslots, delta);
+	}
 	return v;
 }
 
 int queue_tree_charge(struct queue_tree *t, int q, const int64_t *req, int sign)
 {
+	int64_t delta[QUEUE_MAX_SLOTS];
+
 	if (q <= 0 || q >= t->n || t->nodes[q].cohort || (sign != 1 && sign != -1) || !req)
 		return -EINVAL;
-	climb(t, t, q, req, sign, QUEUE_NONE, NULL, NULL);
-	return 0;
-}
+	for (unsigned s = 0; s < t->nslots; s++)
+		delta[s] = sign * req[s];
+	for (int n = q; n != QUEUE_NONE; n = t->nodes[n].parent) {
+		struct node *nd = &t->nodes[n];
+		int64_t before[QUEUE_MAX_SLOTS];
 
-struct share_walk {
-	int target;
-	int64_t demand[QUEUE_MAX_SLOTS];
-};
-
-static int record(const struct queue_tree *t, int node, unsigned s, int64_t demand, void *arg)
-{
-	struct share_walk *w = arg;
-
-	(void)t;
-	if (node == w->target)
-		w->demand[s] = demand;
+		memcpy(before, nd->demand, t->nslots * sizeof(before[0]));
+		for (unsigned s = 0; s < t->nslots; s++)
+			nd->demand[s] = before[s] + delta[s];
+		for (unsigned s = 0; s < t->nslots; s++)
+			delta[s] = draw_at(nd, s, nd->demand[s]) - draw_at(nd, s, before[s]);
+		nd->version++;
+	}
 	return 0;
 }
 
@@ -292,18 +272,21 @@ static bool contains(const struct queue_tree *t, int c, int q)
 double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t *req)
 {
 	const struct node *n = &t->nodes[c], *p;
-	struct share_walk w = {.target = c};
+	int64_t delta[QUEUE_MAX_SLOTS] = {0};
 	double share = 0;
 	unsigned s;
 
 	if (c <= 0 || c >= t->n)
 		return 0;
 	p = &t->nodes[n->parent];
-	memcpy(w.demand, n->demand, t->nslots * sizeof(w.demand[0]));
-	if (req && q > 0 && q < t->n && contains(t, c, q))
-		climb(t, NULL, q, req, +1, c, record, &w);
+	if (req && q > 0 && q < t->n && contains(t, c, q)) {
+		/* What reaches c of req added at q. */
+		memcpy(delta, req, t->nslots * sizeof(delta[0]));
+		for (int k = q; k != c; k = t->nodes[k].parent)
+			pass_up(&t->nodes[k], t->nslots, delta);
+	}
 	for (s = 0; s < t->nslots; s++) {
-		double over = (double)max64(0, w.demand[s] - n->quota[s]);
+		double over = (double)max64(0, n->demand[s] + delta[s] - n->quota[s]);
 
 		if (p->quota[s] > 0 && over / (double)p->quota[s] > share)
 			share = over / (double)p->quota[s];
