@@ -63,11 +63,14 @@
  * nvidia.com/gpu.product, which every node carries with its model. Per
  * arrival, every node that admits the pod statically and has its CPU and
  * memory free is scored by policy_frag_best() (frag.h: the rise of the
- * node's expected GPU fragmentation, to 0.3 of the pod's GPU ask, then
- * best fit on GPUs relative to the node's size);
- * the lowest score wins, then the least CPU left (best fit, as
- * policy_place() breaks the score's ties), then the lower node index, and
- * its CPU and memory and its shares are counted in. The mix the score
+ * node's expected GPU fragmentation, where a kind's fragment also counts
+ * half the GPU its pods could not use for want of the node's CPU or
+ * memory, to 0.3 of the pod's GPU ask, then best fit on GPUs relative to
+ * the node's size); the lowest score wins, then the node whose CPU left
+ * stays closest to the mix's proportion to its GPU cores left
+ * (policy_frag_balance(), as policy_place() breaks the score's ties),
+ * then the lower node index, and its CPU and memory and its shares are
+ * counted in. The mix the score
  * weighs is the arrivals so far, the current pod included: what Muster
  * could know, never a future pod (FGD's simulator uses the whole trace;
  * with it this replay did no better). The mix also holds the cluster's
@@ -659,9 +662,9 @@ static int vgpus_init(struct vgpus *v, const struct cluster *c)
 /* The vGPU placement, the loop policy_place() runs for nodes with GPU
  * devices: every node that admits p statically and has its CPU and
  * memory free is scored by policy_frag_best(); the lowest score wins,
- * then the least CPU left, then the lower node index; its CPU and memory
- * are counted into the table and its shares onto the GPUs. 0, or -ENOSPC
- * when no node takes p. */
+ * then the lowest policy_frag_balance(), then the lower node index; its
+ * CPU and memory are counted into the table and its shares onto the
+ * GPUs. 0, or -ENOSPC when no node takes p. */
 static int place_frac(const struct cluster *c, struct policy_nodes *t, struct policy_fitcache *fc,
                       struct arena *a, struct vgpus *v, const struct tpod *p)
 {

@@ -4,8 +4,10 @@
  * least.
  *
  * A node is scored through a small working state: a copy of its GPUs,
- * per GPU the kinds it takes (a bit per kind) and its free percent, and
- * per kind how many GPUs take it and how much free GPU the others hold.
+ * per GPU the kinds it takes (a bit per kind) and its free percent, per
+ * kind how many GPUs take it and how much free GPU the others hold, and
+ * per kind the GPU percent its pods could use with the node's free CPU
+ * and memory (set when they change: twice a placement).
  * One more share changes one GPU, so its effect on F is O(kinds) from that
  * state; GPUs in identical state (the empty ones, above all) are checked
  * against the kinds once.
@@ -26,6 +28,12 @@
 #define RISE_SHARE 0.3
 #define RISE_MIN   5.0
 #define TIE_FREE   1e-8
+
+/* The share of the GPU a kind's pods could not use for want of CPU or
+ * memory that counts as fragment (frag.h, room_k): half, the midpoint
+ * between FGD's next-pod view (none: the node still hosts one) and the
+ * view where the kind alone fills the node (all of it). */
+#define ROOM_SHARE 0.5
 
 /* ---- the mix ---------------------------------------------------------- */
 
@@ -98,6 +106,15 @@ void policy_mix_add(struct policy_mix *m, const struct policy_mix_kind *k, doubl
 	m->total += count;
 }
 
+/* The GPU percent one pod of kind kd asks: nums x its cores (x its
+ * memory percent when it asks no cores; 0 for MiB alone). */
+static double kind_ask(const struct policy_mix_kind *kd)
+{
+	uint32_t share = kd->cores ? kd->cores : kd->gpu_mem_pct <= 100 ? kd->gpu_mem_pct : 0;
+
+	return (double)kd->nums * share;
+}
+
 /* How many times an unconstrained kind's load a kind that may use only
  * models puts on each GPU it may use: the cluster's GPUs over those of
  * models (frag.h, model_gpus); 1 when unconstrained or unknown. O(64). */
@@ -128,7 +145,9 @@ struct frag {
 	const struct policy_mix *m;
 	struct kubeapi_vgpu_ask kask[POLICY_MIX_KINDS]; /* kind k's ask on one GPU */
 	uint32_t gpu_kinds;                             /* bit k: kind k asks for GPUs */
-	uint32_t usable; /* bit k: the node's model, CPU and memory admit kind k */
+	uint32_t usable;               /* bit k: the node's model, CPU and memory admit kind k */
+	double room[POLICY_MIX_KINDS]; /* GPU percent kind k's pods could use with
+	                                * the free CPU and memory (frag.h, room_k) */
 	size_t ng;
 	int64_t cpu, mem, total; /* free; total: free GPU percent of all GPUs */
 	struct policy_gpu g[POLICY_FRAG_MAX_GPUS];
@@ -175,18 +194,32 @@ static bool model_admits(uint64_t models, uint64_t model)
 	return models == 0 || model == 0 || (models & model) != 0;
 }
 
-/* The kinds the node's model and its free CPU and memory admit. */
-static uint32_t kinds_usable(const struct frag *f, uint64_t model)
+/* room_k (frag.h): the GPU percent kind kd's pods could use on a node
+ * with cpu millicores and mem bytes free, as many of them as those
+ * admit (a fraction too); HUGE_VAL when neither limits it. */
+static double kind_room(const struct policy_mix_kind *kd, int64_t cpu, int64_t mem)
 {
-	uint32_t mask = 0;
+	double pods = HUGE_VAL, ask = kind_ask(kd);
 
+	if (kd->cpu_m > 0)
+		pods = (double)cpu / (double)kd->cpu_m;
+	if (kd->mem > 0 && (double)mem / (double)kd->mem < pods)
+		pods = (double)mem / (double)kd->mem;
+	return pods == HUGE_VAL || ask == 0 ? HUGE_VAL : pods * ask;
+}
+
+/* The kinds the node's model and its free CPU and memory admit, and each
+ * GPU kind's room there (f->gpu_kinds set). O(kinds). */
+static void kinds_admit(struct frag *f, uint64_t model)
+{
+	f->usable = 0;
 	for (size_t k = 0; k < f->m->n; k++) {
 		const struct policy_mix_kind *kd = &f->m->kind[k];
 
 		if (kd->cpu_m <= f->cpu && kd->mem <= f->mem && model_admits(kd->models, model))
-			mask |= 1u << k;
+			f->usable |= 1u << k;
+		f->room[k] = (f->gpu_kinds >> k & 1) ? kind_room(kd, f->cpu, f->mem) : HUGE_VAL;
 	}
-	return mask;
 }
 
 /* Count GPU j into (sign +1) or out of (-1) the per-kind sums. O(kinds). */
@@ -230,7 +263,7 @@ static int frag_start(struct frag *f, const struct policy_mix *m, const struct p
 		if (kd->nums > 0)
 			f->gpu_kinds |= 1u << k;
 	}
-	f->usable = kinds_usable(f, n->model);
+	kinds_admit(f, n->model);
 	for (size_t j = 0; j < f->ng; j++) {
 		size_t i = 0;
 
@@ -244,10 +277,19 @@ static int frag_start(struct frag *f, const struct policy_mix *m, const struct p
 	return 0;
 }
 
+/* Kind k's fragment (frag.h, f_k) on a node that hosts it: the free GPU
+ * that cannot take it (unfit), and ROOM_SHARE of what could but is more
+ * than its pods' room. */
+static double hosted_fragment(const struct frag *f, size_t k, int64_t total, int64_t unfit)
+{
+	double over = (double)(total - unfit) - f->room[k];
+
+	return (double)unfit + (over > 0 ? ROOM_SHARE * over : 0);
+}
+
 /*
  * F x the mix's total count, were GPU j (NO_GPU: none) to take the kinds
- * fit_j and have free_j percent free. Exact while counts and pressures
- * are whole numbers. O(kinds).
+ * fit_j and have free_j percent free. O(kinds).
  */
 static double value_if(const struct frag *f, size_t j, uint32_t fit_j, int32_t free_j)
 {
@@ -267,7 +309,8 @@ static double value_if(const struct frag *f, size_t j, uint32_t fit_j, int32_t f
 			unfit += ((fit_j >> k & 1) ? 0 : free_j) - ((old >> k & 1) ? 0 : old_free);
 		}
 		hosts = (f->usable >> k & 1) && nfit >= (int64_t)f->m->kind[k].nums;
-		s += f->m->kind[k].press * (double)(hosts ? unfit : total);
+		s += f->m->kind[k].press *
+		     (hosts ? hosted_fragment(f, k, total, unfit) : (double)total);
 	}
 	return s;
 }
@@ -407,7 +450,7 @@ int policy_frag_best(const struct policy_mix *m, const struct policy_frag_node *
 	before = value_if(&f, NO_GPU, 0, 0);
 	f.cpu -= a->cpu_m;
 	f.mem -= a->mem;
-	f.usable = kinds_usable(&f, n->model);
+	kinds_admit(&f, n->model);
 	for (size_t c = 0; c < a->nasks && rc == 0; c++)
 		rc = place_container(&f, &a->asks[c], (uint32_t)c, out, &k);
 	if (rc < 0)

@@ -342,6 +342,73 @@ static void test_model_pressure(void **state)
 	assert_true(sb < -59 && sb > -61); /* -100 / 2 */
 }
 
+/* Room (frag.h, room_k): a node's free GPU that a hosted kind's pods
+ * could not use for want of CPU or memory counts half. Whole-GPU pods of
+ * 8 cores and 4 GiB on two free GPUs: with 16 cores both GPUs can be
+ * used; with 12 one and a half, so 50 percent is beyond the room and 25
+ * counts; with 6 GiB the memory limits alike; with 4 cores the node does
+ * not host the kind at all. FGD's measure says 0, 0, 0, 200. */
+static void test_room_counts_half(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 0), gpu(1, 0)};
+	struct policy_gpu g3[3] = {gpu(0, 0), gpu(1, 0), gpu(2, 70)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind whole = kind(1, 100, 8000);
+	struct policy_frag_node n = node(g, 2, 16000);
+
+	(void)state;
+	whole.mem = 4 * GIB;
+	policy_mix_add(&m, &whole, 1);
+	policy_mix_done(&m);
+	assert_true(policy_frag_of(&m, &n) == 0);
+	n.cpu_m = 12000;
+	assert_true(policy_frag_of(&m, &n) == 25);
+	n.cpu_m = 16000;
+	n.mem = 6 * GIB;
+	assert_true(policy_frag_of(&m, &n) == 25);
+	n.mem = 64 * GIB;
+	n.cpu_m = 4000;
+	assert_true(policy_frag_of(&m, &n) == 200);
+	n = node(g3, 3, 12000); /* the GPU too small counts whole, as before */
+	assert_true(policy_frag_of(&m, &n) == 30 + 25);
+}
+
+/* A pod is placed by what it takes of what the mix still needs there.
+ * The mix asks 10 cores a GPU; a node with two free GPUs and 15 cores
+ * could serve one and a half of them (25 counts), one with 60 cores both.
+ * A whole GPU asking 1 core fills the GPU the poor node's CPU could not
+ * serve: F falls there (-25, to a step of 30) and not on the rich node.
+ * A CPU-only pod of 5 cores leaves the poor node CPU for one GPU of two
+ * (rise 25, to steps of 5), the rich one enough for both (0). Without
+ * room_k every score here is 0. */
+static void test_room_steers_cpu_and_gpu(void **state)
+{
+	struct policy_gpu g[2] = {gpu(0, 0), gpu(1, 0)};
+	struct policy_mix m = {0};
+	struct policy_mix_kind mixk = kind(1, 100, 10000);
+	struct kubeapi_vgpu_ask one = share(1, 100);
+	struct policy_frag_ask light = {1000, GIB, &one, 1}, cpu = {5000, GIB, NULL, 0};
+	struct policy_frag_node poor = node(g, 2, 15000), rich = node(g, 2, 60000);
+	struct policy_vgpu_share out[1];
+	size_t nout;
+	double sp, sr;
+
+	(void)state;
+	policy_mix_add(&m, &mixk, 1);
+	policy_mix_done(&m);
+	assert_true(policy_frag_of(&m, &poor) == 25);
+	assert_int_equal(policy_frag_best(&m, &poor, &light, out, 1, &nout, &sp), 0);
+	assert_int_equal(policy_frag_best(&m, &rich, &light, out, 1, &nout, &sr), 0);
+	assert_true(sp > -30.1 && sp < -29.9);
+	assert_true(sr > -1e-3 && sr < 1e-3);
+
+	poor.cpu_m = 20000;
+	assert_int_equal(policy_frag_best(&m, &poor, &cpu, out, 1, &nout, &sp), 0);
+	assert_int_equal(policy_frag_best(&m, &rich, &cpu, out, 1, &nout, &sr), 0);
+	assert_true(sp > 24.9 && sp < 25.1);
+	assert_true(sr > -1e-3 && sr < 1e-3);
+}
+
 /* The tie-break after the score: a mix asking 8 cores per GPU (80
  * millicores per GPU percent); a half-GPU pod of 4 cores on a node of two
  * empty GPUs leaves 150 cores' worth of GPU. With 12 cores left after it
@@ -381,6 +448,8 @@ int main(void)
 	    cmocka_unit_test(test_rounding_by_ask),
 	    cmocka_unit_test(test_tie_relative_to_size),
 	    cmocka_unit_test(test_model_pressure),
+	    cmocka_unit_test(test_room_counts_half),
+	    cmocka_unit_test(test_room_steers_cpu_and_gpu),
 	    cmocka_unit_test(test_cpu_balance),
 	};
 
