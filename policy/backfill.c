@@ -118,15 +118,25 @@ static int merge_events(struct backfill *b, struct search *x)
 	return 0;
 }
 
+/* Count ends[0..n) back into (sign +1) or out of (-1) table t, each
+ * node's GPU summary worked out once at the end (a node holds many of
+ * them: once a pod, that was a fifth of a cycle on shared GPUs). */
+static void count_ends(struct policy_nodes *t, const struct backfill_end *ends, size_t n, int sign)
+{
+	for (size_t k = 0; k < n; k++)
+		policy_nodes_count(t, ends[k].node, ends[k].spec, ends[k].held, sign);
+	for (size_t k = 0; k < n; k++)
+		policy_nodes_settle_node(t, ends[k].node);
+}
+
 /* Apply or take back events until exactly [0, m) are applied. */
 static void seek(struct search *x, size_t m)
 {
-	for (; x->at < m; x->at++)
-		policy_nodes_use(&x->s, x->ev[x->at].node, x->ev[x->at].spec, x->ev[x->at].held,
-		                 +1);
-	for (; x->at > m; x->at--)
-		policy_nodes_use(&x->s, x->ev[x->at - 1].node, x->ev[x->at - 1].spec,
-		                 x->ev[x->at - 1].held, -1);
+	if (x->at < m)
+		count_ends(&x->s, x->ev + x->at, m - x->at, +1);
+	else if (x->at > m)
+		count_ends(&x->s, x->ev + m, x->at - m, -1);
+	x->at = m;
 }
 
 /* Does the gang fit the scratch table now? keep: leave it placed. */
@@ -182,9 +192,8 @@ static int64_t search_start(struct backfill *b, struct search *x, int *err)
 	seek(x, hi);
 	if ((rc = fits(b, x, false)) <= 0) {
 		/* Not even when all timed work ends: give back the rest too. */
-		for (size_t k = 0; rc == 0 && k < b->nforever; k++)
-			policy_nodes_use(&x->s, b->forever[k].node, b->forever[k].spec,
-			                 b->forever[k].held, +1);
+		if (rc == 0)
+			count_ends(&x->s, b->forever, b->nforever, +1);
 		if (rc == 0 && (rc = fits(b, x, true)) == 1)
 			return POLICY_NEVER;
 		*err = rc < 0 ? rc : -ENOSPC;

@@ -130,11 +130,33 @@ static double pressure(const struct policy_mix *m, uint64_t models)
 	return models && mine > 0 ? all / mine : 1;
 }
 
+/* Kind k's ask on one GPU into m's distinct asks. */
+static void add_ask(struct policy_mix *m, size_t k)
+{
+	const struct policy_mix_kind *kd = &m->kind[k];
+	struct kubeapi_vgpu_ask a = {kd->nums, kd->gpu_mem, kd->gpu_mem_pct, kd->cores};
+	size_t i = 0;
+
+	m->gpu_kinds |= 1u << k;
+	while (i < m->nasks && !(m->ask[i].mem == a.mem && m->ask[i].mem_pct == a.mem_pct &&
+	                         m->ask[i].cores == a.cores))
+		i++;
+	if (i == m->nasks) {
+		m->ask[m->nasks] = a;
+		m->ask_kinds[m->nasks++] = 0;
+	}
+	m->ask_kinds[i] |= 1u << k;
+}
+
 void policy_mix_done(struct policy_mix *m)
 {
+	m->gpu_kinds = 0;
+	m->nasks = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		m->kind[i].weight = m->total > 0 ? m->kind[i].count / m->total : 0;
 		m->kind[i].press = m->kind[i].count * pressure(m, m->kind[i].models);
+		if (m->kind[i].nums > 0)
+			add_ask(m, i);
 	}
 	m->cpu_per_core = policy_frag_cpu_per_core(m);
 }
@@ -143,8 +165,7 @@ void policy_mix_done(struct policy_mix *m)
 
 struct frag {
 	const struct policy_mix *m;
-	struct kubeapi_vgpu_ask kask[POLICY_MIX_KINDS]; /* kind k's ask on one GPU */
-	uint32_t gpu_kinds;                             /* bit k: kind k asks for GPUs */
+	uint32_t gpu_kinds;            /* bit k: kind k asks for GPUs (the mix's) */
 	uint32_t usable;               /* bit k: the node's model, CPU and memory admit kind k */
 	double room[POLICY_MIX_KINDS]; /* GPU percent kind k's pods could use with
 	                                * the free CPU and memory (frag.h, room_k) */
@@ -178,14 +199,14 @@ static bool same_state(const struct policy_gpu *a, const struct policy_gpu *b)
 	       a->healthy == b->healthy;
 }
 
-/* The kinds GPU g takes one more share of. O(kinds). */
+/* The kinds GPU g takes one more share of. O(distinct asks). */
 static uint32_t kinds_fitting(const struct frag *f, const struct policy_gpu *g)
 {
 	uint32_t mask = 0;
 
-	for (size_t k = 0; k < f->m->n; k++)
-		if ((f->gpu_kinds >> k & 1) && policy_vgpu_fits(g, &f->kask[k]))
-			mask |= 1u << k;
+	for (size_t a = 0; a < f->m->nasks; a++)
+		if (policy_vgpu_fits(g, &f->m->ask[a]))
+			mask |= f->m->ask_kinds[a];
 	return mask;
 }
 
@@ -254,15 +275,7 @@ static int frag_start(struct frag *f, const struct policy_mix *m, const struct p
 	f->ng = n->ngpus;
 	f->cpu = n->cpu_m;
 	f->mem = n->mem;
-	f->gpu_kinds = 0;
-	for (size_t k = 0; k < m->n; k++) {
-		const struct policy_mix_kind *kd = &m->kind[k];
-
-		f->kask[k] =
-		    (struct kubeapi_vgpu_ask){kd->nums, kd->gpu_mem, kd->gpu_mem_pct, kd->cores};
-		if (kd->nums > 0)
-			f->gpu_kinds |= 1u << k;
-	}
+	f->gpu_kinds = m->gpu_kinds;
 	kinds_admit(f, n->model);
 	for (size_t j = 0; j < f->ng; j++) {
 		size_t i = 0;

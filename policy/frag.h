@@ -109,6 +109,14 @@ struct policy_mix {
 	/* Set by policy_mix_done(): policy_frag_cpu_per_core() of the mix, so
 	 * that a placement reads it instead of walking the kinds per node. */
 	double cpu_per_core;
+	/* Set by policy_mix_done() too, for the score: the kinds that ask
+	 * for GPUs (a bit each), and their distinct asks on one GPU with the
+	 * kinds that make each (whether a GPU takes a kind is asked once per
+	 * ask, not once per kind: kinds often differ in CPU alone). */
+	uint32_t gpu_kinds;
+	size_t nasks;
+	struct kubeapi_vgpu_ask ask[POLICY_MIX_KINDS];
+	uint32_t ask_kinds[POLICY_MIX_KINDS];
 };
 
 /**

@@ -57,6 +57,31 @@ static bool dominates(const struct kubeapi_podspec *spec, size_t n, int64_t runt
 	return true;
 }
 
+/* Drop the shapes a new one of n members of spec makes redundant: those
+ * that ask at least what it asks (any gang they answer, it answers).
+ * The kept shapes stay in their order, oldest first from m->next. */
+static void drop_dominated(struct memo *m, const struct kubeapi_podspec *spec, size_t n,
+                           int64_t runtime_s)
+{
+	struct plan_memo_shape keep[MEMO_SHAPES];
+	unsigned nkeep = 0;
+	struct plan_memo_shape probe = {.spec = spec, .n = (uint32_t)n, .runtime_s = runtime_s};
+
+	unsigned oldest = m->count < MEMO_SHAPES ? 0 : m->next;
+
+	for (unsigned j = 0; j < m->count; j++) {
+		const struct plan_memo_shape *sh = &m->v[(oldest + j) % MEMO_SHAPES];
+
+		if (!dominates(sh->spec, sh->n, sh->runtime_s, &probe))
+			keep[nkeep++] = *sh;
+	}
+	if (nkeep == m->count)
+		return;
+	memcpy(m->v, keep, nkeep * sizeof(*keep));
+	m->count = nkeep;
+	m->next = nkeep; /* < MEMO_SHAPES: one at least was dropped */
+}
+
 const struct plan_memo_shape *plan__memo_find(struct plan_run *r, const struct policy_fit *fit,
                                               const struct kubeapi_podspec *spec, size_t n,
                                               int64_t runtime_s)
@@ -82,6 +107,7 @@ void plan__memo_add(struct plan_run *r, const struct policy_fit *fit,
 	}
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
 	message = plan_words_tail(message);
+	drop_dominated(m, spec, n, runtime_s);
 	m->v[m->next] = (struct plan_memo_shape){spec,    (uint32_t)n,     runtime_s,
 	                                         message, strlen(message), *block};
 	m->next = (m->next + 1) % MEMO_SHAPES;

@@ -313,13 +313,18 @@ void policy_nodes_count(struct policy_nodes *t, size_t i, const struct kubeapi_p
 	use(t, i, spec, held, sign, false);
 }
 
+void policy_nodes_settle_node(struct policy_nodes *t, size_t i)
+{
+	if (t->room_stale && t->room_stale[i]) {
+		policy__node_room(t, i);
+		t->room_stale[i] = 0;
+	}
+}
+
 void policy_nodes_settle(struct policy_nodes *t)
 {
 	for (size_t i = 0; t->room_stale && i < t->n; i++)
-		if (t->room_stale[i]) {
-			policy__node_room(t, i);
-			t->room_stale[i] = 0;
-		}
+		policy_nodes_settle_node(t, i);
 }
 
 void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t delta)
@@ -360,6 +365,10 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		return -ENOMEM;
 	memcpy(dst->gpu_room, src->gpu_room, src->n);
 	memcpy(dst->gpu_empty, src->gpu_empty, src->n);
+	if (src->room_stale && !(dst->room_stale = arena_alloc(a, src->n + 1)))
+		return -ENOMEM;
+	if (src->room_stale)
+		memcpy(dst->room_stale, src->room_stale, src->n);
 	dst->node_memo = NULL; /* its versions part from src's from here */
 	dst->scratch = NULL;
 	if (!(dst->gpu_ver = arena_alloc(a, (src->n + 1) * sizeof(*dst->gpu_ver))))

@@ -147,6 +147,7 @@ struct policy_try {
 struct policy_scratch {
 	struct policy_try *tries;  /* the domains of one level */
 	struct policy_cand *cands; /* the nodes one member may take */
+	uint32_t *takers;          /* the same, before they are scored */
 };
 
 static struct policy_scratch *scratch_of(struct policy_nodes *t, struct arena *a)
@@ -160,7 +161,8 @@ static struct policy_scratch *scratch_of(struct policy_nodes *t, struct arena *a
 		most = t->level[k].ndomains > most ? t->level[k].ndomains : most;
 	if (!(w = arena_alloc(a, sizeof(*w))) ||
 	    !(w->tries = arena_alloc(a, (most + 1) * sizeof(*w->tries))) ||
-	    !(w->cands = arena_alloc(a, (t->n + 1) * sizeof(*w->cands))))
+	    !(w->cands = arena_alloc(a, (t->n + 1) * sizeof(*w->cands))) ||
+	    !(w->takers = arena_alloc(a, (t->n + 1) * sizeof(*w->takers))))
 		return NULL;
 	return t->scratch = w;
 }
@@ -223,6 +225,33 @@ static bool before(const struct trial *tr, const struct look *lk, struct policy_
 	return c ? c < 0 : a->k < b->k;
 }
 
+/* The places k in cand[0..ncand) whose node may_take() the member, into
+ * out; their count. The loop most nodes of a domain tried end in, so it
+ * runs alone, what it reads in locals (interleaved with evaluate(), the
+ * compiler read them again for every node). */
+static size_t takers(const struct trial *tr, const struct look *lk, const uint32_t *cand,
+                     size_t ncand, uint32_t *out)
+{
+	const uint64_t *bits = lk->f->bits;
+	const int64_t *free_cpu = tr->t->free_cpu, cpu = lk->cpu;
+	const uint32_t *gpu_first = tr->t->gpu_first;
+	const uint8_t *room = tr->t->gpu_room, *empty = tr->t->gpu_empty;
+	const unsigned need_room = lk->need.room, need_alone = lk->need.alone;
+	const bool vgpu = lk->s->nvgpu != 0;
+	size_t n = 0;
+
+	for (size_t k = 0; k < ncand; k++) {
+		uint32_t i = cand[k];
+
+		if (!(bits[i / 64] >> (i % 64) & 1) || (cpu > 0 && free_cpu[i] < cpu))
+			continue;
+		if (!vgpu || (gpu_first[i + 1] != gpu_first[i] && room[i] >= need_room &&
+		              empty[i] >= need_alone))
+			out[n++] = (uint32_t)k;
+	}
+	return n;
+}
+
 /* The nodes of cand[0..ncand) that take the member, into tr->cands: the
  * whole list for the first member of a spec; after that only the node
  * the last member went to changed, and only it is scored again. */
@@ -231,11 +260,12 @@ static void candidates(struct trial *tr, const struct look *lk, const uint32_t *
 	struct policy_cand *c = tr->cands;
 
 	if (tr->cspec != lk->s || tr->clist != cand) {
+		uint32_t *ks = tr->t->scratch->takers;
+		size_t nk = takers(tr, lk, cand, ncand, ks);
+
 		tr->ncands = 0;
-		for (size_t k = 0; k < ncand; k++)
-			if (may_take(tr, lk, cand[k]) &&
-			    evaluate(tr, lk, cand[k], k, &c[tr->ncands]))
-				tr->ncands++;
+		for (size_t j = 0; j < nk; j++)
+			tr->ncands += evaluate(tr, lk, cand[ks[j]], ks[j], &c[tr->ncands]);
 		tr->cspec = lk->s;
 		tr->clist = cand;
 	} else if (tr->last < tr->ncands &&
@@ -319,29 +349,51 @@ static void order_members(uint32_t *order, const struct kubeapi_podspec *const *
 	}
 }
 
-/* Whether member m's vGPUs lack room on node i: the test best_node()
- * makes, so the message says what placement met (and the memo mostly
- * answers it, the member having just been tried on these nodes). */
-static bool vgpu_short(const struct trial *tr, size_t m, size_t i)
+/* Whether member m's vGPUs (needing need) lack room on node i: the test
+ * best_node() makes, so the message says what placement met (and the
+ * memo mostly answers it, the member having just been tried on these
+ * nodes). */
+static bool vgpu_short(const struct trial *tr, size_t m, struct policy__need need, size_t i)
 {
 	const struct kubeapi_podspec *s = tr->specs[m];
 	const struct policy__vrec *rec;
-	struct policy__need need;
 	double frag;
 
 	if (!s->nvgpu)
 		return false;
-	need = policy__vgpu_need(s);
 	if (tr->t->gpu_first[i + 1] == tr->t->gpu_first[i] || tr->t->gpu_room[i] < need.room ||
 	    tr->t->gpu_empty[i] < need.alone)
 		return true;
 	return policy__vgpu_score(tr->t, tr->a, s, i, &frag, &rec) < 0;
 }
 
+/* The requests explain() counts, flat: the request's index in the spec,
+ * its resource and amount; a bit each in a node's mask (a spec holds at
+ * most KUBEAPI_MAX_RESOURCES, 64). */
+struct lacks {
+	unsigned n;
+	unsigned q[KUBEAPI_MAX_RESOURCES];
+	unsigned res[KUBEAPI_MAX_RESOURCES];
+	int64_t amount[KUBEAPI_MAX_RESOURCES];
+};
+
+/* The bits of l's requests that the free row fr lacks. */
+static inline uint64_t lacking_bits(const struct lacks *l, const int64_t *fr)
+{
+	uint64_t bits = 0;
+	unsigned n = l->n;
+
+	for (unsigned j = 0; j < n; j++)
+		bits |= (uint64_t)(fr[l->res[j]] < l->amount[j]) << j;
+	return bits;
+}
+
 /* Why the first unplaced member failed, for the message: in one pass
  * over its feasible nodes, how many lack room, and which of its requests
  * (or room on one GPU, for vGPUs: POLICY_SHORT_VGPU) is short on the most
- * of them. O(feasible nodes x requests), and x GPUs for vGPUs. */
+ * of them. O(feasible nodes x requests), and x GPUs for vGPUs; a node
+ * costs a compare per request and an add per request it lacks (the
+ * mask), which matters: a gang that does not fit reads every node. */
 static void explain(struct trial *tr, struct policy_why *why)
 {
 	size_t m = tr->order[tr->placed < tr->n ? tr->placed : 0];
@@ -349,26 +401,22 @@ static void explain(struct trial *tr, struct policy_why *why)
 	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
 	const struct policy_fit *f = tr->looks[m].f;
 	const struct policy_nodes *t = tr->t;
-	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0;
+	struct policy__need need = policy__vgpu_need(s);
+	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0, roomy = 0;
 	unsigned nreq = s->nrequests < KUBEAPI_MAX_RESOURCES ? s->nrequests : KUBEAPI_MAX_RESOURCES;
-	/* The requests a node may be short of, flat: the loop below runs
-	 * over every feasible node of a gang that did not fit. */
-	unsigned live[KUBEAPI_MAX_RESOURCES], nlive = 0, lres[KUBEAPI_MAX_RESOURCES];
-	int64_t lamt[KUBEAPI_MAX_RESOURCES];
-	uint32_t llack[KUBEAPI_MAX_RESOURCES] = {0};
+	struct lacks l = {0};
 	bool everywhere = false; /* a request no node has: short on every node */
 
 	why->placed = tr->placed;
 	why->fit = f;
-	why->short_nodes = 0;
 	why->short_res = KUBEAPI_RES_PODS;
 	for (unsigned q = 0; q < nreq; q++) {
 		if (r[q].amount > 0 && r[q].res >= t->nres)
 			lacking[q] = (uint32_t)f->count;
 		else if (r[q].amount > 0) {
-			lres[nlive] = r[q].res;
-			lamt[nlive] = r[q].amount;
-			live[nlive++] = q;
+			l.res[l.n] = r[q].res;
+			l.amount[l.n] = r[q].amount;
+			l.q[l.n++] = q;
 		}
 		everywhere |= r[q].amount > 0 && r[q].res >= t->nres;
 	}
@@ -376,20 +424,18 @@ static void explain(struct trial *tr, struct policy_why *why)
 		const int64_t *fr = &t->free[f->nodes[k] * t->nres];
 		bool short_here = everywhere || fr[KUBEAPI_RES_PODS] < 1;
 
-		for (unsigned j = 0; j < nlive; j++) {
-			bool lack = fr[lres[j]] < lamt[j];
+		uint64_t bits = lacking_bits(&l, fr);
 
-			llack[j] += lack;
-			short_here |= lack;
-		}
-		if (!short_here && vgpu_short(tr, m, f->nodes[k])) {
+		short_here |= bits != 0;
+		for (; bits; bits &= bits - 1)
+			lacking[l.q[__builtin_ctzll(bits)]]++;
+		if (!short_here && vgpu_short(tr, m, need, f->nodes[k])) {
 			lack_vgpu++;
 			short_here = true;
 		}
-		why->short_nodes += short_here;
+		roomy += !short_here;
 	}
-	for (unsigned j = 0; j < nlive; j++)
-		lacking[live[j]] = llack[j];
+	why->short_nodes = f->count - roomy;
 	for (unsigned q = 0; q < nreq; q++)
 		if (lacking[q] > worst) {
 			worst = lacking[q];

@@ -168,6 +168,9 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
 void policy_nodes_count(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
                         const struct policy_held *held, int sign);
 void policy_nodes_settle(struct policy_nodes *t);
+/** policy_nodes_settle() for node i alone: after counts on a few nodes
+ *  of a large table. O(its GPUs) when it waits, else O(1). */
+void policy_nodes_settle_node(struct policy_nodes *t, size_t i);
 
 /**
  * The shares kh (a pod's, by GPU UUID) on node i's GPUs into *out (NULL
