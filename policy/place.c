@@ -49,9 +49,11 @@ struct trial {
 	struct policy_held **held;
 	struct arena *a; /* the call's: what the memo's records are kept in */
 	size_t placed;   /* members placed so far, in order */
-	/* What the members ask in all, a resource each (amount > 0). */
+	/* What the members ask in all, a resource each (amount > 0), and
+	 * their CPU again (what a node lacks most often, in a packed array). */
 	struct kubeapi_res *total;
 	unsigned ntotal;
+	int64_t total_cpu;
 	/* The nodes that take the member of spec cspec on the candidate
 	 * list clist, cands[0..ncands), kept from one member to the next
 	 * within a run(); last: the entry the last member went to. */
@@ -481,8 +483,11 @@ static void sift(struct policy_try *h, size_t n, size_t k)
  * exact for one node since what members use adds up. */
 static bool node_holds_total(const struct trial *tr, uint32_t i)
 {
-	const int64_t *f = &tr->t->free[(size_t)i * tr->t->nres];
+	const int64_t *f;
 
+	if (tr->t->free_cpu[i] < tr->total_cpu)
+		return false; /* the most common miss, without reading the row */
+	f = &tr->t->free[(size_t)i * tr->t->nres];
 	if (f[KUBEAPI_RES_PODS] < (int64_t)tr->n)
 		return false;
 	for (unsigned k = 0; k < tr->ntotal; k++)
@@ -603,6 +608,8 @@ static void add_total(struct trial *tr, const struct kubeapi_podspec *s)
 			tr->total[tr->ntotal++] = (struct kubeapi_res){.res = r[q].res};
 		}
 		tr->total[k].amount += r[q].amount;
+		if (r[q].res == KUBEAPI_RES_CPU)
+			tr->total_cpu += r[q].amount;
 	}
 }
 
@@ -618,6 +625,7 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 		return -ENOMEM;
 	tr->cands = tr->t->scratch->cands;
 	tr->ntotal = 0;
+	tr->total_cpu = 0;
 	*ask = (struct ask){0};
 	for (size_t k = 0; k < tr->n; k++) {
 		const struct kubeapi_vgpu_ask *v = kubeapi_podspec_vgpu(tr->specs[k]);
