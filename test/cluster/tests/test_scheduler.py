@@ -281,14 +281,27 @@ def test_a_waiting_message_that_only_drifts_is_rewritten_at_most_every_10_s(core
     pods_seen = Modified(core.list_namespaced_pod, ns)
     groups_seen = Modified(custom.list_namespaced_custom_object, *VOLCANO, ns, "podgroups")
     planned = set()  # the headlines the planner gave the gang meanwhile (/debug/gangs)
+
+    def headline():
+        gangs = json.load(urllib.request.urlopen(muster.debug_url() + "/debug/gangs", timeout=10))
+        return {g["message"].split(";")[0] for g in gangs["gangs"] if g["name"] == "g"}
+
     start = time.monotonic()
     try:
         for _ in range(6):
             for cordoned in (True, False):
                 core.patch_node(hosts[1], {"spec": {"unschedulable": cordoned}})
-                time.sleep(0.6)  # a cycle or two with it
-                gangs = json.load(urllib.request.urlopen(muster.debug_url() + "/debug/gangs", timeout=10))
-                planned |= {g["message"].split(";")[0] for g in gangs["gangs"] if g["name"] == "g"}
+                # A cycle or two with it: at least 0.6 s, and until the
+                # planner has said what the flip makes true (a loaded
+                # machine's watch may bring both flips of a pair at once,
+                # and one cycle then sees neither), 5 s at most.
+                want = f"gang {ns}/g: {1 if cordoned else 2} of 3 members fit"
+                flip = time.monotonic()
+                time.sleep(0.6)
+                planned |= headline()
+                while want not in planned and time.monotonic() - flip < 5:
+                    time.sleep(0.1)
+                    planned |= headline()
     finally:
         core.patch_node(hosts[1], {"spec": {"unschedulable": False}})
     took = time.monotonic() - start
