@@ -113,11 +113,6 @@ static struct score score_of(const struct policy_nodes *t, size_t i,
 	return sc;
 }
 
-static bool feasible(const struct policy_fit *f, size_t i)
-{
-	return f->bits[i / 64] >> (i % 64) & 1;
-}
-
 /* Keep node i's shares for member m as its held record. */
 static void keep_shares(struct policy_held *h, const struct policy_nodes *t, size_t i,
                         const struct policy_vgpu_share *v, size_t n, uint32_t ncontainers)
@@ -169,16 +164,43 @@ static struct policy_scratch *scratch_of(struct policy_nodes *t, struct arena *a
 	return t->scratch = w;
 }
 
-/* The first, cheap test of node i for the member: static fit and room on
- * its GPUs. Most nodes a member passes over fail here, without a call. */
-static inline bool may_take(const struct trial *tr, const struct look *lk, size_t i)
+/* What the first, cheap test of a node for a member reads, gathered once
+ * so that a loop over many nodes keeps it in registers (read through tr
+ * and lk, the compiler read it again for every node: evaluate() stores
+ * between two tests). */
+struct first_test {
+	const uint64_t *bits; /* the member's static fit */
+	const int64_t *free_cpu;
+	int64_t cpu;
+	const uint32_t *gpu_first;
+	const uint8_t *room, *empty;
+	unsigned need_room, need_alone;
+	bool vgpu;
+};
+
+static struct first_test first_test_of(const struct trial *tr, const struct look *lk)
 {
 	const struct policy_nodes *t = tr->t;
 
-	return feasible(lk->f, i) && (lk->cpu <= 0 || t->free_cpu[i] >= lk->cpu) &&
-	       (!lk->s->nvgpu ||
-	        (t->gpu_first[i + 1] != t->gpu_first[i] && t->gpu_room[i] >= lk->need.room &&
-	         t->gpu_empty[i] >= lk->need.alone));
+	return (struct first_test){lk->f->bits,   t->free_cpu,    lk->cpu,
+	                           t->gpu_first,  t->gpu_room,    t->gpu_empty,
+	                           lk->need.room, lk->need.alone, lk->s->nvgpu != 0};
+}
+
+/* The first, cheap test of node i for the member: static fit and room on
+ * its GPUs. Most nodes a member passes over fail here, without a call. */
+static inline bool passes(const struct first_test *x, size_t i)
+{
+	return (x->bits[i / 64] >> (i % 64) & 1) && (x->cpu <= 0 || x->free_cpu[i] >= x->cpu) &&
+	       (!x->vgpu || (x->gpu_first[i + 1] != x->gpu_first[i] && x->room[i] >= x->need_room &&
+	                     x->empty[i] >= x->need_alone));
+}
+
+static inline bool may_take(const struct trial *tr, const struct look *lk, size_t i)
+{
+	struct first_test x = first_test_of(tr, lk);
+
+	return passes(&x, i);
 }
 
 /* Whether node i (cand[k]), which may_take() passed, takes the member,
@@ -229,28 +251,16 @@ static bool before(const struct trial *tr, const struct look *lk, struct policy_
 
 /* The places k in cand[0..ncand) whose node may_take() the member, into
  * out; their count. The loop most nodes of a domain tried end in, so it
- * runs alone, what it reads in locals (interleaved with evaluate(), the
- * compiler read them again for every node). */
+ * runs alone, before any is scored. */
 static size_t takers(const struct trial *tr, const struct look *lk, const uint32_t *cand,
                      size_t ncand, uint32_t *out)
 {
-	const uint64_t *bits = lk->f->bits;
-	const int64_t *free_cpu = tr->t->free_cpu, cpu = lk->cpu;
-	const uint32_t *gpu_first = tr->t->gpu_first;
-	const uint8_t *room = tr->t->gpu_room, *empty = tr->t->gpu_empty;
-	const unsigned need_room = lk->need.room, need_alone = lk->need.alone;
-	const bool vgpu = lk->s->nvgpu != 0;
+	const struct first_test x = first_test_of(tr, lk);
 	size_t n = 0;
 
-	for (size_t k = 0; k < ncand; k++) {
-		uint32_t i = cand[k];
-
-		if (!(bits[i / 64] >> (i % 64) & 1) || (cpu > 0 && free_cpu[i] < cpu))
-			continue;
-		if (!vgpu || (gpu_first[i + 1] != gpu_first[i] && room[i] >= need_room &&
-		              empty[i] >= need_alone))
+	for (size_t k = 0; k < ncand; k++)
+		if (passes(&x, cand[k]))
 			out[n++] = (uint32_t)k;
-	}
 	return n;
 }
 
