@@ -18,7 +18,10 @@
 #define MEMO_SHAPES 8
 struct memo {
 	struct plan_memo_shape v[MEMO_SHAPES];
-	unsigned count, next; /* the oldest shape is replaced first */
+	/* The oldest shape is replaced first, after the ones a new shape
+	 * makes redundant (drop_dominated()): the shapes kept are minimal,
+	 * so fractional gangs' many incomparable shapes still find room. */
+	unsigned count, next;
 };
 
 /* Do spec's vGPU asks ask at least what sh's do, container by container
@@ -64,10 +67,8 @@ static void drop_dominated(struct memo *m, const struct kubeapi_podspec *spec, s
                            int64_t runtime_s)
 {
 	struct plan_memo_shape keep[MEMO_SHAPES];
-	unsigned nkeep = 0;
 	struct plan_memo_shape probe = {.spec = spec, .n = (uint32_t)n, .runtime_s = runtime_s};
-
-	unsigned oldest = m->count < MEMO_SHAPES ? 0 : m->next;
+	unsigned nkeep = 0, oldest = m->count < MEMO_SHAPES ? 0 : m->next;
 
 	for (unsigned j = 0; j < m->count; j++) {
 		const struct plan_memo_shape *sh = &m->v[(oldest + j) % MEMO_SHAPES];
