@@ -393,7 +393,7 @@ struct lacks {
 static inline uint64_t lacking_bits(const struct lacks *l, const int64_t *fr)
 {
 	uint64_t bits = 0;
-	unsigned n = l->n;
+	unsigned n = l->n < KUBEAPI_MAX_RESOURCES ? l->n : KUBEAPI_MAX_RESOURCES;
 
 	for (unsigned j = 0; j < n; j++)
 		bits |= (uint64_t)(fr[l->res[j]] < l->amount[j]) << j;
