@@ -165,7 +165,6 @@ void policy_mix_done(struct policy_mix *m)
 
 struct frag {
 	const struct policy_mix *m;
-	uint32_t gpu_kinds;            /* bit k: kind k asks for GPUs (the mix's) */
 	uint32_t usable;               /* bit k: the node's model, CPU and memory admit kind k */
 	double room[POLICY_MIX_KINDS]; /* GPU percent kind k's pods could use with
 	                                * the free CPU and memory (frag.h, room_k) */
@@ -230,7 +229,7 @@ static double kind_room(const struct policy_mix_kind *kd, int64_t cpu, int64_t m
 }
 
 /* The kinds the node's model and its free CPU and memory admit, and each
- * GPU kind's room there (f->gpu_kinds set). O(kinds). */
+ * GPU kind's room there. O(kinds). */
 static void kinds_admit(struct frag *f, uint64_t model)
 {
 	f->usable = 0;
@@ -239,7 +238,7 @@ static void kinds_admit(struct frag *f, uint64_t model)
 
 		if (kd->cpu_m <= f->cpu && kd->mem <= f->mem && model_admits(kd->models, model))
 			f->usable |= 1u << k;
-		f->room[k] = (f->gpu_kinds >> k & 1) ? kind_room(kd, f->cpu, f->mem) : HUGE_VAL;
+		f->room[k] = (f->m->gpu_kinds >> k & 1) ? kind_room(kd, f->cpu, f->mem) : HUGE_VAL;
 	}
 }
 
@@ -275,7 +274,6 @@ static int frag_start(struct frag *f, const struct policy_mix *m, const struct p
 	f->ng = n->ngpus;
 	f->cpu = n->cpu_m;
 	f->mem = n->mem;
-	f->gpu_kinds = m->gpu_kinds;
 	kinds_admit(f, n->model);
 	for (size_t j = 0; j < f->ng; j++) {
 		size_t i = 0;
@@ -315,7 +313,7 @@ static double value_if(const struct frag *f, size_t j, uint32_t fit_j, int32_t f
 		int64_t nfit = f->nfit[k], unfit = f->unfit[k];
 		bool hosts;
 
-		if (!(f->gpu_kinds >> k & 1))
+		if (!(f->m->gpu_kinds >> k & 1))
 			continue;
 		if (j != NO_GPU) {
 			nfit += (int64_t)(fit_j >> k & 1) - (int64_t)(old >> k & 1);
