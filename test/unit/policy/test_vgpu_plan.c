@@ -292,6 +292,80 @@ static void test_preemption_frees_exactly_the_victims_shares(void **state)
 	world_free(&w);
 }
 
+static const char yaml_racks[] = "resources: [nvidia.com/gpu]\n"
+                                 "topology:\n"
+                                 "  levels: [muster.dev/rack, kubernetes.io/hostname]\n"
+                                 "queues:\n"
+                                 "  - name: all\n"
+                                 "    namespaces: [a, other]\n"
+                                 "    quota: {nvidia.com/gpu: {nominal: 1000}}\n";
+
+/* A node of two V100s in rack, whose GPUs listed in full hold a share of
+ * all of them, and whose CPU a pod of hog_m millicores takes. */
+static void rack_node(struct world *w, const char *name, const char *rack, const char *full,
+                      long hog_m)
+{
+	char labels[128], pod[32], ids[64];
+
+	snprintf(labels, sizeof(labels),
+	         "\"kubernetes.io/hostname\":\"%s\",\"muster.dev/rack\":\"%s\"", name, rack);
+	synth_vgpu_node(&w->s, name, 2, 32768, 10, labels);
+	for (const char *g = full; g && *g; g++) {
+		snprintf(pod, sizeof(pod), "%s-full-%c", name, *g);
+		snprintf(ids, sizeof(ids), "GPU-%s-%c,NVIDIA,32768,100:", name, *g);
+		vpod(w, pod, NULL, 32768, 100, name, ids);
+	}
+	snprintf(pod, sizeof(pod), "%s-hog", name);
+	synth_pod_at(
+	    &w->s,
+	    &(struct synth_pod_desc){
+	        .ns = "other", .name = pod, .sched = "volcano", .cpu_m = hog_m, .node = name});
+}
+
+/* A gang of two half GPUs, 60 CPUs each (no node holds both), goes to
+ * the tightest rack that holds it: past a tighter one that has the cores
+ * and the CPU but on different nodes (which placement turns down without
+ * a trial), into one whose two nodes have CPU for exactly one member
+ * each (a count that turned it down would leave the gang to the search
+ * over all nodes, whose ties go to the looser rack's nodes). */
+static void test_tightest_rack_counts_members_node_by_node(void **state)
+{
+	struct world w;
+	const char *limits =
+	    "\"volcano.sh/vgpu-number\":\"1\",\"volcano.sh/vgpu-memory\":\"16384\","
+	    "\"volcano.sh/vgpu-cores\":\"50\"";
+	char name[16];
+	const char *got[2];
+
+	(void)state;
+	world_init_with(&w, yaml_racks);
+	rack_node(&w, "a1", "r1", "0", 95000); /* a GPU free, no CPU */
+	rack_node(&w, "a2", "r1", "01", 0);    /* CPU, no GPU free */
+	rack_node(&w, "d1", "r2", "0", 35000); /* a GPU and 60 CPUs free */
+	rack_node(&w, "d2", "r2", "0", 35000);
+	/* As r2, and looser by a node with a GPU free but no CPU. */
+	rack_node(&w, "c1", "r3", "0", 35000);
+	rack_node(&w, "c2", "r3", "0", 35000);
+	rack_node(&w, "c3", "r3", NULL, 95000);
+	synth_group(&w.s, "a", "pair", 2, 1, NULL);
+	for (int k = 0; k < 2; k++) {
+		snprintf(name, sizeof(name), "p-%d", k);
+		synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+		                                            .name = name,
+		                                            .group = "pair",
+		                                            .sched = "muster",
+		                                            .cpu_m = 60000,
+		                                            .limits = limits});
+	}
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 2);
+	for (size_t k = 0; k < 2; k++)
+		got[k] = str(&w, w.plan.binds[k].node);
+	assert_string_not_equal(got[0], got[1]);
+	assert_true(got[0][0] == 'd' && got[1][0] == 'd');
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +374,7 @@ int main(void)
 	    cmocka_unit_test(test_assumed_shares_are_counted),
 	    cmocka_unit_test(test_quota_counts_fractions),
 	    cmocka_unit_test(test_preemption_frees_exactly_the_victims_shares),
+	    cmocka_unit_test(test_tightest_rack_counts_members_node_by_node),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
