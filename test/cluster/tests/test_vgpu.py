@@ -251,7 +251,10 @@ def test_mig_slices_and_whole_gpus_coexist_on_the_right_nodes(core, custom, name
     assert pods["slice-0"].spec.node_name == MIG_NODE
     assert pods["mixed-slice"].spec.node_name == MIG_NODE
     assert pods["eight"].spec.node_name.startswith("gpu-"), pods["eight"].spec.node_name
-    msg = until(muster, "big waits for room", lambda: "fit" in (waiting(core, namespace, "big-0") or "")
+    # Until the slice's name is known (a first cycle may run before the
+    # node that offers it is read, and says no node offers it).
+    msg = until(muster, "big waits for room",
+                lambda: "nvidia.com/mig-3g.40gb" in (waiting(core, namespace, "big-0") or "")
                 and waiting(core, namespace, "big-0") or Not("not waiting for room yet"))
     assert "2 of 3 members fit" in msg and "nvidia.com/mig-3g.40gb" in msg, msg
     assert not any(p.spec.node_name for p in core.list_namespaced_pod(namespace).items
