@@ -23,6 +23,12 @@ void *idmap_get(const struct idmap *m, uint64_t key)
 	return NULL;
 }
 
+void idmap_prefetch(const struct idmap *m, uint64_t key)
+{
+	if (m->nslots && key)
+		__builtin_prefetch(&m->slots[slot_of(key, m->nslots)]);
+}
+
 static void place(struct idmap_slot *slots, size_t nslots, uint64_t key, void *value)
 {
 	size_t i = slot_of(key, nslots);

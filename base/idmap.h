@@ -22,6 +22,10 @@ struct idmap {
 /** The value for key, or NULL. Expected O(1). */
 void *idmap_get(const struct idmap *m, uint64_t key);
 
+/** Start loading key's first slot into the cache, for a get a little
+ *  later (a walk that looks keys up at random, one after another). */
+void idmap_prefetch(const struct idmap *m, uint64_t key);
+
 /** Insert or replace; 0 or -ENOMEM (-EINVAL for key 0). Amortized O(1). */
 int idmap_put(struct idmap *m, uint64_t key, void *value);
 

@@ -270,6 +270,11 @@ static struct plan_kept_gang *kept(const struct plan_run *r, uint64_t key)
 	return idmap_get(&r->keep->gangs.map, key);
 }
 
+void plan__gang_prefetch(const struct plan_run *r, uint64_t key)
+{
+	idmap_prefetch(&r->keep->gangs.map, key);
+}
+
 long plan__gang_index(const struct plan_run *r, uint64_t key)
 {
 	const struct plan_kept_gang *e = kept(r, key);

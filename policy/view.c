@@ -365,6 +365,25 @@ static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *l
 	return 0;
 }
 
+/* How far ahead of the walk a record's gang slot and node row are asked
+ * for: each is a cache miss at random, which the walk's work on the
+ * records between hides. Steady cycle at 50,000 nodes, five runs each
+ * way: 177-200 ms against 196-327 (also tried, no better: the gang's
+ * kept entry half as far ahead, the node's domains and packed CPU). */
+#define AHEAD 16
+
+/* Start loading what the walk will read for record y: its gang's slot
+ * in the kept map (once per run of one gang) and its node's row. */
+static void prefetch(const struct plan_run *r, const struct plan_pod *y, bool kept)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+
+	if (y->gang && y->gang != y[-1].gang)
+		plan__gang_prefetch(r, y->gang);
+	if (kept && y->node && y->index < PLAN_POD_STALE)
+		__builtin_prefetch(&t->free[(size_t)y->index * t->nres]);
+}
+
 /* Every pod, from the pod table (podtab.c), which plan__podtab_sync() has
  * brought up to date. The mix (shares.c) is told of each run of pods of
  * ours of one spec at once: a gang's pods are in a row. */
@@ -380,6 +399,8 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 		struct plan_pod *x = &t->v[k];
 		uint32_t node;
 
+		if (k + AHEAD < t->n)
+			prefetch(r, &t->v[k + AHEAD], kept);
 		if (!x->pod || !x->spec)
 			continue;
 		if (x->phase == KUBEAPI_POD_SUCCEEDED || x->phase == KUBEAPI_POD_FAILED) {

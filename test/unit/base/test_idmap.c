@@ -87,6 +87,7 @@ static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
 	int x;
 
 	(void)state;
+	idmap_prefetch(&m, 7); /* no slots yet: nothing to load, no fault */
 	assert_null(idmap_get(&m, 7));
 	assert_null(idmap_del(&m, 7));
 	assert_int_equal(idmap_put(&m, 0, &x), -22);
@@ -95,6 +96,9 @@ static void test_key_zero_is_refused_and_absent_keys_are_null(void **state)
 	assert_int_equal(m.n, 1);
 	assert_ptr_equal(idmap_get(&m, 7), &x + 1);
 	assert_null(idmap_get(&m, 8));
+	idmap_prefetch(&m, 0);
+	idmap_prefetch(&m, 8);
+	assert_int_equal(m.n, 1); /* a prefetch changes nothing */
 	idmap_free(&m);
 	assert_int_equal(m.nslots, 0);
 }
