@@ -220,17 +220,19 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 	t->node = arena_alloc(a, (n + 1) * sizeof(*t->node));
 	t->free = arena_calloc(a, n * t->nres + 1, sizeof(*t->free));
 	t->free_cpu = arena_alloc(a, (n + 1) * sizeof(*t->free_cpu));
+	t->free_gpu = arena_alloc(a, (n + 1) * sizeof(*t->free_gpu));
 	t->domain = arena_alloc(a, (n * t->nlevels + 1) * sizeof(*t->domain));
 	t->flavor = arena_alloc(a, (n + 1) * sizeof(*t->flavor));
 	t->gpu_node = arena_alloc(a, n + 1);
-	if (!t->node || !t->free || !t->free_cpu || !t->domain || !t->flavor || !t->gpu_node ||
-	    flavor_ids(a, m, cfg, &fi) < 0)
+	if (!t->node || !t->free || !t->free_cpu || !t->free_gpu || !t->domain || !t->flavor ||
+	    !t->gpu_node || flavor_ids(a, m, cfg, &fi) < 0)
 		return -ENOMEM;
 	gpu_mask = gpu_resources(t);
 	for (size_t i = 0; i < n; i++) {
 		t->node[i] = nodes[i];
 		set_allocatable(t, i, gpu_mask);
 		t->free_cpu[i] = t->free[i * t->nres + KUBEAPI_RES_CPU];
+		t->free_gpu[i] = t->free[i * t->nres + KUBEAPI_RES_GPU];
 		t->flavor[i] = flavor_of(&fi, nodes[i]);
 		if (idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
 			return -ENOMEM;
@@ -283,6 +285,7 @@ static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *
 	}
 	f[KUBEAPI_RES_PODS] += sign;
 	t->free_cpu[i] = f[KUBEAPI_RES_CPU];
+	t->free_gpu[i] = f[KUBEAPI_RES_GPU];
 	policy__held_use(t, held, sign, &cores, &empty);
 	if (held && settle)
 		policy__node_room(t, i);
@@ -333,6 +336,7 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 		return;
 	t->free[i * t->nres + res] += delta;
 	t->free_cpu[i] = t->free[i * t->nres + KUBEAPI_RES_CPU];
+	t->free_gpu[i] = t->free[i * t->nres + KUBEAPI_RES_GPU];
 	for (unsigned l = 0; res == KUBEAPI_RES_GPU && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -355,6 +359,9 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	if (!(dst->free_cpu = arena_alloc(a, (src->n + 1) * sizeof(*dst->free_cpu))))
 		return -ENOMEM;
 	memcpy(dst->free_cpu, src->free_cpu, src->n * sizeof(*dst->free_cpu));
+	if (!(dst->free_gpu = arena_alloc(a, (src->n + 1) * sizeof(*dst->free_gpu))))
+		return -ENOMEM;
+	memcpy(dst->free_gpu, src->free_gpu, src->n * sizeof(*dst->free_gpu));
 	dst->gpu = arena_alloc(a, (src->gpu_first[src->n] + 1) * sizeof(*dst->gpu));
 	if (!dst->gpu)
 		return -ENOMEM;

@@ -180,8 +180,8 @@ static struct policy_scratch *scratch_of(struct policy_nodes *t, struct arena *a
  * between two tests). */
 struct first_test {
 	const uint64_t *bits; /* the member's static fit */
-	const int64_t *free_cpu;
-	int64_t cpu;
+	const int64_t *free_cpu, *free_gpu;
+	int64_t cpu, gpus;
 	const uint32_t *gpu_first;
 	const uint8_t *room, *empty;
 	unsigned need_room, need_alone;
@@ -192,8 +192,8 @@ static struct first_test first_test_of(const struct trial *tr, const struct look
 {
 	const struct policy_nodes *t = tr->t;
 
-	return (struct first_test){lk->f->bits,   t->free_cpu,    lk->cpu,
-	                           t->gpu_first,  t->gpu_room,    t->gpu_empty,
+	return (struct first_test){lk->f->bits,   t->free_cpu,    t->free_gpu,      lk->cpu,
+	                           lk->gpus,      t->gpu_first,   t->gpu_room,      t->gpu_empty,
 	                           lk->need.room, lk->need.alone, lk->s->nvgpu != 0};
 }
 
@@ -202,6 +202,7 @@ static struct first_test first_test_of(const struct trial *tr, const struct look
 static inline bool passes(const struct first_test *x, size_t i)
 {
 	return (x->bits[i / 64] >> (i % 64) & 1) && (x->cpu <= 0 || x->free_cpu[i] >= x->cpu) &&
+	       (x->gpus <= 0 || x->free_gpu[i] >= x->gpus) &&
 	       (!x->vgpu || (x->gpu_first[i + 1] != x->gpu_first[i] && x->room[i] >= x->need_room &&
 	                     x->empty[i] >= x->need_alone));
 }

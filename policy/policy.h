@@ -77,6 +77,9 @@ struct policy_nodes {
 	 * fails on most nodes, made without reading each node's row. Kept
 	 * with free[] by the functions below. */
 	int64_t *free_cpu;
+	/* And free[i * nres + KUBEAPI_RES_GPU], for the same reason: a node
+	 * without the whole GPUs a member asks is passed over unread. */
+	int64_t *free_gpu;
 	uint32_t *domain;  /* n x nlevels */
 	uint16_t *flavor;  /* config flavor index or POLICY_NO_FLAVOR */
 	uint8_t *gpu_node; /* has GPUs: nvidia.com/gpu*, MIG slices or registered GPUs */

@@ -108,6 +108,51 @@ static void test_place_without_cpu_on_overcommitted_node(void **state)
 	world_free(&w);
 }
 
+/* The packed copies of free CPU and GPUs the first test reads match each
+ * node's row. */
+static void assert_packed(const struct policy_nodes *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		assert_int_equal(t->free_cpu[i], t->free[i * t->nres + KUBEAPI_RES_CPU]);
+		assert_int_equal(t->free_gpu[i], t->free[i * t->nres + KUBEAPI_RES_GPU]);
+	}
+}
+
+/* Whole GPUs through the packed copy: an 8-GPU member goes to the only
+ * node with 8 free, a 1-GPU one to the node left with the fewest, and
+ * once no node has one free, none is placed; the copy follows every
+ * change (placement, adjustment, a copy of the table). */
+static void test_place_reads_whole_gpus_kept_packed(void **state)
+{
+	struct world w;
+	struct policy_nodes copy;
+	const struct kubeapi_podspec *eight[1], *one[1];
+	const struct policy_held *held[1];
+	struct policy_why why;
+	uint32_t out[1];
+
+	(void)state;
+	world_init(&w, 2);
+	eight[0] = w.eight;
+	one[0] = w.one;
+	policy_nodes_adjust(&w.t, 1, KUBEAPI_RES_GPU, -6); /* n-1: 2 free */
+	assert_packed(&w.t);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, eight, 1, out, held, &why), 0);
+	assert_int_equal(out[0], 0);
+	assert_packed(&w.t);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, one, 1, out, held, &why), 0);
+	assert_int_equal(out[0], 1);
+	assert_packed(&w.t);
+	assert_int_equal(policy_nodes_copy(&copy, &w.t, &w.arena), 0);
+	policy_nodes_adjust(&copy, 1, KUBEAPI_RES_GPU, -1); /* none free in the copy */
+	assert_packed(&copy);
+	assert_int_equal(policy_place(&copy, &w.fits, &w.arena, one, 1, out, held, &why), -ENOSPC);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, one, 1, out, held, &why), 0);
+	assert_int_equal(out[0], 1);
+	assert_int_equal(free_gpus(&w, 1), 0);
+	world_free(&w);
+}
+
 /* ---- backfill.h ------------------------------------------------------ */
 
 /* Three nodes; n-0 is busy until now+100, n-1 until now+200, n-2 free. A
@@ -277,6 +322,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_place_without_cpu_on_overcommitted_node),
+	    cmocka_unit_test(test_place_reads_whole_gpus_kept_packed),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
 	    cmocka_unit_test(test_preempt_one_victim),
