@@ -102,6 +102,9 @@ struct policy_nodes {
 	/* Per node: its gpu_room, gpu_empty and gpu_ver wait for
 	 * policy_nodes_settle() (policy_nodes_count() left them). */
 	uint8_t *room_stale;
+	/* The levels' per-domain totals wait for policy_nodes_settle()
+	 * (policy_nodes_tally() left them). */
+	uint8_t levels_stale;
 	struct policy_node_memo *node_memo;
 	/* policy_place()'s working room (place.c), from the arena on first
 	 * use: a level's domains and a member's nodes. It is never
@@ -169,6 +172,14 @@ void policy_nodes_use(struct policy_nodes *t, size_t i, const struct kubeapi_pod
  * table in between.
  */
 void policy_nodes_count(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
+                        const struct policy_held *held, int sign);
+/**
+ * policy_nodes_count() that leaves the domains' totals (free GPUs, cores,
+ * empty GPUs per domain) to policy_nodes_settle() too, which sums them
+ * from the nodes: for a count of most pods of a large table (the bound
+ * pods, each cycle). Nothing may read the table in between.
+ */
+void policy_nodes_tally(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec,
                         const struct policy_held *held, int sign);
 void policy_nodes_settle(struct policy_nodes *t);
 /** policy_nodes_settle() for node i alone: after counts on a few nodes

@@ -306,7 +306,7 @@ static int count_bound(struct plan_run *r, struct plan_pod *x, long i, size_t *l
 	    (rc = plan__held_of(r, pod, (size_t)i, &held)) < 0)
 		return rc;
 	if (i >= 0)
-		policy_nodes_count(&r->p->nodes, (size_t)i, x->spec, held, -1);
+		policy_nodes_tally(&r->p->nodes, (size_t)i, x->spec, held, -1);
 	r->p->stats.bound_pods++;
 	if ((x->flags & PLAN_POD_OURS) && ((x->flags & PLAN_POD_GROUP) || r->preemption)) {
 		if (!(g = gang_of(r, x, last)))

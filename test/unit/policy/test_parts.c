@@ -153,6 +153,88 @@ static void test_place_reads_whole_gpus_kept_packed(void **state)
 	world_free(&w);
 }
 
+/* A table's domains, every level, against another's. */
+static void assert_same_levels(const struct policy_nodes *a, const struct policy_nodes *b)
+{
+	assert_int_equal(a->nlevels, b->nlevels);
+	for (unsigned l = 0; l < a->nlevels; l++) {
+		assert_int_equal(a->level[l].ndomains, b->level[l].ndomains);
+		for (uint32_t d = 0; d < a->level[l].ndomains; d++) {
+			assert_int_equal(a->level[l].free_gpu[d], b->level[l].free_gpu[d]);
+			assert_int_equal(a->level[l].free_core[d], b->level[l].free_core[d]);
+			assert_int_equal(a->level[l].empty_gpu[d], b->level[l].empty_gpu[d]);
+		}
+	}
+}
+
+/* A tally (the bound pods' count, whose domains' totals are summed once
+ * at the settle) leaves every domain of every level as counting pod by
+ * pod does: whole GPUs on plain nodes, and vGPU shares on a registered
+ * node (one GPU half used, one full, two empty). */
+static void test_tally_sums_domains_as_a_count_keeps_them(void **state)
+{
+	static const char levels[] = "resources: [nvidia.com/gpu]\n"
+	                             "topology:\n"
+	                             "  levels: [topology.kubernetes.io/zone, muster.dev/rack,\n"
+	                             "           kubernetes.io/hostname]\n"
+	                             "queues:\n"
+	                             "  - name: q\n"
+	                             "    namespaces: [t]\n";
+	const char *lab = "\"kubernetes.io/hostname\":\"v-0\",\"topology.kubernetes.io/zone\":"
+	                  "\"z-1\",\"muster.dev/rack\":\"r-2\"";
+	struct synth s;
+	struct config *cfg;
+	struct arena a1 = {0}, a2 = {0};
+	struct policy_nodes t1, t2;
+	const struct kubeapi_node *nodes[5];
+	const struct kubeapi_podspec *one, *four;
+	struct kubeapi_vgpu_held *kh = calloc(1, sizeof(*kh) + 2 * sizeof(kh->e[0]));
+	const struct policy_held *h1, *h2;
+	char name[16], zone[16], rack[16];
+
+	(void)state;
+	assert_int_equal(synth_init(&s), 0);
+	assert_int_equal(config_parse("t.yaml", levels, strlen(levels), &cfg, NULL), 0);
+	for (int k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "n-%d", k);
+		snprintf(zone, sizeof(zone), "z-%d", k / 2);
+		snprintf(rack, sizeof(rack), "r-%d", k);
+		nodes[k] = synth_node(&s, name, zone, rack, 8, NULL);
+	}
+	nodes[4] = synth_vgpu_node(&s, "v-0", 4, 32768, 10, lab);
+	assert_int_equal(policy_nodes_build(&t1, &a1, s.model, cfg, NULL, 0, nodes, 5), 0);
+	assert_int_equal(policy_nodes_build(&t2, &a2, s.model, cfg, NULL, 0, nodes, 5), 0);
+	one = synth_pod(&s, "t", "one", NULL, "muster", 100, 1, NULL, 0, NULL)->spec;
+	four = synth_pod(&s, "t", "four", NULL, "muster", 100, 4, NULL, 0, NULL)->spec;
+	*kh = (struct kubeapi_vgpu_held){.n = 2, .ncontainers = 1};
+	kh->e[0] = (struct kubeapi_vgpu_hold){0, synth_id(&s, "GPU-v-0-1"), 16384, 50};
+	kh->e[1] = (struct kubeapi_vgpu_hold){0, synth_id(&s, "GPU-v-0-2"), 32768, 100};
+	assert_int_equal(policy_nodes_held(&t1, 4, kh, &a1, &h1), 0);
+	assert_int_equal(policy_nodes_held(&t2, 4, kh, &a2, &h2), 0);
+	assert_non_null(h1);
+	for (size_t i = 0; i < 4; i++) {
+		policy_nodes_tally(&t1, i, i % 2 ? one : four, NULL, -1);
+		policy_nodes_count(&t2, i, i % 2 ? one : four, NULL, -1);
+	}
+	policy_nodes_tally(&t1, 0, one, NULL, -1);
+	policy_nodes_count(&t2, 0, one, NULL, -1);
+	policy_nodes_tally(&t1, 4, one, h1, -1);
+	policy_nodes_count(&t2, 4, one, h2, -1);
+	policy_nodes_settle(&t1);
+	policy_nodes_settle(&t2);
+	assert_same_levels(&t1, &t2);
+	assert_int_equal(t1.level[0].free_gpu[0], 16 - 4 - 1 - 1); /* zone z-0: n-0, n-1 */
+	assert_int_equal(t1.level[2].empty_gpu[t1.domain[4 * t1.nlevels + 2]], 2);
+	assert_int_equal(t1.level[2].free_core[t1.domain[4 * t1.nlevels + 2]], 250);
+	policy_nodes_release(&t1);
+	policy_nodes_release(&t2);
+	arena_free(&a1);
+	arena_free(&a2);
+	free(kh);
+	config_free(&cfg);
+	synth_free(&s);
+}
+
 /* ---- backfill.h ------------------------------------------------------ */
 
 /* Three nodes; n-0 is busy until now+100, n-1 until now+200, n-2 free. A
@@ -323,6 +405,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_place_without_cpu_on_overcommitted_node),
 	    cmocka_unit_test(test_place_reads_whole_gpus_kept_packed),
+	    cmocka_unit_test(test_tally_sums_domains_as_a_count_keeps_them),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
 	    cmocka_unit_test(test_preempt_one_victim),
