@@ -123,6 +123,35 @@ static void permute(struct plan_pod *v, struct gang_pos *a, size_t n)
 	}
 }
 
+/* How far ahead gather() asks for the record it will copy. */
+#define GATHER_AHEAD 8
+
+/* The records in the order a[] gives, copied into a new array: each read
+ * is a cache miss at random, but none waits for another, where
+ * permute()'s cycles chain them (three quarters of the sort at 100,000
+ * nodes, a fifth of the full cycle). Costs a second table while it runs
+ * (48 bytes a record); without the memory, permute() in place. */
+static void gather(struct plan_podtab *t, struct gang_pos *a)
+{
+	struct plan_pod *v = malloc(t->cap * sizeof(*v));
+
+	if (!v) {
+		permute(t->v, a, t->n);
+		return;
+	}
+	for (size_t k = 0; k < t->n; k++) {
+		if (k + GATHER_AHEAD < t->n) {
+			const char *p = (const char *)&t->v[a[k + GATHER_AHEAD].at];
+
+			__builtin_prefetch(p);
+			__builtin_prefetch(p + sizeof(*v) - 1); /* a record may straddle two lines */
+		}
+		v[k] = t->v[a[k].at];
+	}
+	free(t->v);
+	t->v = v;
+}
+
 #define DIGIT_BITS 8
 #define DIGITS     (1u << DIGIT_BITS)
 
@@ -159,7 +188,7 @@ static int group_by_gang(struct plan_podtab *t)
 	}
 	free(b);
 	b = NULL;
-	permute(t->v, a, t->n);
+	gather(t, a);
 	rc = 0;
 out:
 	free(a);
