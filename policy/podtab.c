@@ -143,8 +143,9 @@ static void gather(struct plan_podtab *t, struct gang_pos *a)
 		if (k + GATHER_AHEAD < t->n) {
 			const char *p = (const char *)&t->v[a[k + GATHER_AHEAD].at];
 
+			/* A record may straddle two lines. */
 			__builtin_prefetch(p);
-			__builtin_prefetch(p + sizeof(*v) - 1); /* a record may straddle two lines */
+			__builtin_prefetch(p + sizeof(*v) - 1);
 		}
 		v[k] = t->v[a[k].at];
 	}
