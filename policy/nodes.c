@@ -335,8 +335,9 @@ void policy_nodes_tally(struct policy_nodes *t, size_t i, const struct kubeapi_p
 static void node_cores(const struct policy_nodes *t, size_t i, int64_t *cores, int64_t *empty)
 {
 	*cores = *empty = 0;
-	for (uint32_t k = t->gpu_first ? t->gpu_first[i] : 0;
-	     t->gpu_first && k < t->gpu_first[i + 1]; k++) {
+	if (!t->gpu_first)
+		return;
+	for (uint32_t k = t->gpu_first[i]; k < t->gpu_first[i + 1]; k++) {
 		if (!t->gpu[k].healthy)
 			continue;
 		*cores += 100 - (int64_t)t->gpu[k].used_core;

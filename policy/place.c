@@ -42,7 +42,7 @@ struct look {
  * room on a GPU and empty GPUs when every member asks for vGPUs. */
 struct least {
 	int64_t cpu, mem;
-	unsigned room, alone;
+	struct policy__need need;
 	bool vgpu_all;
 };
 
@@ -372,6 +372,15 @@ static void order_members(uint32_t *order, const struct kubeapi_podspec *const *
 	}
 }
 
+/* Whether node i lacks the GPUs a vGPU ask needing need takes: none
+ * registered, no GPU with the room, or too few empty. (passes() makes the
+ * same test from its gathered arrays.) */
+static bool lacks_room(const struct policy_nodes *t, size_t i, struct policy__need need)
+{
+	return t->gpu_first[i + 1] == t->gpu_first[i] || t->gpu_room[i] < need.room ||
+	       t->gpu_empty[i] < need.alone;
+}
+
 /* Whether member m's vGPUs (needing need) lack room on node i: the test
  * best_node() makes, so the message says what placement met (and the
  * memo mostly answers it, the member having just been tried on these
@@ -384,8 +393,7 @@ static bool vgpu_short(const struct trial *tr, size_t m, struct policy__need nee
 
 	if (!s->nvgpu)
 		return false;
-	if (tr->t->gpu_first[i + 1] == tr->t->gpu_first[i] || tr->t->gpu_room[i] < need.room ||
-	    tr->t->gpu_empty[i] < need.alone)
+	if (lacks_room(tr->t, i, need))
 		return true;
 	return policy__vgpu_score(tr->t, tr->a, s, i, &frag, &rec) < 0;
 }
@@ -572,8 +580,7 @@ static int64_t members_at_most(const struct trial *tr, uint32_t i)
 	const int64_t *f;
 	int64_t cap, m;
 
-	if (l->vgpu_all && (t->gpu_first[i + 1] == t->gpu_first[i] || t->gpu_room[i] < l->room ||
-	                    t->gpu_empty[i] < l->alone))
+	if (l->vgpu_all && lacks_room(t, i, l->need))
 		return 0;
 	cap = l->cpu > 0 ? t->free_cpu[i] / l->cpu : (int64_t)tr->n;
 	if (cap <= 0)
@@ -690,15 +697,15 @@ static void least_of(struct trial *tr)
 {
 	struct least *l = &tr->least;
 
-	*l = (struct least){INT64_MAX, INT64_MAX, UINT_MAX, UINT_MAX, true};
+	*l = (struct least){INT64_MAX, INT64_MAX, {UINT_MAX, UINT_MAX}, true};
 	for (size_t k = 0; k < tr->n; k++) {
 		const struct look *lk = &tr->looks[k];
 		int64_t mem = policy_spec_request(lk->s, KUBEAPI_RES_MEMORY);
 
 		l->cpu = lk->cpu < l->cpu ? lk->cpu : l->cpu;
 		l->mem = mem < l->mem ? mem : l->mem;
-		l->room = lk->need.room < l->room ? lk->need.room : l->room;
-		l->alone = lk->need.alone < l->alone ? lk->need.alone : l->alone;
+		l->need.room = lk->need.room < l->need.room ? lk->need.room : l->need.room;
+		l->need.alone = lk->need.alone < l->need.alone ? lk->need.alone : l->need.alone;
 		l->vgpu_all &= lk->s->nvgpu != 0;
 	}
 }
