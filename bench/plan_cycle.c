@@ -1095,6 +1095,7 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 	in->assumed = &assumed;
 	in->pods_known = 1;   /* the pods that ended are the change */
 	in->groups_known = 1; /* and no PodGroup changed */
+	in->nodes_known = 1;  /* nor any node */
 	in->pod_changes = gone;
 	in->npod_changes = (size_t)n;
 	c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);

@@ -163,6 +163,7 @@ static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns,
 	g = &p->gangs[p->ngangs++];
 	gang_init(g, key, ns, name);
 	g->kept = *e;
+	g->kept_enqueued = (*e)->enqueued;
 	return g;
 }
 
@@ -193,6 +194,11 @@ static void use_group(const struct plan_run *r, struct plan_gang *g,
 	g->fixed_priority = g->priority != INT32_MIN;
 	g->group_tasks = pg->ntasks;
 	g->group_runtime = r->runtime_key ? kubeapi_labels_get(pg->muster, r->runtime_key) : 0;
+	g->group_gate = (uint8_t)((pg->min_resources ? PLAN_GATE_MIN_RESOURCES : 0) |
+	                          (pg->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
+	                                   pg->status.phase == r->phase_inqueue
+	                               ? PLAN_GATE_INQUEUE
+	                               : 0));
 }
 
 /* A member of a native PodGroup whose policy is basic: scheduled pod by
@@ -253,6 +259,7 @@ static struct plan_gang_facts facts_of(const struct plan_gang *g)
 	    .enqueued = g->enqueued,
 	    .ran = g->ran,
 	    .group_tasks = g->group_tasks,
+	    .group_gate = g->group_gate,
 	};
 }
 
@@ -262,7 +269,8 @@ static bool same_facts(const struct plan_gang_facts *a, const struct plan_gang_f
 	       a->priority == b->priority && a->min_member == b->min_member &&
 	       a->within_level == b->within_level && a->group_runtime == b->group_runtime &&
 	       a->fixed_priority == b->fixed_priority && a->enqueued == b->enqueued &&
-	       a->ran == b->ran && a->group_tasks == b->group_tasks;
+	       a->ran == b->ran && a->group_tasks == b->group_tasks &&
+	       a->group_gate == b->group_gate;
 }
 
 static struct plan_kept_gang *kept(const struct plan_run *r, uint64_t key)
@@ -329,6 +337,7 @@ struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key, const stru
 	g->enqueued = f.enqueued;
 	g->ran = f.ran;
 	g->group_tasks = f.group_tasks;
+	g->group_gate = f.group_gate;
 	g->group_runtime = f.group_runtime;
 	if (r->in->check_state) { /* against facts worked out afresh */
 		struct plan_gang fresh;

@@ -30,17 +30,20 @@ static uint32_t label_value(const struct kubeapi_labels *l, uint32_t key)
 /* The flavors' node labels as string ids, looked up once per table
  * rather than once per node: kv[start[f] .. start[f+1]) are flavor f's. A
  * label no node carries has id 0, which no node label matches. */
-struct flavor_ids {
+struct policy_flavors {
 	size_t n;
 	size_t *start;
 	struct kubeapi_kv *kv;
 };
 
 static int flavor_ids(struct arena *a, struct kubeapi_model *m, const struct config *cfg,
-                      struct flavor_ids *out)
+                      struct policy_flavors **outp)
 {
 	size_t nf = cfg ? cfg->n_flavors : 0, total = 0, f, k;
+	struct policy_flavors *out = arena_alloc(a, sizeof(*out));
 
+	if (!(*outp = out))
+		return -ENOMEM;
 	for (f = 0; f < nf; f++)
 		total += cfg->flavors[f].n_labels;
 	out->n = nf < POLICY_NO_FLAVOR ? nf : POLICY_NO_FLAVOR;
@@ -61,7 +64,7 @@ static int flavor_ids(struct arena *a, struct kubeapi_model *m, const struct con
 }
 
 /* The first flavor whose labels the node carries, or POLICY_NO_FLAVOR. */
-static uint16_t flavor_of(const struct flavor_ids *fi, const struct kubeapi_node *n)
+static uint16_t flavor_of(const struct policy_flavors *fi, const struct kubeapi_node *n)
 {
 	for (size_t f = 0; f < fi->n; f++) {
 		size_t k;
@@ -103,6 +106,9 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 	uint32_t *fill;
 	size_t i;
 
+	/* Room for a value a node, cut to the domains' below. */
+	if (!(lv->value = arena_alloc(a, (t->n + 1) * sizeof(*lv->value))))
+		return -ENOMEM;
 	for (i = 0; i < t->n; i++) {
 		uint32_t v = label_value(t->node[i]->labels, lv->key);
 		uintptr_t d;
@@ -112,6 +118,7 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 			continue;
 		d = (uintptr_t)idmap_get(&ids, v);
 		if (!d) {
+			lv->value[lv->ndomains] = v;
 			d = ++lv->ndomains;
 			if (idmap_put(&ids, v, (void *)d) < 0) {
 				idmap_free(&ids);
@@ -196,7 +203,7 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
                        const struct kubeapi_node *const *nodes, size_t n)
 {
 	const struct config_strings *levels = cfg ? &cfg->topology.levels : NULL;
-	struct flavor_ids fi;
+	struct policy_flavors *fi = NULL;
 	uint64_t gpu_mask;
 	int rc;
 
@@ -227,13 +234,14 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 	if (!t->node || !t->free || !t->free_cpu || !t->free_gpu || !t->domain || !t->flavor ||
 	    !t->gpu_node || flavor_ids(a, m, cfg, &fi) < 0)
 		return -ENOMEM;
-	gpu_mask = gpu_resources(t);
+	t->flavors = fi;
+	gpu_mask = t->gpu_mask = gpu_resources(t);
 	for (size_t i = 0; i < n; i++) {
 		t->node[i] = nodes[i];
 		set_allocatable(t, i, gpu_mask);
 		t->free_cpu[i] = t->free[i * t->nres + KUBEAPI_RES_CPU];
 		t->free_gpu[i] = t->free[i * t->nres + KUBEAPI_RES_GPU];
-		t->flavor[i] = flavor_of(&fi, nodes[i]);
+		t->flavor[i] = flavor_of(t->flavors, nodes[i]);
 		if (idmap_put(&t->by_name, nodes[i]->name, (void *)(uintptr_t)(i + 1)) < 0)
 			return -ENOMEM;
 	}
@@ -245,7 +253,9 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 
 void policy_nodes_release(struct policy_nodes *t)
 {
-	idmap_free(&t->by_name);
+	if (!t->names_borrowed)
+		idmap_free(&t->by_name);
+	memset(&t->by_name, 0, sizeof(t->by_name));
 	if (t->frag_memo)
 		idmap_free(t->frag_memo);
 	free(t->frag_memo);
@@ -459,6 +469,80 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		dst->level[l].index_tried = 0;
 	}
 	return 0;
+}
+
+int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base, struct arena *a)
+{
+	int rc = policy_nodes_copy(dst, base, a);
+
+	/* Whatever the copy got to: the names are base's to free, the
+	 * fragmentation memo dst's own (it would grow cycle after cycle). */
+	dst->by_name = base->by_name;
+	dst->names_borrowed = 1;
+	dst->frag_memo = NULL;
+	if (rc < 0)
+		return rc;
+	if (base->frag_memo && !(dst->frag_memo = calloc(1, sizeof(*dst->frag_memo))))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Row i's allocatable (free[], untouched in a table no pod was counted
+ * into) and GPU mark against node n's. The resource list is sorted by
+ * index, without zeros. */
+static bool same_allocatable(const struct policy_nodes *t, size_t i, const struct kubeapi_node *n)
+{
+	const struct kubeapi_reslist *al = n->allocatable;
+	const int64_t *f = &t->free[i * t->nres];
+	uint8_t gpu_node = n->gpus && n->gpus->n > 0;
+	uint32_t k = 0;
+
+	for (unsigned r = 0; r < t->nres; r++) {
+		int64_t want = 0;
+
+		while (al && k < al->n && al->e[k].res < r)
+			k++;
+		if (al && k < al->n && al->e[k].res == r)
+			want = al->e[k].amount;
+		if (f[r] != want)
+			return false;
+		gpu_node |= r < 64 && (t->gpu_mask >> r & 1) && want > 0;
+	}
+	return gpu_node == t->gpu_node[i];
+}
+
+/* Row i's registered GPUs against node n's, as policy__nodes_devices()
+ * lays them out (no share on any in such a table). */
+static bool same_gpus(const struct policy_nodes *t, size_t i, const struct kubeapi_node *n)
+{
+	const struct kubeapi_gpus *g = n->gpus;
+	uint32_t first = t->gpu_first[i];
+
+	if ((g ? g->n : 0) != t->gpu_first[i + 1] - first)
+		return false;
+	for (uint32_t k = 0; g && k < g->n; k++) {
+		const struct policy_gpu *x = &t->gpu[first + k];
+
+		if (x->uuid != g->e[k].uuid || x->memory != g->e[k].memory ||
+		    x->split != g->e[k].split || x->healthy != (g->e[k].healthy && !g->e[k].mig))
+			return false;
+	}
+	return true;
+}
+
+bool policy_nodes_same_row(const struct policy_nodes *t, size_t i, const struct kubeapi_node *n)
+{
+	if (i >= t->n || t->node[i] != n || !same_allocatable(t, i, n) || !same_gpus(t, i, n) ||
+	    flavor_of(t->flavors, n) != t->flavor[i])
+		return false;
+	for (unsigned l = 0; l < t->nlevels; l++) {
+		uint32_t d = t->domain[i * t->nlevels + l],
+		         v = label_value(n->labels, t->level[l].key);
+
+		if (d == POLICY_NO_DOMAIN ? v != 0 : t->level[l].value[d] != v)
+			return false;
+	}
+	return true;
 }
 
 bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec)

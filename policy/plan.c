@@ -597,7 +597,11 @@ static int publish_resv(struct plan_run *r)
  * rebuild (plan_stats.state_mismatches). */
 static int check_state(struct plan_run *r)
 {
-	return r->in->check_state ? plan__podtab_check(r, &r->p->stats.state_mismatches) : 0;
+	size_t pods = 0;
+	int rc = r->in->check_state ? plan__podtab_check(r, &pods) : 0;
+
+	r->p->stats.state_mismatches += pods; /* beside the node table's (view.c) */
+	return rc;
 }
 
 int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *keep)
@@ -617,8 +621,10 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
-	if (rc < 0)
-		keep->pods.built = 0; /* the changes given may not be filed: read all next time */
+	if (rc < 0) { /* the changes given may not be filed: read all next time */
+		keep->pods.built = 0;
+		keep->base.valid = 0;
+	}
 	plan__gangs_end(&r, rc);
 	p->stats.gangs = p->ngangs;
 	p->stats.reservations = r.bf.nresv;
@@ -649,6 +655,8 @@ void plan_memory_free(struct plan_memory *keep)
 	plan__gangs_free(&keep->gangs);
 	free(keep->nodes.keys);
 	free(keep->nodes.slot);
+	policy_nodes_release(&keep->base.t);
+	arena_free(&keep->base.arena);
 	memset(keep, 0, sizeof(*keep));
 }
 

@@ -96,6 +96,14 @@ struct plan_input {
 	const uint64_t *group_changes[3];
 	size_t ngroup_changes[3];
 	uint8_t groups_known;
+	/* Likewise the keys of the nodes changed in `nodes`, when
+	 * nodes_known, a promise that config_gen changes with the
+	 * configuration too: the node table is kept across cycles while the
+	 * nodes it was built from stand as they were (policy/view.c).
+	 * Unset: the table is built again. */
+	const uint64_t *node_changes;
+	size_t nnode_changes;
+	uint8_t nodes_known;
 	/* Changes whenever qs is another configuration's (the caller counts
 	 * its reloads): the kept gangs' queues hang on it. */
 	uint64_t config_gen;
@@ -200,6 +208,12 @@ struct plan_gang {
 	 * and its muster.dev/expected-runtime annotation (value id, 0 none). */
 	uint8_t group_tasks;
 	uint32_t group_runtime;
+	/* Planner-internal, so that the gate (podgroup.c) reads neither the
+	 * PodGroup nor the kept entry of each of many waiting gangs (each a
+	 * cache miss at random): PLAN_GATE_* of its PodGroup, taken with the
+	 * facts, and its kept entry's enqueued flag as the cycle found it. */
+	uint8_t group_gate;
+	uint8_t kept_enqueued;
 	struct plan_block block; /* why it waits */
 	/* A native PodGroup's topology constraint: level -1 none; the level
 	 * of its key (a configured one, or one the table keeps for such
@@ -240,6 +254,9 @@ struct plan_stats {
 	 * differed from fresh ones (0: none). */
 	size_t pods_read, state_mismatches;
 	uint8_t pods_rebuilt;
+	/* The node table was built from the nodes (else copied from the one
+	 * kept: plan_memory.base). */
+	uint8_t nodes_built;
 };
 
 /* A reservation held this cycle (see backfill.h): gang `gang` starts at
@@ -297,6 +314,16 @@ struct plan_memory {
 		uint32_t *slot;
 		size_t n;
 	} nodes;
+	/* The node table as built from the nodes, before any pod is counted
+	 * into it, in an arena of its own: each cycle starts from a copy
+	 * (policy_nodes_clone()) while the nodes, the configuration and the
+	 * table's level keys are as they were (sig; valid: built whole). */
+	struct plan_nodebase {
+		struct arena arena;
+		struct policy_nodes t;
+		uint64_t sig;
+		uint8_t valid;
+	} base;
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */

@@ -177,7 +177,12 @@ struct plan_gang_facts {
 	uint32_t min_member;
 	int within_level;
 	uint32_t group_runtime;
-	uint8_t fixed_priority, enqueued, ran, group_tasks;
+	uint8_t fixed_priority, enqueued, ran, group_tasks, group_gate;
+};
+/* What the gate needs of a gang's PodGroup (plan_gang.group_gate). */
+enum {
+	PLAN_GATE_MIN_RESOURCES = 1, /* it has minResources */
+	PLAN_GATE_INQUEUE = 2,       /* a Volcano PodGroup whose phase is Inqueue */
 };
 
 /* A gang as plan_memory.gangs keeps it: the record it has this cycle

@@ -168,10 +168,9 @@ static int by_turn(const void *a, const void *b, void *gangs)
 }
 
 /* Already enqueued: decided earlier, or Inqueue on the PodGroup itself. */
-static bool was_enqueued(const struct plan_run *r, const struct plan_gang *g)
+static bool was_enqueued(const struct plan_gang *g)
 {
-	return g->kept->enqueued || (g->group->dialect == KUBEAPI_PG_VOLCANO && r->phase_inqueue &&
-	                             g->group->status.phase == r->phase_inqueue);
+	return g->kept_enqueued || (g->group_gate & PLAN_GATE_INQUEUE);
 }
 
 int plan__enqueue(struct plan_run *r)
@@ -193,12 +192,12 @@ int plan__enqueue(struct plan_run *r)
 			g->enqueued = 1; /* admission under way or done */
 			continue;
 		}
-		if (!was_enqueued(r, g)) {
+		if (!was_enqueued(g)) {
 			cand[ncand++] = (uint32_t)k;
 			continue;
 		}
 		g->enqueued = 1;
-		if (g->group->min_resources) {
+		if (g->group_gate & PLAN_GATE_MIN_RESOURCES) {
 			if ((rc = reserve(r, g, +1)) < 0)
 				return rc;
 			held[nheld++] = (uint32_t)k;
@@ -213,16 +212,19 @@ int plan__enqueue(struct plan_run *r)
 		if (rc == 0)
 			continue;
 		g->enqueued = 1;
-		if (g->group->min_resources)
+		if (g->group_gate & PLAN_GATE_MIN_RESOURCES)
 			held[nheld++] = cand[k];
-		g->kept->enqueued = 1;
+		g->kept->enqueued = g->kept_enqueued = 1;
 	}
 	/* The reservations only gate enqueueing: admission sees what runs. */
 	for (size_t k = 0; k < nheld; k++)
 		reserve(r, &p->gangs[held[k]], -1);
-	for (size_t k = 0; k < p->ngangs; k++) /* decisions about gangs started */
-		if (started(&p->gangs[k]))
-			p->gangs[k].kept->enqueued = 0;
+	for (size_t k = 0; k < p->ngangs; k++) { /* decisions about gangs started */
+		struct plan_gang *g = &p->gangs[k];
+
+		if (g->kept_enqueued && started(g))
+			g->kept->enqueued = g->kept_enqueued = 0;
+	}
 	return rc < 0 ? rc : 0;
 }
 

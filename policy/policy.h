@@ -43,6 +43,7 @@ struct policy_level {
 	uint32_t ndomains; /* dense domain indexes 0 .. ndomains-1 */
 	uint32_t *start;   /* CSR: nodes of domain d are members[start[d] .. start[d+1]) */
 	uint32_t *members; /* node indexes */
+	uint32_t *value;   /* per domain, its label value id */
 	int64_t *free_gpu; /* per domain, kept current as pods are placed */
 	/* Per domain, the cores (percent) free on its healthy registered
 	 * GPUs, kept current too: what lets placement skip a domain that
@@ -121,7 +122,12 @@ struct policy_nodes {
 	struct policy_level level[POLICY_MAX_LEVELS];
 	struct kubeapi_model *model;
 	uint32_t unsched_key; /* id of node.kubernetes.io/unschedulable */
-	struct idmap by_name; /* name id -> index + 1 */
+	/* The resources that are GPUs or parts of one, a bit per index
+	 * (nvidia.com/gpu and its renames, MIG slices): what marks a GPU node. */
+	uint64_t gpu_mask;
+	const struct policy_flavors *flavors; /* the flavors' labels as ids */
+	struct idmap by_name;                 /* name id -> index + 1 */
+	uint8_t names_borrowed;               /* by_name is another table's (a clone's) */
 };
 
 /**
@@ -215,6 +221,26 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
  * domains).
  */
 int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a);
+
+/**
+ * Make dst the cycle's table from base, a table built and kept across
+ * cycles with no pod counted into it: its own free amounts, GPUs, domain
+ * totals and fragmentation memo, the rest (nodes, domains, flavors, the
+ * names' index) base's, read only. Release dst before base. 0 or
+ * -ENOMEM. O(nodes x resources + GPUs + domains), in copies of arrays:
+ * a fraction of a build, which reads every node's labels.
+ */
+int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base, struct arena *a);
+
+/**
+ * Whether node n, at row i of t, a table no pod was counted into, would
+ * build the row it has: the same node struct (the cache changes a node
+ * in place), allocatable, registered GPUs, flavor and domain at every
+ * level. What lets a kept table stand when a node changed only in what
+ * the table reads through it as it goes (readiness, taints, labels no
+ * level or flavor names). O(resources + GPUs + levels).
+ */
+bool policy_nodes_same_row(const struct policy_nodes *t, size_t i, const struct kubeapi_node *n);
 
 /** Whether spec's requests fit node i's free resources now. */
 bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec);

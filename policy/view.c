@@ -99,7 +99,7 @@ static size_t required_keys(const struct plan_run *r, uint32_t *keys, size_t cap
  * same slots (a node's name is its key), else sorted afresh and kept.
  * Sorting 100,000 names costs tens of milliseconds in cache misses on
  * the strings; the check is a pass over the keys. 0 or -ENOMEM. */
-static int name_order(struct plan_run *r, const struct kubeapi_node **out, size_t *np)
+static int name_order(struct plan_run *r, const struct kubeapi_node **out, size_t *np, bool *kept)
 {
 	struct plan_nodeorder *o = &r->keep->nodes;
 	const struct idmap *m = r->in->nodes;
@@ -137,7 +137,45 @@ static int name_order(struct plan_run *r, const struct kubeapi_node **out, size_
 	for (size_t k = 0; k < n; k++)
 		out[k] = v[o->slot[k]];
 	*np = n;
+	*kept = same;
 	return 0;
+}
+
+/* What the kept table was built under besides the nodes: the
+ * configuration (its levels and flavors), the extra level keys, the
+ * model's resources. */
+static uint64_t base_sig(const struct plan_run *r, const uint32_t *keys, size_t nkeys)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t part[4] = {r->in->config_gen, (uint64_t)(uintptr_t)r->cfg,
+	                    (uint64_t)(uintptr_t)r->in->model,
+	                    kubeapi_model_nresources(r->in->model)};
+
+	for (size_t k = 0; k < 4; k++)
+		h = (h ^ part[k]) * 0x100000001b3ull;
+	for (size_t k = 0; k < nkeys; k++)
+		h = (h ^ keys[k]) * 0x100000001b3ull;
+	return h ^ nkeys;
+}
+
+/* Whether the kept table still stands for the nodes v[0..n) (in the
+ * order it was built in: same_order): each changed node's row as a
+ * build would make it. O(changes x (resources + levels)). */
+static bool base_stands(const struct plan_run *r, uint64_t sig, bool same_order)
+{
+	const struct plan_nodebase *b = &r->keep->base;
+
+	if (!b->valid || b->sig != sig || !same_order || !r->in->nodes_known)
+		return false;
+	for (size_t k = 0; k < r->in->nnode_changes; k++) {
+		const struct kubeapi_node *node = idmap_get(r->in->nodes, r->in->node_changes[k]);
+		long i;
+
+		if (!node || (i = policy_nodes_find(&b->t, node->name)) < 0 ||
+		    !policy_nodes_same_row(&b->t, (size_t)i, node))
+			return false;
+	}
+	return true;
 }
 
 /* Nodes in name order, so that equal clusters place equally whatever the
@@ -148,15 +186,33 @@ int plan__build_nodes(struct plan_run *r)
 	    arena_alloc(&r->p->arena, (r->in->nodes->n + 1) * sizeof(*v));
 	uint32_t keys[POLICY_MAX_LEVELS];
 	size_t n = 0, nkeys = required_keys(r, keys, POLICY_MAX_LEVELS);
+	struct plan_nodebase *b = &r->keep->base;
+	uint64_t sig = base_sig(r, keys, nkeys);
+	bool same_order;
 	int rc;
 
 	if (!v)
 		return -ENOMEM;
-	if ((rc = name_order(r, v, &n)) < 0)
+	if ((rc = name_order(r, v, &n, &same_order)) < 0)
 		return rc;
 	r->p->stats.nodes = n;
-	return policy_nodes_build(&r->p->nodes, &r->p->arena, r->in->model, r->cfg, keys, nkeys, v,
-	                          n);
+	if (!base_stands(r, sig, same_order)) {
+		r->p->stats.nodes_built = 1;
+		policy_nodes_release(&b->t);
+		arena_reset(&b->arena);
+		b->valid = 0;
+		if ((rc = policy_nodes_build(&b->t, &b->arena, r->in->model, r->cfg, keys, nkeys, v,
+		                             n)) < 0)
+			return rc;
+		b->sig = sig;
+		b->valid = 1;
+	} else if (r->in->check_state) { /* every row against the node now */
+		for (size_t k = 0; k < n; k++)
+			r->p->stats.state_mismatches +=
+			    k >= b->t.n || !policy_nodes_same_row(&b->t, k, v[k]);
+		r->p->stats.state_mismatches += b->t.n != n;
+	}
+	return policy_nodes_clone(&r->p->nodes, &b->t, &r->p->arena);
 }
 
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)

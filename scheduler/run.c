@@ -354,6 +354,7 @@ static void close_all(struct sched *s);
 static const enum kubeapi_store_kind fed[] = {
     KUBEAPI_STORE_PODS,      KUBEAPI_STORE_PODGROUPS, KUBEAPI_STORE_VCJOBS,
     KUBEAPI_STORE_NATIVEPGS, KUBEAPI_STORE_WORKLOADS, KUBEAPI_STORE_PRIORITYCLASSES,
+    KUBEAPI_STORE_NODES,
 };
 
 /* The PodGroups changed since the last cycle, per store, into in; true
@@ -397,7 +398,8 @@ static void cycle_done(uv_work_t *w, int status)
 			kubeapi_cache_changes_clear(s->cache, fed[k]);
 	if (y->in.check_state && s->plan.stats.state_mismatches)
 		sched_logl(s, SCHED_WARN,
-		           "check-state: %zu kept records (pods, gangs' facts) unlike a rebuild's",
+		           "check-state: %zu kept records (pods, gangs' facts, node rows) unlike a "
+		           "rebuild's",
 		           s->plan.stats.state_mismatches);
 	sched_assumed_bury(s);
 	IDMAP_FOREACH(&y->drops, i, sl)
@@ -460,6 +462,9 @@ static void cycle(struct sched *s)
 	y->in.pods_known = kubeapi_cache_changes(s->cache, KUBEAPI_STORE_PODS, &y->in.pod_changes,
 	                                         &y->in.npod_changes);
 	y->in.groups_known = group_changes(s, &y->in);
+	/* And the nodes: the planner keeps its node table while they stand. */
+	y->in.nodes_known = kubeapi_cache_changes(s->cache, KUBEAPI_STORE_NODES,
+	                                          &y->in.node_changes, &y->in.nnode_changes);
 	y->in.check_state = s->opt.check_state;
 	if ((rc = uv_queue_work(s->loop, &y->work, cycle_work, cycle_done)) < 0) {
 		sched_log(s, "cycle not started: %s", uv_strerror(rc));
