@@ -487,6 +487,67 @@ int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base
 	return 0;
 }
 
+void policy_nodes_reset_row(struct policy_nodes *t, const struct policy_nodes *base, size_t i)
+{
+	uint32_t first = t->gpu_first[i], n = t->gpu_first[i + 1] - first;
+
+	memcpy(&t->free[i * t->nres], &base->free[i * t->nres], t->nres * sizeof(*t->free));
+	t->free_cpu[i] = base->free_cpu[i];
+	t->free_gpu[i] = base->free_gpu[i];
+	memcpy(&t->gpu[first], &base->gpu[first], n * sizeof(*t->gpu));
+	t->gpu_room[i] = base->gpu_room[i];
+	t->gpu_empty[i] = base->gpu_empty[i];
+	t->gpu_ver[i] = base->gpu_ver[i];
+	if (t->room_stale)
+		t->room_stale[i] = 0;
+	t->levels_stale = 1;
+}
+
+void policy_nodes_assign(struct policy_nodes *dst, const struct policy_nodes *src)
+{
+	size_t n = src->n;
+
+	memcpy(dst->free, src->free, n * src->nres * sizeof(*dst->free));
+	memcpy(dst->free_cpu, src->free_cpu, n * sizeof(*dst->free_cpu));
+	memcpy(dst->free_gpu, src->free_gpu, n * sizeof(*dst->free_gpu));
+	memcpy(dst->gpu, src->gpu, src->gpu_first[n] * sizeof(*dst->gpu));
+	memcpy(dst->gpu_room, src->gpu_room, n);
+	memcpy(dst->gpu_empty, src->gpu_empty, n);
+	memcpy(dst->gpu_ver, src->gpu_ver, n * sizeof(*dst->gpu_ver));
+	if (dst->room_stale && src->room_stale)
+		memcpy(dst->room_stale, src->room_stale, n);
+	dst->levels_stale = src->levels_stale;
+	for (unsigned l = 0; l < src->nlevels; l++) {
+		size_t bytes = src->level[l].ndomains * sizeof(int64_t);
+
+		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
+		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
+		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
+		dst->level[l].index = NULL; /* made again by the next search */
+		dst->level[l].index_tried = 0;
+	}
+}
+
+size_t policy_nodes_differ(const struct policy_nodes *a, const struct policy_nodes *b)
+{
+	size_t rows = 0;
+
+	if (a->n != b->n || a->nres != b->nres)
+		return a->n > b->n ? a->n : b->n;
+	for (size_t i = 0; i < a->n; i++) {
+		uint32_t first = a->gpu_first[i], k;
+		bool same = memcmp(&a->free[i * a->nres], &b->free[i * a->nres],
+		                   a->nres * sizeof(*a->free)) == 0;
+
+		for (k = first; same && k < a->gpu_first[i + 1]; k++)
+			same = a->gpu[k].used_num == b->gpu[k].used_num &&
+			       a->gpu[k].used_mem == b->gpu[k].used_mem &&
+			       a->gpu[k].used_core == b->gpu[k].used_core;
+		rows += !same;
+	}
+	return rows;
+}
+
 /* Row i's allocatable (free[], untouched in a table no pod was counted
  * into) and GPU mark against node n's. The resource list is sorted by
  * index, without zeros. */

@@ -624,6 +624,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	if (rc < 0) { /* the changes given may not be filed: read all next time */
 		keep->pods.built = 0;
 		keep->base.valid = 0;
+		keep->counted.valid = 0;
 	}
 	plan__gangs_end(&r, rc);
 	p->stats.gangs = p->ngangs;
@@ -655,6 +656,9 @@ void plan_memory_free(struct plan_memory *keep)
 	plan__gangs_free(&keep->gangs);
 	free(keep->nodes.keys);
 	free(keep->nodes.slot);
+	policy_nodes_release(&keep->counted.t);
+	arena_free(&keep->counted.arena);
+	free(keep->counted.names);
 	policy_nodes_release(&keep->base.t);
 	arena_free(&keep->base.arena);
 	memset(keep, 0, sizeof(*keep));

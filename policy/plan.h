@@ -257,6 +257,9 @@ struct plan_stats {
 	/* The node table was built from the nodes (else copied from the one
 	 * kept: plan_memory.base). */
 	uint8_t nodes_built;
+	/* Nodes whose bound pods were counted again (all of them when the
+	 * counted table was not kept: plan_memory.counted). */
+	size_t nodes_recounted;
 };
 
 /* A reservation held this cycle (see backfill.h): gang `gang` starts at
@@ -321,9 +324,24 @@ struct plan_memory {
 	struct plan_nodebase {
 		struct arena arena;
 		struct policy_nodes t;
-		uint64_t sig;
+		uint64_t sig, gen; /* gen: counts its builds */
 		uint8_t valid;
 	} base;
+	/* The base's clone with every bound pod counted out of its node (not
+	 * the assumed ones: those the cycle counts into its own copy), kept
+	 * across cycles (policy/view.c): each cycle counts again only the
+	 * nodes named in `names`, those of pods the pod table read again
+	 * since (podtab.c), from the base's rows. Valid for the base of
+	 * build base_gen; over: names ran over their cap, count them all. */
+	struct plan_counted {
+		struct arena arena;
+		struct policy_nodes t;
+		uint8_t *dirty; /* per node: counted again this cycle */
+		uint32_t *names;
+		size_t nnames, cap_names;
+		uint64_t base_gen;
+		uint8_t valid, over;
+	} counted;
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */

@@ -148,6 +148,14 @@ struct plan_run {
 		uint8_t flags; /* its record's */
 	} * pend;
 	size_t npend, cap_pend;
+	/* Assumed pods as plan__count_pods() met them: counted out of the
+	 * cycle's table once it has the kept counts (view.c). */
+	struct plan_assumed {
+		const struct kubeapi_podspec *spec;
+		const struct policy_held *held;
+		uint32_t node; /* index into the node table */
+	} * assumed;
+	size_t nassumed, cap_assumed;
 	/* Runtime annotation values parsed this cycle (timeline.c), direct
 	 * mapped by value id: a slot whose value is 0 is empty. */
 	struct plan_runtime_memo {
@@ -244,6 +252,9 @@ int plan__podtab_sync(struct plan_run *r);
 int plan__podtab_nodes(struct plan_run *r, bool *still);
 /* With plan_input.check_state: records that differ from a rebuild. */
 int plan__podtab_check(struct plan_run *r, size_t *mismatches);
+/* The pods on node `name` (a name id) changed: the kept counts of its
+ * node are made again next (view.c). */
+void plan__node_touched(struct plan_run *r, uint32_t name);
 /* The key of the gang a pod of ours belongs to, unless its PodGroup is
  * native (a basic one makes each pod a gang: gangs.c looks). */
 uint64_t plan__gang_key_of(const struct kubeapi_pod *pod);

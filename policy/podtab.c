@@ -302,12 +302,14 @@ static int apply(struct plan_run *r, struct plan_podtab *t)
 		*seen = (void *)2;
 		r->p->stats.pods_read++;
 		plan__gang_touched(r, x->gang); /* a member changed: its gang's facts may */
+		plan__node_touched(r, x->node); /* and what its node has free */
 		if ((pod = idmap_get(r->in->pods, x->key))) {
 			uint8_t late = x->flags & PLAN_POD_LATE; /* where it sits is unchanged */
 
 			fill(r, x, pod);
 			x->flags |= late;
 			plan__gang_touched(r, x->gang);
+			plan__node_touched(r, x->node);
 			continue;
 		}
 		x->pod = NULL;
@@ -319,8 +321,10 @@ static int apply(struct plan_run *r, struct plan_podtab *t)
 		if (rc < 0 || e->value != (void *)1 || !(pod = idmap_get(r->in->pods, e->key)))
 			continue;
 		r->p->stats.pods_read++;
-		if ((rc = append(r, t, pod)) == 0)
+		if ((rc = append(r, t, pod)) == 0) {
 			plan__gang_touched(r, t->v[t->n - 1].gang);
+			plan__node_touched(r, t->v[t->n - 1].node);
+		}
 	}
 	changes_free(&c);
 	if (t->holes > t->n / 4)

@@ -242,6 +242,21 @@ int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base
  */
 bool policy_nodes_same_row(const struct policy_nodes *t, size_t i, const struct kubeapi_node *n);
 
+/** Node i of t, a clone of base (or of base's clone), back to base's
+ *  row: free amounts and GPUs as base has them. The levels' totals wait
+ *  for policy_nodes_settle(). O(resources + node's GPUs). */
+void policy_nodes_reset_row(struct policy_nodes *t, const struct policy_nodes *base, size_t i);
+
+/** dst's free amounts, GPUs and domain totals made src's, both clones
+ *  of one base (the same nodes, GPUs and domains). O(nodes x resources +
+ *  GPUs + domains), in copies. */
+void policy_nodes_assign(struct policy_nodes *dst, const struct policy_nodes *src);
+
+/** Rows whose free amounts or GPUs' use differ between a and b, two
+ *  clones of one base (a check of one table kept by deltas against one
+ *  counted afresh). O(nodes x resources + GPUs). */
+size_t policy_nodes_differ(const struct policy_nodes *a, const struct policy_nodes *b);
+
 /** Whether spec's requests fit node i's free resources now. */
 bool policy_fits_free(const struct policy_nodes *t, size_t i, const struct kubeapi_podspec *spec);
 

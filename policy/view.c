@@ -205,6 +205,7 @@ int plan__build_nodes(struct plan_run *r)
 		                             n)) < 0)
 			return rc;
 		b->sig = sig;
+		b->gen++;
 		b->valid = 1;
 	} else if (r->in->check_state) { /* every row against the node now */
 		for (size_t k = 0; k < n; k++)
@@ -342,6 +343,141 @@ static int single_queue(struct plan_run *r, struct plan_pod *x)
 	return queue;
 }
 
+/* ---- the counts kept across cycles (plan_memory.counted) ------------- */
+
+/* Past this many touched names a cycle counts every node again: a sort
+ * of the table is cheaper than a list that long. */
+#define TOUCHED_MAX (1u << 20)
+
+void plan__node_touched(struct plan_run *r, uint32_t name)
+{
+	struct plan_counted *c = &r->keep->counted;
+
+	if (!name || c->over || !c->valid)
+		return;
+	if (c->nnames == c->cap_names) {
+		size_t cap = c->cap_names ? c->cap_names * 2 : 1024;
+		uint32_t *v = cap <= TOUCHED_MAX ? realloc(c->names, cap * sizeof(*v)) : NULL;
+
+		if (!v) {
+			c->over = 1;
+			return;
+		}
+		c->names = v;
+		c->cap_names = cap;
+	}
+	c->names[c->nnames++] = name;
+}
+
+/* Before the walk: the kept counts made ready to take this cycle's
+ * changes. Kept when they were counted against this very base and the
+ * pod table was not read afresh (its records' node indexes stand);
+ * then only touched nodes are counted again, from the base's rows.
+ * Else a fresh copy of the base, every node to be counted. */
+static int counted_start(struct plan_run *r, bool kept)
+{
+	struct plan_counted *c = &r->keep->counted;
+	const struct plan_nodebase *b = &r->keep->base;
+	size_t n = b->t.n;
+	int rc;
+
+	if (c->valid && !c->over && kept && c->base_gen == b->gen && !r->p->stats.pods_rebuilt) {
+		for (size_t k = 0; k < c->nnames; k++) {
+			long i = policy_nodes_find(&c->t, c->names[k]);
+
+			if (i >= 0 && !c->dirty[i]) {
+				c->dirty[i] = 1;
+				policy_nodes_reset_row(&c->t, &b->t, (size_t)i);
+				r->p->stats.nodes_recounted++;
+			}
+		}
+		c->nnames = 0;
+		return 0;
+	}
+	c->valid = 0;
+	c->over = 0;
+	c->nnames = 0;
+	policy_nodes_release(&c->t);
+	arena_reset(&c->arena);
+	if ((rc = policy_nodes_clone(&c->t, &b->t, &c->arena)) < 0)
+		return rc;
+	if (!(c->dirty = arena_alloc(&c->arena, n + 1)))
+		return -ENOMEM;
+	memset(c->dirty, 1, n);
+	c->base_gen = b->gen;
+	r->p->stats.nodes_recounted = n;
+	return 0;
+}
+
+/* Pod x out of node i's free resources: a bound pod out of the kept
+ * counts when its node is counted again this cycle (else they have it
+ * already); an assumed one (its bind may not stand) remembered, to be
+ * counted out of the cycle's table alone. */
+static int tally(struct plan_run *r, const struct plan_pod *x, size_t i,
+                 const struct policy_held *held)
+{
+	struct plan_counted *c = &r->keep->counted;
+
+	if (x->node) {
+		if (c->dirty[i])
+			policy_nodes_tally(&c->t, i, x->spec, held, -1);
+		return 0;
+	}
+	if (arena_grow(&r->p->arena, &r->assumed, r->nassumed, &r->cap_assumed, sizeof(*r->assumed),
+	               256) < 0)
+		return -ENOMEM;
+	r->assumed[r->nassumed++] = (struct plan_assumed){x->spec, held, (uint32_t)i};
+	return 0;
+}
+
+/* With check_state: the kept counts against every bound pod counted
+ * afresh into a copy of the base (rows that differ, into the stats). */
+static int counted_check(struct plan_run *r)
+{
+	const struct plan_podtab *t = &r->keep->pods;
+	struct policy_nodes fresh;
+	int rc;
+
+	if ((rc = policy_nodes_clone(&fresh, &r->keep->base.t, &r->p->arena)) < 0)
+		goto out;
+	for (size_t k = 0; k < t->n; k++) {
+		const struct plan_pod *x = &t->v[k];
+		const struct policy_held *held = NULL;
+		long i;
+
+		if (!x->pod || !x->spec || !x->node || x->phase == KUBEAPI_POD_SUCCEEDED ||
+		    x->phase == KUBEAPI_POD_FAILED || (i = policy_nodes_find(&fresh, x->node)) < 0)
+			continue;
+		if ((x->flags & PLAN_POD_VGPU) &&
+		    (rc = plan__held_of(r, x->pod, (size_t)i, &held)) < 0)
+			goto out;
+		policy_nodes_tally(&fresh, (size_t)i, x->spec, held, -1);
+	}
+	r->p->stats.state_mismatches += policy_nodes_differ(&fresh, &r->keep->counted.t);
+out:
+	policy_nodes_release(&fresh);
+	return rc;
+}
+
+/* After the walk: the kept counts settled and kept, the cycle's table
+ * made theirs, and the assumed pods counted out of it. */
+static int counted_end(struct plan_run *r)
+{
+	struct plan_counted *c = &r->keep->counted;
+	int rc = 0;
+
+	policy_nodes_settle(&c->t);
+	memset(c->dirty, 0, c->t.n);
+	c->valid = 1;
+	if (r->in->check_state && (rc = counted_check(r)) < 0)
+		return rc;
+	policy_nodes_assign(&r->p->nodes, &c->t);
+	for (size_t k = 0; k < r->nassumed; k++)
+		policy_nodes_tally(&r->p->nodes, r->assumed[k].node, r->assumed[k].spec,
+		                   r->assumed[k].held, -1);
+	return 0;
+}
+
 /* A bound (or assumed) pod on node table index i (-1: a node not in the
  * table): out of its node's free resources, and, when Muster's, into its
  * gang (a single pod is a gang of one: it may be a victim) and its
@@ -361,8 +497,8 @@ static int count_bound(struct plan_run *r, struct plan_pod *x, long i, size_t *l
 	if (i >= 0 && (x->flags & PLAN_POD_VGPU || !x->node) &&
 	    (rc = plan__held_of(r, pod, (size_t)i, &held)) < 0)
 		return rc;
-	if (i >= 0)
-		policy_nodes_tally(&r->p->nodes, (size_t)i, x->spec, held, -1);
+	if (i >= 0 && (rc = tally(r, x, (size_t)i, held)) < 0)
+		return rc;
 	r->p->stats.bound_pods++;
 	if ((x->flags & PLAN_POD_OURS) && ((x->flags & PLAN_POD_GROUP) || r->preemption)) {
 		if (!(g = gang_of(r, x, last)))
@@ -493,9 +629,12 @@ int plan__count_pods(struct plan_run *r)
 	bool kept;
 	int rc;
 
-	if ((rc = plan__podtab_nodes(r, &kept)) == 0 && (rc = assumed_filter(r, &assumed)) == 0)
-		rc = count_walk(r, &assumed, kept);
+	if ((rc = plan__podtab_nodes(r, &kept)) == 0 && (rc = counted_start(r, kept)) == 0 &&
+	    (rc = assumed_filter(r, &assumed)) == 0 && (rc = count_walk(r, &assumed, kept)) == 0)
+		rc = counted_end(r);
 	keyfilter_free(&assumed);
+	if (rc < 0)
+		r->keep->counted.valid = 0;
 	policy_nodes_settle(&r->p->nodes);
 	return rc;
 }
