@@ -84,7 +84,7 @@ void backfill_timeline_done(struct backfill *b)
  * reservations ending, merged by time. */
 struct search {
 	struct policy_nodes s; /* the scratch table */
-	struct backfill_end *ev;
+	const struct backfill_end *ev;
 	size_t nev, at; /* events [0, at) are applied to s */
 	const struct kubeapi_podspec **specs;
 	size_t n;
@@ -96,14 +96,19 @@ struct search {
 static int merge_events(struct backfill *b, struct search *x)
 {
 	size_t extra = 0, i = 0, j = 0, k = 0;
-	struct backfill_end *mine;
+	struct backfill_end *mine, *ev;
 
 	for (size_t v = 0; v < b->nresv; v++)
 		if (b->resv[v].end_s != POLICY_NEVER)
 			extra += b->resv[v].nmembers;
-	x->ev = arena_alloc(b->arena, (b->nends + extra + 1) * sizeof(*x->ev));
+	if (!extra) { /* the timeline as it is: no copy of every end */
+		x->ev = b->ends;
+		x->nev = b->nends;
+		return 0;
+	}
+	x->ev = ev = arena_alloc(b->arena, (b->nends + extra + 1) * sizeof(*x->ev));
 	mine = arena_alloc(b->arena, (extra + 1) * sizeof(*mine));
-	if (!x->ev || !mine)
+	if (!ev || !mine)
 		return -ENOMEM;
 	for (size_t v = 0; v < b->nresv; v++)
 		for (uint32_t m = 0; b->resv[v].end_s != POLICY_NEVER && m < b->resv[v].nmembers;
@@ -112,9 +117,9 @@ static int merge_events(struct backfill *b, struct search *x)
 			                                  b->resv[v].specs[m], b->resv[v].held[m]};
 	qsort(mine, k, sizeof(*mine), by_end);
 	while (i < b->nends || j < k)
-		x->ev[x->nev++] = j >= k || (i < b->nends && b->ends[i].end_s <= mine[j].end_s)
-		                      ? b->ends[i++]
-		                      : mine[j++];
+		ev[x->nev++] = j >= k || (i < b->nends && b->ends[i].end_s <= mine[j].end_s)
+		                   ? b->ends[i++]
+		                   : mine[j++];
 	return 0;
 }
 
@@ -186,21 +191,33 @@ static int search_init(struct backfill *b, struct search *x,
  * without an estimate has ended too; -ENOSPC when not even then. */
 static int64_t search_start(struct backfill *b, struct search *x, int *err)
 {
-	size_t lo = 0, hi = x->nev;
+	size_t lo = 0, hi = 1; /* lo does not fit: the live table already said so */
 	int rc;
 
-	seek(x, hi);
-	if ((rc = fits(b, x, false)) <= 0) {
-		/* Not even when all timed work ends: give back the rest too. */
-		if (rc == 0)
+	/* Gallop: 1, 2, 4 ... ends given back until the gang fits, so the
+	 * ends counted are about twice the answer's, not the whole timeline
+	 * (every running pod with a runtime: a tenth of a steady cycle). */
+	for (;;) {
+		hi = hi < x->nev ? hi : x->nev;
+		seek(x, hi);
+		if ((rc = fits(b, x, false)) < 0) {
+			*err = rc;
+			return 0;
+		}
+		if (rc)
+			break;
+		if (hi == x->nev) {
+			/* Not even when all timed work ends: give back the rest too. */
 			count_ends(&x->s, b->forever, b->nforever, +1);
-		if (rc == 0 && (rc = fits(b, x, true)) == 1)
-			return POLICY_NEVER;
-		*err = rc < 0 ? rc : -ENOSPC;
-		return 0;
+			if ((rc = fits(b, x, true)) == 1)
+				return POLICY_NEVER;
+			*err = rc < 0 ? rc : -ENOSPC;
+			return 0;
+		}
+		lo = hi;
+		hi *= 2;
 	}
-	/* fits(hi); find the smallest such prefix (lo does not fit: the live
-	 * table already said so). */
+	/* fits(hi), not fits(lo): find the smallest such prefix between. */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 

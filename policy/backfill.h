@@ -6,9 +6,10 @@
  * answers into a gang's state and words.
  *
  * Reservation: a gang that does not fit now gets the nodes where it
- * would start as running work ends. The start is found by a binary search
- * over the timeline of ends: place the gang on a scratch copy of the node
- * table with the first m ends given back, for the smallest m that fits.
+ * would start as running work ends. The start is found by a search over
+ * the timeline of ends (doubling m, then halving the last step): place
+ * the gang on a scratch copy of the node table with the first m ends
+ * given back, for the smallest m that fits.
  * Each reservation then records, per node it uses, what is left there at
  * its start ("extra"). A later reservation is searched with the earlier
  * ones holding their nodes from now until they end: it may start later
@@ -20,7 +21,8 @@
  * that ends before the start may use what is free now.
  *
  * Cost: the timeline is sorted once per cycle (O(E log E) for E ends); a
- * reservation costs O(log E) placements on a copy of the table; a later
+ * reservation that starts after the first m ends costs O(log m)
+ * placements on a copy of the table and O(m) ends counted; a later
  * placement pays O(reserved nodes x resources) to see the reservations.
  * All memory is the cycle's arena.
  */
