@@ -144,6 +144,22 @@ static void seek(struct search *x, size_t m)
 	x->at = m;
 }
 
+/* Every end given back to the scratch table, the timed ones applied:
+ * by the caller's vacate at once when it can (from none applied), else
+ * the rest one by one. */
+static void vacate(struct backfill *b, struct search *x)
+{
+	if (b->vacate) {
+		seek(x, 0);
+		if (b->vacate(b->vacate_arg, &x->s) == 0) {
+			x->at = x->nev;
+			return;
+		}
+		seek(x, x->nev);
+	}
+	count_ends(&x->s, b->forever, b->nforever, +1);
+}
+
 /* Does the gang fit the scratch table now? keep: leave it placed. */
 static int fits(struct backfill *b, struct search *x, bool keep)
 {
@@ -208,7 +224,7 @@ static int64_t search_start(struct backfill *b, struct search *x, int *err)
 			break;
 		if (hi == x->nev) {
 			/* Not even when all timed work ends: give back the rest too. */
-			count_ends(&x->s, b->forever, b->nforever, +1);
+			vacate(b, x);
 			if ((rc = fits(b, x, true)) == 1)
 				return POLICY_NEVER;
 			*err = rc < 0 ? rc : -ENOSPC;

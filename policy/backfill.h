@@ -75,6 +75,12 @@ struct backfill {
 	struct backfill_end *ends, *forever;
 	size_t nends, cap_ends, nforever, cap_forever;
 	uint8_t timeline_done;
+	/* Optional, the caller's: give every end of the timeline (known or
+	 * not) back to t, a copy of the live table with none given back, at
+	 * once, for a caller that keeps what they hold together; 0, or
+	 * negative with t untouched (each end is then given back alone). */
+	int (*vacate)(void *arg, struct policy_nodes *t);
+	void *vacate_arg;
 	/* The decisions: this cycle's reservations, in the order made. */
 	struct backfill_resv *resv;
 	size_t nresv;

@@ -156,6 +156,9 @@ struct plan_run {
 		uint32_t node; /* index into the node table */
 	} * assumed;
 	size_t nassumed, cap_assumed;
+	/* Binds made before the timeline was built (timeline.c): those with
+	 * an end are in it. */
+	size_t timed_binds;
 	/* Runtime annotation values parsed this cycle (timeline.c), direct
 	 * mapped by value id: a slot whose value is 0 is empty. */
 	struct plan_runtime_memo {

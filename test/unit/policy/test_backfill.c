@@ -885,6 +885,7 @@ static int cycle(struct sim *m)
 	    .schedulers = (const uint32_t[]){synth_id(&m->s, SCHED)},
 	    .nschedulers = 1,
 	    .now_s = EPOCH_S + m->now,
+	    .check_state = 1, /* what the planner keeps, against a rebuild */
 	};
 	int rc;
 
@@ -895,6 +896,12 @@ static int cycle(struct sim *m)
 	}
 	if ((rc = plan_cycle(&m->plan, &in, &m->keep)) != 0) {
 		sim_fail(m, "plan_cycle: %d", rc);
+		m->fatal = 1;
+		return -1;
+	}
+	if (m->plan.stats.state_mismatches) {
+		sim_fail(m, "cycle %ld: %zu kept records unlike a rebuild's", m->cycles,
+		         m->plan.stats.state_mismatches);
 		m->fatal = 1;
 		return -1;
 	}
