@@ -511,19 +511,17 @@ static uint32_t find_id(const struct plan_run *r, const char *s)
  * had (plus an eighth), in the arrays and the gangs' index, so that none
  * is copied over and over as it grows: at 100,000 nodes the copies were
  * a tenth of the cycle. */
-static int presize(struct plan_run *r, size_t gangs, size_t bound, size_t pending)
+static int presize(struct plan_run *r, size_t gangs, size_t bound)
 {
 	struct plan *p = r->p;
 
 	p->gangs = NULL;
 	r->cap_gangs = gangs ? gangs + gangs / 8 : 0;
 	r->cap_bound = bound ? bound + bound / 8 : 0;
-	r->cap_pend = pending ? pending + pending / 8 : 0;
 	if ((r->cap_gangs &&
 	     !(p->gangs = arena_alloc(&p->arena, r->cap_gangs * sizeof(*p->gangs)))) ||
 	    (r->cap_bound &&
-	     !(r->bound = arena_alloc(&p->arena, r->cap_bound * sizeof(*r->bound)))) ||
-	    (r->cap_pend && !(r->pend = arena_alloc(&p->arena, r->cap_pend * sizeof(*r->pend)))))
+	     !(r->bound = arena_alloc(&p->arena, r->cap_bound * sizeof(*r->bound)))))
 		return -ENOMEM;
 	return 0;
 }
@@ -557,7 +555,7 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	queue_tree_reset_usage(r->tree);
 	policy_nodes_release(&p->nodes);
 	arena_reset(&p->arena);
-	if (presize(r, p->ngangs, p->stats.bound_pods, p->stats.pods - p->stats.bound_pods) < 0)
+	if (presize(r, p->ngangs, p->stats.bound_pods) < 0)
 		return -ENOMEM;
 	memset(&p->stats, 0, sizeof(p->stats));
 	p->ngangs = 0;

@@ -203,6 +203,13 @@ struct plan_gang {
 	 * annotation (else their runtime is their spec's or the gang's). */
 	const struct kubeapi_podspec *pending_spec;
 	uint8_t pending_runtime;
+	/* Planner-internal, while the pod walk files the pending members
+	 * (view.c): room in pending, the run of members of one spec not yet
+	 * added to req, and whether some member came late (its order then
+	 * wants checking). */
+	uint8_t pending_late;
+	uint32_t cap_pending, run_pods;
+	const struct kubeapi_podspec *run_spec;
 	/* Planner-internal, of its PodGroup, taken with the gang's facts so
 	 * that a cycle need not read the PodGroup: its minTaskMember entries,
 	 * and its muster.dev/expected-runtime annotation (value id, 0 none). */

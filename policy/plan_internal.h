@@ -138,16 +138,6 @@ struct plan_run {
 	size_t cap_binds, cap_evictions;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
-	/* Pending pods of ours as plan__count_pods() met them, with their
-	 * gang's index: plan__collect_pending() files them without a second
-	 * walk of every pod (and its lookups). */
-	struct plan_pend {
-		const struct kubeapi_pod *pod;
-		const struct kubeapi_podspec *spec;
-		uint32_t gang;
-		uint8_t flags; /* its record's */
-	} * pend;
-	size_t npend, cap_pend;
 	/* Assumed pods as plan__count_pods() met them: counted out of the
 	 * cycle's table once it has the kept counts (view.c). */
 	struct plan_assumed {
@@ -210,6 +200,9 @@ struct plan_kept_gang {
 	uint64_t epoch, cycle, met, seen;
 	uint32_t index;
 	uint8_t enqueued;
+	/* Room its pending members took last (view.c): the first size of
+	 * the next cycle's list, so a gang's list is not grown pod by pod. */
+	uint32_t pending_room;
 	/* "gang ns/name: " (plan_words_prefix()), made when first needed:
 	 * what the memo's answers are said after (plan.c). */
 	char *prefix;

@@ -569,19 +569,58 @@ static int count_finished(struct plan_run *r, const struct plan_pod *x, size_t *
 	return x->flags & PLAN_POD_TASK ? plan__task_done(r, g, x->pod) : 0;
 }
 
+/* g's run of pending members of one spec into its request, at once,
+ * times its length. */
+static void pending_run(const struct plan_run *r, struct plan_gang *g)
+{
+	if (g->run_pods)
+		add_amounts_times(r, (int64_t *)g->req, kubeapi_podspec_requests(g->run_spec),
+		                  g->run_spec->nrequests, POLICY_NO_FLAVOR, g->run_pods);
+	g->run_pods = 0;
+}
+
+/* Room for one more pending member of g: its list made (as long as the
+ * last cycle's, kept in its entry) or doubled, and its request. */
+static int pending_room(struct plan_run *r, struct plan_gang *g)
+{
+	size_t cap = g->cap_pending;
+
+	if (g->npending < cap)
+		return 0;
+	if (!g->req && !(g->req = arena_calloc(&r->p->arena, r->nslots, sizeof(*g->req))))
+		return -ENOMEM;
+	if (arena_grow(&r->p->arena, &g->pending, g->npending, &cap, sizeof(*g->pending),
+	               g->kept->pending_room ? g->kept->pending_room : 4) < 0 ||
+	    cap > UINT32_MAX)
+		return -ENOMEM;
+	g->cap_pending = (uint32_t)cap;
+	g->kept->pending_room = (uint32_t)cap;
+	return 0;
+}
+
+/* A pending member of ours, filed into its gang as the walk meets it:
+ * the list, the one spec they share (or none), whether one has its own
+ * runtime or came late, and the request, by runs of one spec. */
 static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *last)
 {
+	const struct kubeapi_podspec *s = x->spec;
 	struct plan_gang *g;
 
-	if (!(g = gang_of(r, x, last)) ||
-	    arena_grow(&r->p->arena, &r->pend, r->npend, &r->cap_pend, sizeof(*r->pend), 4096) < 0)
+	if (!(g = gang_of(r, x, last)) || pending_room(r, g) < 0)
 		return -ENOMEM;
+	if (!g->npending)
+		g->pending_spec = s;
+	else if (g->pending_spec != s)
+		g->pending_spec = NULL;
+	if (g->run_pods && g->run_spec != s)
+		pending_run(r, g);
+	g->run_spec = s;
+	g->run_pods++;
+	g->pending_runtime |= (x->flags & PLAN_POD_RUNTIME) != 0;
 	/* A native PodGroup's members sit among the records of no gang key,
 	 * in no order: their gang is checked as if they came late. */
-	r->pend[r->npend++] =
-	    (struct plan_pend){x->pod, x->spec, (uint32_t)(g - r->p->gangs),
-	                       (uint8_t)(x->flags | (x->gang ? 0 : PLAN_POD_LATE))};
-	g->npending++;
+	g->pending_late |= (x->flags & PLAN_POD_LATE) || !x->gang;
+	g->pending[g->npending++] = x->pod;
 	if (!g->fixed_priority && x->priority > g->priority)
 		g->priority = x->priority;
 	return 0;
@@ -692,86 +731,24 @@ static bool in_age_order(const struct kubeapi_pod *const *v, size_t n)
 	return true;
 }
 
-/* Room for each gang's pending pods and request. */
-static int pending_room(struct plan_run *r)
-{
-	struct plan *p = r->p;
-
-	for (size_t k = 0; k < p->ngangs; k++) {
-		struct plan_gang *g = &p->gangs[k];
-		int64_t *req = NULL;
-
-		if (g->npending &&
-		    (!(g->pending = arena_alloc(&p->arena, g->npending * sizeof(*g->pending))) ||
-		     !(req = arena_calloc(&p->arena, r->nslots, sizeof(*req)))))
-			return -ENOMEM;
-		g->req = req;
-		g->npending = 0;
-		g->pending_spec = NULL;
-		g->pending_runtime = 0;
-	}
-	return 0;
-}
-
-/* Each gang's pending pods, and what they ask, from what
- * plan__count_pods() met: the specs and flags come from the pods'
- * records, so no pod struct is read here (a pass over every waiting
- * pod's struct costs 15-25 ms at 50,000 nodes, and the request, the
- * memo's spec and runtime each took one). A gang's run of pods of one
- * spec is added to its request at once. */
-static void file_pending(struct plan_run *r, uint8_t *late)
-{
-	struct plan *p = r->p;
-	const struct kubeapi_podspec *spec = NULL;
-	struct plan_gang *g = NULL;
-	int64_t run = 0;
-
-	for (size_t k = 0; k <= r->npend; k++) {
-		const struct plan_pend *e = k < r->npend ? &r->pend[k] : NULL;
-		struct plan_gang *h = e ? &p->gangs[e->gang] : NULL;
-
-		if (run && (h != g || e->spec != spec))
-			add_amounts_times(r, (int64_t *)g->req, kubeapi_podspec_requests(spec),
-			                  spec->nrequests, POLICY_NO_FLAVOR, run);
-		if (!e)
-			break;
-		if (h != g || e->spec != spec)
-			run = 0;
-		g = h;
-		spec = e->spec;
-		run++;
-		if (!g->npending)
-			g->pending_spec = spec;
-		else if (g->pending_spec != spec)
-			g->pending_spec = NULL;
-		g->pending_runtime |= (e->flags & PLAN_POD_RUNTIME) != 0;
-		late[e->gang] |= (e->flags & PLAN_POD_LATE) != 0;
-		g->pending[g->npending++] = e->pod;
-	}
-}
-
-/* Each gang's pending pods, oldest first, and its request. The order is
- * plan__by_age()'s alone (creation, then name, distinct within a gang),
- * whatever order the pods were met in. The pod table keeps a gang's
- * records in that order (podtab.c) but for pods added since it was last
- * read in full: only a gang with such a pod is checked, and sorted if it
- * has to be (sorting every waiting pod each cycle was a fifth of a
- * steady cycle at 50,000 nodes). */
+/* Each gang's pending pods, oldest first, and its request: the pod walk
+ * filed them (count_pending()); here the last run of each request is
+ * added, and a gang with a member that came late is checked and sorted
+ * if it has to be. The order is plan__by_age()'s alone (creation, then
+ * name, distinct within a gang), whatever order the pods were met in.
+ * The pod table keeps a gang's records in that order (podtab.c) but for
+ * pods added since it was last read in full (sorting every waiting pod
+ * each cycle was a fifth of a steady cycle at 50,000 nodes; filing them
+ * in a second pass over a list of every waiting pod, a twentieth). */
 int plan__collect_pending(struct plan_run *r)
 {
 	struct plan *p = r->p;
-	uint8_t *late = arena_calloc(&p->arena, p->ngangs + 1, 1);
-	int rc;
 
-	if (!late)
-		return -ENOMEM;
-	if ((rc = pending_room(r)) < 0)
-		return rc;
-	file_pending(r, late);
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
 
-		if (late[k] && !in_age_order(g->pending, g->npending))
+		pending_run(r, g);
+		if (g->pending_late && !in_age_order(g->pending, g->npending))
 			qsort(g->pending, g->npending, sizeof(*g->pending), by_age);
 	}
 	return 0;
