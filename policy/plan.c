@@ -650,6 +650,7 @@ void plan_memory_free(struct plan_memory *keep)
 		free(e->value);
 	idmap_free(&keep->holds);
 	free(keep->pods.v);
+	free(keep->pods.keys);
 	free(keep->pods.names);
 	plan__gangs_free(&keep->gangs);
 	free(keep->nodes.keys);

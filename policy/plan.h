@@ -296,6 +296,7 @@ struct plan_memory {
 	 * instead of every pod's struct and the lookups each pod costs. */
 	struct plan_podtab {
 		struct plan_pod *v; /* records; one whose pod is NULL is a hole */
+		uint64_t *keys;     /* keys[k]: record k's pod's key (0: a hole) */
 		size_t n, cap, holes;
 		uint64_t schedulers; /* a hash of the schedulerNames it was read for */
 		uint32_t *names;     /* the node table's names when node indexes were kept */

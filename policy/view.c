@@ -227,12 +227,12 @@ bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 /* The node a pod is on or assumed on: its name id, or 0. The filter
  * over the assumed keys spares most waiting pods a probe of the map. */
 static uint32_t node_of(const struct plan_run *r, const struct keyfilter *assumed,
-                        const struct plan_pod *x)
+                        const struct plan_pod *x, uint64_t key)
 {
 	if (x->node)
 		return x->node;
-	if (r->in->assumed && (x->flags & PLAN_POD_OURS) && keyfilter_may(assumed, x->key))
-		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed, x->key);
+	if (r->in->assumed && (x->flags & PLAN_POD_OURS) && keyfilter_may(assumed, key))
+		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed, key);
 	return 0;
 }
 
@@ -677,7 +677,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 			nrun = 0;
 		}
 		nrun += (x->flags & PLAN_POD_OURS) != 0;
-		if ((node = node_of(r, assumed, x))) {
+		if ((node = node_of(r, assumed, x, t->keys[k]))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
 				return rc;
 			continue;
