@@ -186,6 +186,10 @@ int plan__enqueue(struct plan_run *r)
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
 
+		/* A decision about a gang that has started is over (the gate
+		 * below takes none that has). */
+		if (g->kept_enqueued && started(g))
+			g->kept->enqueued = g->kept_enqueued = 0;
 		if (!g->group || g->enqueued || g->queue == QUEUE_NONE)
 			continue;
 		if (started(g) || g->bound) {
@@ -219,12 +223,6 @@ int plan__enqueue(struct plan_run *r)
 	/* The reservations only gate enqueueing: admission sees what runs. */
 	for (size_t k = 0; k < nheld; k++)
 		reserve(r, &p->gangs[held[k]], -1);
-	for (size_t k = 0; k < p->ngangs; k++) { /* decisions about gangs started */
-		struct plan_gang *g = &p->gangs[k];
-
-		if (g->kept_enqueued && started(g))
-			g->kept->enqueued = g->kept_enqueued = 0;
-	}
 	return rc < 0 ? rc : 0;
 }
 

@@ -272,18 +272,23 @@ static bool contains(const struct queue_tree *t, int c, int q)
 double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t *req)
 {
 	const struct node *n = &t->nodes[c], *p;
-	int64_t delta[QUEUE_MAX_SLOTS] = {0};
+	int64_t delta[QUEUE_MAX_SLOTS];
 	double share = 0;
 	unsigned s;
 
 	if (c <= 0 || c >= t->n)
 		return 0;
 	p = &t->nodes[n->parent];
+	/* What reaches c of req added at q (the slots in use only: this is
+	 * asked once a turn of the cycle's queue order). */
 	if (req && q > 0 && q < t->n && contains(t, c, q)) {
-		/* What reaches c of req added at q. */
-		memcpy(delta, req, t->nslots * sizeof(delta[0]));
+		for (s = 0; s < t->nslots; s++)
+			delta[s] = req[s];
 		for (int k = q; k != c; k = t->nodes[k].parent)
 			pass_up(&t->nodes[k], t->nslots, delta);
+	} else {
+		for (s = 0; s < t->nslots; s++)
+			delta[s] = 0;
 	}
 	for (s = 0; s < t->nslots; s++) {
 		double over = (double)max64(0, n->demand[s] + delta[s] - n->quota[s]);
