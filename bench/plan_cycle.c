@@ -101,9 +101,10 @@
  * and one more cycle is timed (steady_cycle()): what a cycle costs once
  * the cluster changes by 1%. The timed reps read every pod (a first
  * cycle's work); the steady cycle is told which pods changed
- * (plan_input.pod_changes) and that no PodGroup did (groups_known), and
- * keeps the rest of its pod table and its gangs' facts. After it,
- * untimed, the kept table is checked against a rebuild and a cycle that
+ * (plan_input.pod_changes) and that no PodGroup (groups_known) or node
+ * (nodes_known) did, and keeps the rest of its pod table, its gangs'
+ * facts, its node table and the bound pods' counts. After it, untimed,
+ * what it kept is checked against a rebuild and a cycle that
  * reads every pod must decide the same (steady_state_mismatches,
  * steady_same_as_rebuild); the run fails with a WARNING line otherwise.
  *
