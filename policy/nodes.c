@@ -106,7 +106,9 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 	uint32_t *fill;
 	size_t i;
 
-	/* Room for a value a node, cut to the domains' below. */
+	/* Each domain's label value (there are at most as many domains as
+	 * nodes): what policy_nodes_same_row() compares a changed node's
+	 * label with. */
 	if (!(lv->value = arena_alloc(a, (t->n + 1) * sizeof(*lv->value))))
 		return -ENOMEM;
 	for (i = 0; i < t->n; i++) {
