@@ -126,6 +126,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/heap.h"
 #include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
@@ -1458,6 +1459,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o) < 0)
 		return usage();
+	heap_keep_big_blocks(); /* as `muster run` does */
 	if (o.vgpu_pct && o.baseline)
 		return vgpu_against_whole(&o);
 	if (!o.sweep)

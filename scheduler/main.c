@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "base/heap.h"
 #include "config/config.h"
 #include "scheduler/cli/cli.h"
 #include "scheduler/sched.h"
@@ -323,6 +324,7 @@ static int cmd_run(int argc, char **argv)
 	char identity[256]; /* a default --identity: outlives sched_run() */
 	int c;
 
+	heap_keep_big_blocks(); /* the planner's big arrays, reused (base/heap.h) */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", run_longopts, NULL)) != -1) {
 		if (c == 'h') {
