@@ -275,19 +275,26 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
 	return 0;
 }
 
-/* Place and bind: 1 admitted, 0 not, or -ENOMEM. */
+/* Place and bind: 1 admitted, 0 not, or -ENOMEM. The nodes and shares
+ * go into the cycle's one room for them, made larger when a gang needs
+ * it: nothing keeps the arrays (the binds copy what they say). */
 static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                  size_t n)
 {
-	uint32_t *out = arena_alloc(&r->p->arena, n * sizeof(*out));
-	const struct policy_held **held = arena_calloc(&r->p->arena, n, sizeof(*held));
 	int rc;
 
-	if (!out || !held)
-		return -ENOMEM;
-	if ((rc = plan__place(r, g, pods, n, out, held)) <= 0)
+	if (n > r->cap_turn) {
+		size_t cap = n > 64 ? n : 64;
+
+		if (!(r->turn_out = arena_alloc(&r->p->arena, cap * sizeof(*r->turn_out))) ||
+		    !(r->turn_held = arena_alloc(&r->p->arena, cap * sizeof(*r->turn_held))))
+			return -ENOMEM;
+		r->cap_turn = cap;
+	}
+	memset(r->turn_held, 0, n * sizeof(*r->turn_held));
+	if ((rc = plan__place(r, g, pods, n, r->turn_out, r->turn_held)) <= 0)
 		return rc;
-	return (rc = plan__add_binds(r, g, pods, n, out, held)) < 0 ? rc : 1;
+	return (rc = plan__add_binds(r, g, pods, n, r->turn_out, r->turn_held)) < 0 ? rc : 1;
 }
 
 /* A gang that does not fit: make room by preemption if its queue allows,

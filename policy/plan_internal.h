@@ -137,6 +137,11 @@ struct plan_run {
 	 * mix (shares.c) when some node has registered GPUs. */
 	struct idmap mix_specs;
 	size_t cap_binds, cap_evictions;
+	/* admit()'s room for a placement's nodes and shares, reused turn
+	 * after turn (most turns end on the failure memo and use none). */
+	uint32_t *turn_out;
+	const struct policy_held **turn_held;
+	size_t cap_turn;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
 	/* Assumed pods as plan__count_pods() met them: counted out of the

@@ -154,9 +154,8 @@ static int vacate(void *arg, struct policy_nodes *t)
 {
 	struct plan_run *r = arg;
 	const struct policy_nodes *base = &r->keep->base.t, *kept = &r->keep->counted.t;
-	size_t nr = t->nres, ngpus;
-
 	struct policy_nodes ref;
+	size_t nr = t->nres, ngpus;
 
 	if (!r->keep->counted.valid || base->n != t->n || kept->n != t->n || base->nres != nr ||
 	    kept->nres != nr || kept->gpu_first[kept->n] != t->gpu_first[t->n])
