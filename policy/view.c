@@ -5,8 +5,16 @@
  * order (the gangs themselves are gangs.c's); and the amounts a pod asks
  * per queue slot.
  *
- * Cost: O(N log N) to sort the nodes, O(P x depth x slots) to count pods
- * and usage, O(G x members log members) to order the pending.
+ * The node table and the bound pods' counts are kept across cycles
+ * (plan_memory.base, .counted): a cycle copies them, counting again only
+ * the nodes whose pods changed, and counts the assumed pods into its
+ * copy.
+ *
+ * Cost: O(N log N) to sort the nodes when they changed, else O(N x
+ * resources) in copies; O(P) for the walk of the pod table, O(changed
+ * nodes' pods) to count them again, O(P x depth x slots / run length)
+ * for the queues' usage; O(G x members log members) to order the pending
+ * of gangs with a member that came late.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -94,21 +94,27 @@ static void gang(struct world *w, const char *ns, const char *g, int n, int gpus
 	}
 }
 
+/* A cycle over the world, with what `in` says beside it (what changed,
+ * check_state). */
+static void cycle_with(struct world *w, struct plan_input in)
+{
+	const uint32_t muster = synth_id(&w->s, "muster");
+
+	in.model = w->s.model;
+	in.nodes = &w->s.nodes;
+	in.pods = &w->s.pods;
+	in.groups = &w->s.groups;
+	in.vcgroups = &w->s.vcgroups;
+	in.qs = w->qs;
+	in.schedulers = &muster;
+	in.nschedulers = 1;
+	in.assumed = &w->assumed;
+	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
+}
+
 static void cycle(struct world *w)
 {
-	struct plan_input in = {
-	    .model = w->s.model,
-	    .nodes = &w->s.nodes,
-	    .pods = &w->s.pods,
-	    .groups = &w->s.groups,
-	    .vcgroups = &w->s.vcgroups,
-	    .qs = w->qs,
-	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
-	    .nschedulers = 1,
-	    .assumed = &w->assumed,
-	};
-
-	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
+	cycle_with(w, (struct plan_input){0});
 }
 
 static const struct plan_gang *find_gang(struct world *w, const char *ns, const char *name)
@@ -522,23 +528,10 @@ static void test_strict_fifo_why(void **state)
  * tells it: whether it built the node table or kept the last one. */
 static bool cycle_known(struct world *w, const uint64_t *changed, size_t n, bool check)
 {
-	struct plan_input in = {
-	    .model = w->s.model,
-	    .nodes = &w->s.nodes,
-	    .pods = &w->s.pods,
-	    .groups = &w->s.groups,
-	    .vcgroups = &w->s.vcgroups,
-	    .qs = w->qs,
-	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
-	    .nschedulers = 1,
-	    .assumed = &w->assumed,
-	    .node_changes = changed,
-	    .nnode_changes = n,
-	    .nodes_known = 1,
-	    .check_state = check,
-	};
-
-	assert_int_equal(plan_cycle(&w->plan, &in, &w->keep), 0);
+	cycle_with(w, (struct plan_input){.node_changes = changed,
+	                                  .nnode_changes = n,
+	                                  .nodes_known = 1,
+	                                  .check_state = check});
 	return w->plan.stats.nodes_built;
 }
 
