@@ -835,6 +835,7 @@ struct result {
 	double steady_cpu_ms;
 	size_t steady_admitted;
 	size_t steady_read;       /* pods the steady cycle read again */
+	size_t steady_from_runs;  /* waiting pods it filed from kept runs */
 	uint64_t steady_digest;   /* its decisions */
 	size_t steady_mismatches; /* kept records that differ from a rebuild */
 	int steady_rebuild_same;  /* a cycle reading every pod decided the same */
@@ -1106,6 +1107,7 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 	r->steady_ended = n;
 	r->steady_admitted = w->plan.stats.admitted_gangs;
 	r->steady_read = w->plan.stats.pods_read;
+	r->steady_from_runs = w->plan.stats.pods_from_runs;
 	r->steady_digest = decision_digest(&w->plan, w->s.model);
 	if (rc == 0)
 		rc = steady_check(w, in, r);
@@ -1198,10 +1200,11 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->snap_bytes, r->digest);
 	if (!o->preempt)
 		printf(" steady_ended_pods=%ld steady_cycle_cpu_ms=%.2f steady_admitted_gangs=%zu "
-		       "steady_pods_read=%zu steady_state_mismatches=%zu steady_same_as_rebuild=%d "
-		       "steady_digest=%016" PRIx64,
+		       "steady_pods_read=%zu steady_pods_from_runs=%zu steady_state_mismatches=%zu "
+		       "steady_same_as_rebuild=%d steady_digest=%016" PRIx64,
 		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted, r->steady_read,
-		       r->steady_mismatches, r->steady_rebuild_same, r->steady_digest);
+		       r->steady_from_runs, r->steady_mismatches, r->steady_rebuild_same,
+		       r->steady_digest);
 	if (o->vgpu_pct)
 		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
 		       "fractional_pods=%ld",

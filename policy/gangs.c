@@ -418,8 +418,10 @@ void plan__gang_touched(struct plan_run *r, uint64_t key)
 {
 	struct plan_kept_gang *e = key ? kept(r, key) : NULL;
 
-	if (e)
+	if (e) {
 		e->epoch = 0;
+		plan__run_drop(r, e);
+	}
 }
 
 /* A hash of the node table's level keys: a gang's constraint level

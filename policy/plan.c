@@ -268,6 +268,7 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
 {
 	int rc;
 
+	plan__run_drop(r, g->kept); /* its pods are assumed from now on */
 	for (size_t k = 0; k < n; k++)
 		if ((rc = add_bind(r, (uint32_t)(g - r->p->gangs), pods[k],
 		                   r->p->nodes.node[out[k]]->name, held[k])) < 0)
@@ -659,6 +660,7 @@ void plan_memory_free(struct plan_memory *keep)
 	free(keep->pods.v);
 	free(keep->pods.keys);
 	free(keep->pods.names);
+	arena_free(&keep->pods.runs);
 	plan__gangs_free(&keep->gangs);
 	free(keep->nodes.keys);
 	free(keep->nodes.slot);

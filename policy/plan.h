@@ -267,6 +267,9 @@ struct plan_stats {
 	/* Nodes whose bound pods were counted again (all of them when the
 	 * counted table was not kept: plan_memory.counted). */
 	size_t nodes_recounted;
+	/* Waiting pods filed from their gangs' kept runs, their records not
+	 * read (view.c). */
+	size_t pods_from_runs;
 };
 
 /* A reservation held this cycle (see backfill.h): gang `gang` starts at
@@ -301,6 +304,13 @@ struct plan_memory {
 		uint64_t schedulers; /* a hash of the schedulerNames it was read for */
 		uint32_t *names;     /* the node table's names when node indexes were kept */
 		size_t nnames;
+		/* Counts the times records moved (a read in full, a squeeze):
+		 * a gang's kept run of records (view.c) names where it starts
+		 * in one layout, and lives in `runs`, emptied when the layout
+		 * changes (garbage: bytes of runs since replaced). */
+		uint64_t layout;
+		struct arena runs;
+		size_t runs_garbage;
 		uint8_t built;
 	} pods;
 	/* Every gang met lately: key -> struct plan_kept_gang * (gangs.c),

@@ -192,6 +192,22 @@ enum {
 	PLAN_GATE_INQUEUE = 2,       /* a Volcano PodGroup whose phase is Inqueue */
 };
 
+/* A gang's waiting members as the walk last filed them from one run of
+ * pod records (view.c), so that a cycle files them again without reading
+ * those records: the pods in order, the one spec they share, the highest
+ * priority and whether one has its own runtime; where the run starts,
+ * and the gangs' epoch. In the pod table's arena of runs (plan_podtab),
+ * in the order the walk kept them: a steady cycle reads them in a row. */
+struct plan_kept_run {
+	const struct kubeapi_podspec *spec;
+	uint64_t epoch;
+	size_t start;
+	uint32_t n, cap;
+	int32_t priority;
+	uint8_t runtime, late; /* late: one came late (PLAN_POD_LATE) */
+	const struct kubeapi_pod *pods[];
+};
+
 /* A gang as plan_memory.gangs keeps it: the record it has this cycle
  * (cycle, index), its facts, valid while epoch is the memory's (0: none
  * kept: worked out afresh when next met), the last cycle anything asked
@@ -213,6 +229,13 @@ struct plan_kept_gang {
 	 * what the memo's answers are said after (plan.c). */
 	char *prefix;
 	uint32_t prefix_len;
+	/* Its waiting members as the walk last filed them from one run of
+	 * pod records (view.c): NULL none, and none unless run_layout is the
+	 * pod table's (the arena it was in is gone). Dropped when a record
+	 * of it changes (the gang is touched) or a member of the gang is
+	 * bound (a bound pod is assumed before its record changes). */
+	struct plan_kept_run *run;
+	uint64_t run_layout;
 };
 
 /* gangs.c: gang formation, step 2 of plan.h. plan__gang_of: the gang of
@@ -234,7 +257,8 @@ void plan__gangs_end(struct plan_run *r, int rc);
 int plan__gang_prefix(struct plan_run *r, struct plan_gang *g);
 /* Everything plan_memory.gangs holds, freed. */
 void plan__gangs_free(struct plan_gangs_kept *m);
-/* Gang key's facts may be stale (a member changed). */
+/* Gang key's facts may be stale (a member changed): they, and its kept
+ * run (view.c), are dropped. */
 void plan__gang_touched(struct plan_run *r, uint64_t key);
 /* The queue of single pod `pod` (gang key), bound: from its kept facts
  * when they stand, without reading the pod. */
@@ -260,6 +284,9 @@ void plan__node_touched(struct plan_run *r, uint32_t name);
 /* The key of the gang a pod of ours belongs to, unless its PodGroup is
  * native (a basic one makes each pod a gang: gangs.c looks). */
 uint64_t plan__gang_key_of(const struct kubeapi_pod *pod);
+
+/* Gang g's kept run of waiting records dropped (view.c). */
+void plan__run_drop(struct plan_run *r, struct plan_kept_gang *e);
 
 /* view.c: the cycle's view, steps 1 and 3 of plan.h. Each 0 or -ENOMEM. */
 int plan__build_nodes(struct plan_run *r);

@@ -66,6 +66,15 @@ static void fill(const struct plan_run *r, struct plan_pod *x, const struct kube
 	};
 }
 
+/* Records moved: the gangs' kept runs (view.c), which say where they
+ * start, are gone with their arena. */
+static void moved(struct plan_podtab *t)
+{
+	t->layout++;
+	arena_reset(&t->runs);
+	t->runs_garbage = 0;
+}
+
 static int append(const struct plan_run *r, struct plan_podtab *t, const struct kubeapi_pod *pod)
 {
 	if (t->n == t->cap) {
@@ -244,6 +253,7 @@ static int build(const struct plan_run *r, struct plan_podtab *t)
 
 	t->n = t->holes = 0;
 	t->built = 0;
+	moved(t);
 	IDMAP_FOREACH(r->in->pods, i, e)
 		if ((rc = append(r, t, e->value)) < 0)
 			return rc;
@@ -268,6 +278,7 @@ static void squeeze(struct plan_podtab *t)
 		}
 	t->n = w;
 	t->holes = 0;
+	moved(t);
 }
 
 /* The changed keys: a map (key -> 1, 2 once met in the table) and a
@@ -360,6 +371,9 @@ int plan__podtab_sync(struct plan_run *r)
 	struct plan_podtab *t = &r->keep->pods;
 	int rc;
 
+	/* Runs replaced outweigh the rest: keep them afresh. */
+	if (t->runs_garbage > 4096 && t->runs_garbage > t->runs.used_total / 2)
+		moved(t);
 	if (r->in->pods_known && t->built && t->schedulers == schedulers_hash(r->in)) {
 		if (r->in->npod_changes && (rc = apply(r, t)) < 0) {
 			t->built = 0; /* half filed: read them all next time */

@@ -8,13 +8,18 @@
  * The node table and the bound pods' counts are kept across cycles
  * (plan_memory.base, .counted): a cycle copies them, counting again only
  * the nodes whose pods changed, and counts the assumed pods into its
- * copy.
+ * copy. So is each waiting gang's run of waiting records (struct
+ * plan_kept_run): a cycle files those members from it without reading
+ * the records, until one of them changes or the gang is bound.
  *
  * Cost: O(N log N) to sort the nodes when they changed, else O(N x
- * resources) in copies; O(P) for the walk of the pod table, O(changed
- * nodes' pods) to count them again, O(P x depth x slots / run length)
- * for the queues' usage; O(G x members log members) to order the pending
- * of gangs with a member that came late.
+ * resources) in copies; O(P) for the walk of the pod table, but a
+ * waiting member of a kept run costs only the lookahead's load and
+ * compare (the first cycle, and one after records moved, keep the runs
+ * afresh), O(changed nodes' pods) to count them again, O(P x depth x
+ * slots / run length) for the queues' usage; O(G x members log members)
+ * to order the pending of gangs with a member that came late. Memory: a
+ * kept run is 40 bytes and 8 a member.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,12 +36,17 @@
 static void add_amounts_times(const struct plan_run *r, int64_t *req, const struct kubeapi_res *e,
                               size_t n, uint16_t f, int64_t times)
 {
-	int64_t amount[CONFIG_MAX_SLOTS] = {0};
+	int64_t amount[CONFIG_MAX_SLOTS];
 
-	for (size_t k = 0; k < r->nres_cfg; k++)
+	/* Only the configured resources' amounts are set and read (this is
+	 * asked for every gang every cycle; zeroing all 64 slots was 512
+	 * bytes a call for a vector of a few). */
+	for (size_t k = 0; k < r->nres_cfg; k++) {
+		amount[k] = 0;
 		for (size_t i = 0; r->res_map[k] >= 0 && i < n; i++)
 			if (e[i].res == (unsigned)r->res_map[k])
 				amount[k] = e[i].amount * times;
+	}
 	queue_set_add_request(r->in->qs, req, amount, f == POLICY_NO_FLAVOR ? CONFIG_NO_FLAVOR : f);
 }
 
@@ -587,35 +597,38 @@ static void pending_run(const struct plan_run *r, struct plan_gang *g)
 	g->run_pods = 0;
 }
 
-/* Room for one more pending member of g: its list made (as long as the
- * last cycle's, kept in its entry) or doubled, and its request. */
-static int pending_room(struct plan_run *r, struct plan_gang *g)
+/* Room for m more pending members of g: its list made (as long as the
+ * last cycle's, kept in its entry) or doubled until they fit, and its
+ * request. */
+static int pending_room(struct plan_run *r, struct plan_gang *g, size_t m)
 {
-	size_t cap = g->cap_pending;
+	size_t cap = g->cap_pending, want = g->npending + m;
+	const struct kubeapi_pod **v;
 
-	if (g->npending < cap)
+	if (want <= cap)
 		return 0;
 	if (!g->req && !(g->req = arena_calloc(&r->p->arena, r->nslots, sizeof(*g->req))))
 		return -ENOMEM;
-	if (arena_grow(&r->p->arena, &g->pending, g->npending, &cap, sizeof(*g->pending),
-	               g->kept->pending_room ? g->kept->pending_room : 4) < 0 ||
-	    cap > UINT32_MAX)
+	cap = cap ? cap * 2 : g->kept->pending_room ? g->kept->pending_room : 4;
+	while (cap < want)
+		cap *= 2;
+	if (cap > UINT32_MAX || !(v = arena_alloc(&r->p->arena, cap * sizeof(*v))))
 		return -ENOMEM;
+	if (g->npending)
+		memcpy(v, g->pending, g->npending * sizeof(*v));
+	g->pending = v;
 	g->cap_pending = (uint32_t)cap;
 	g->kept->pending_room = (uint32_t)cap;
 	return 0;
 }
 
-/* A pending member of ours, filed into its gang as the walk meets it:
- * the list, the one spec they share (or none), whether one has its own
- * runtime or came late, and the request, by runs of one spec. */
-static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *last)
+/* Pending member x of g into its list (which has room): the one spec
+ * they share (or none), whether one has its own runtime or came late,
+ * and the request, by runs of one spec. */
+static void file_pending(const struct plan_run *r, struct plan_gang *g, const struct plan_pod *x)
 {
 	const struct kubeapi_podspec *s = x->spec;
-	struct plan_gang *g;
 
-	if (!(g = gang_of(r, x, last)) || pending_room(r, g) < 0)
-		return -ENOMEM;
 	if (!g->npending)
 		g->pending_spec = s;
 	else if (g->pending_spec != s)
@@ -631,15 +644,29 @@ static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *l
 	g->pending[g->npending++] = x->pod;
 	if (!g->fixed_priority && x->priority > g->priority)
 		g->priority = x->priority;
+}
+
+/* A pending member of ours, filed into its gang as the walk meets it. */
+static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *last)
+{
+	struct plan_gang *g;
+
+	if (!(g = gang_of(r, x, last)) || pending_room(r, g, 1) < 0)
+		return -ENOMEM;
+	file_pending(r, g, x);
 	return 0;
 }
 
 /* How far ahead of the walk a record's gang slot and node row are asked
  * for: each is a cache miss at random, which the walk's work on the
  * records between hides. Steady cycle at 50,000 nodes, five runs each
- * way: 177-200 ms against 196-327 (also tried, no better: the gang's
- * kept entry half as far ahead, the node's domains and packed CPU). */
-#define AHEAD 16
+ * way: 177-200 ms against 196-327 with 16 (also tried, no better: the
+ * gang's kept entry half as far ahead, the node's domains and packed
+ * CPU). Since a kept run skips a gang's waiting records at once, 16
+ * records were about one gang ahead: 48 (the ten-cycle loop's best
+ * cycle 98-103 ms against 100-101 with 24; further stages, each gang's
+ * entry and run, 106-110). */
+#define AHEAD 48
 
 /* Start loading what the walk will read for record y: its gang's slot
  * in the kept map (once per run of one gang) and its node's row. */
@@ -653,14 +680,253 @@ static void prefetch(const struct plan_run *r, const struct plan_pod *y, bool ke
 		__builtin_prefetch(&t->free[(size_t)y->index * t->nres]);
 }
 
+/* The walk's lookahead: records below *next have had prefetch() (their
+ * lines loaded AHEAD records before that); asked for every record up to
+ * `upto` - AHEAD, the walk's records being skipped by kept runs or not. */
+static void ahead(const struct plan_run *r, size_t *next, size_t upto, bool kept)
+{
+	const struct plan_podtab *t = &r->keep->pods;
+
+	if (upto > t->n)
+		upto = t->n;
+	for (; *next < upto; ++*next) {
+		if (*next + AHEAD < t->n) {
+			__builtin_prefetch(&t->v[*next + AHEAD]);
+			__builtin_prefetch(&t->keys[*next + AHEAD]);
+		}
+		if (*next)
+			prefetch(r, &t->v[*next], kept);
+	}
+}
+
+/* The runs of pods of ours of one spec the walk has met, told to the mix
+ * (shares.c) a run at once: a gang's pods are in a row. */
+struct mix_run {
+	const struct kubeapi_podspec *spec;
+	size_t pods;
+};
+
+static int mix_next(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s)
+{
+	int rc = 0;
+
+	if (s != m->spec) {
+		rc = plan__mix_count(r, m->spec, m->pods);
+		m->spec = s;
+		m->pods = 0;
+	}
+	m->pods++;
+	return rc;
+}
+
+/* Does record x wait, a member of gang key `gang` the walk files
+ * (count_pending()), unless it is assumed (the caller asks)? */
+static bool waits(const struct plan_pod *x, uint64_t gang)
+{
+	return x->gang == gang && x->pod && x->spec && !x->node &&
+	       (x->flags & (PLAN_POD_OURS | PLAN_POD_DELETING)) == PLAN_POD_OURS &&
+	       x->phase != KUBEAPI_POD_SUCCEEDED && x->phase != KUBEAPI_POD_FAILED;
+}
+
+/* Is the pod of key `key`, a waiting pod of ours, assumed bound? The
+ * filter over the assumed keys spares most a probe of the map. */
+static bool is_assumed(const struct plan_run *r, const struct keyfilter *assumed, uint64_t key)
+{
+	return r->in->assumed && keyfilter_may(assumed, key) && idmap_get(r->in->assumed, key);
+}
+
+void plan__run_drop(struct plan_run *r, struct plan_kept_gang *e)
+{
+	struct plan_podtab *t = &r->keep->pods;
+
+	if (e->run && e->run_layout == t->layout)
+		t->runs_garbage += sizeof(*e->run) + e->run->cap * sizeof(e->run->pods[0]);
+	e->run = NULL;
+}
+
+/* g's kept run of waiting records, if it starts at record k and stands. */
+static const struct plan_kept_run *kept_run(const struct plan_run *r, const struct plan_gang *g,
+                                            size_t k)
+{
+	const struct plan_kept_gang *e = g->kept;
+	const struct plan_kept_run *u = e->run;
+
+	return u && e->run_layout == r->keep->pods.layout && u->start == k &&
+	               u->epoch == r->keep->gangs.epoch
+	           ? u
+	           : NULL;
+}
+
+/* With check_state: kept run u, used at record k, against the records:
+ * each still a waiting member of ours, not assumed, the same pod. */
+static void check_run(struct plan_run *r, const struct keyfilter *assumed,
+                      const struct plan_kept_run *u, size_t k)
+{
+	const struct plan_podtab *t = &r->keep->pods;
+
+	for (size_t i = 0; i < u->n; i++) {
+		const struct plan_pod *x = k + i < t->n ? &t->v[k + i] : NULL;
+
+		if (!x || !waits(x, t->v[k].gang) || is_assumed(r, assumed, t->keys[k + i]) ||
+		    x->pod != u->pods[i] || x->spec != u->spec)
+			r->p->stats.state_mismatches++;
+	}
+}
+
+/* Gang g's waiting members from kept run u, filed as the records would
+ * file them (file_pending(), a run of one spec): no record is read. Its
+ * list is the run's own when it is the gang's first and none came late
+ * (nothing writes into it then: collect_pending() sorts only a list with
+ * a member that came late, minTaskMember's gangs keep no run, and a
+ * list that grows is copied into the arena first). */
+static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_kept_run *u,
+                   struct mix_run *mix)
+{
+	int rc;
+
+	if (!g->req && !(g->req = arena_calloc(&r->p->arena, r->nslots, sizeof(*g->req))))
+		return -ENOMEM;
+	if (!g->npending && !g->cap_pending && !u->late) {
+		g->pending = (const struct kubeapi_pod **)u->pods;
+		g->cap_pending = u->n;
+		g->pending_spec = u->spec;
+	} else {
+		if ((rc = pending_room(r, g, u->n)) < 0)
+			return rc;
+		memcpy(g->pending + g->npending, u->pods, u->n * sizeof(*u->pods));
+		if (!g->npending)
+			g->pending_spec = u->spec;
+		else if (g->pending_spec != u->spec)
+			g->pending_spec = NULL;
+	}
+	g->npending += u->n;
+	if (g->run_pods && g->run_spec != u->spec)
+		pending_run(r, g);
+	g->run_spec = u->spec;
+	g->run_pods += u->n;
+	pending_run(r, g);
+	g->pending_runtime |= u->runtime;
+	g->pending_late |= u->late;
+	if (!g->fixed_priority && u->priority > g->priority)
+		g->priority = u->priority;
+	r->p->stats.pods += u->n;
+	r->p->stats.pods_from_runs += u->n;
+	if (u->spec != mix->spec) {
+		if ((rc = plan__mix_count(r, mix->spec, mix->pods)) < 0)
+			return rc;
+		mix->spec = u->spec;
+		mix->pods = 0;
+	}
+	mix->pods += u->n;
+	return 0;
+}
+
+/* Records [k, j), waiting members of gang g just filed, kept as its run
+ * (in place of the one it had) when they share one spec and g's list is
+ * never reordered by minTaskMember. Not kept when out of
+ * memory. A run not kept leaves the one g had: it still says what its
+ * records are, or it would have been dropped. */
+static void keep_run(struct plan_run *r, struct plan_gang *g, size_t k, size_t j)
+{
+	struct plan_podtab *t = &r->keep->pods;
+	struct plan_kept_gang *e = g->kept;
+	struct plan_kept_run *u = e->run_layout == t->layout ? e->run : NULL;
+	int32_t priority = INT32_MIN;
+	uint8_t runtime = 0, late = 0;
+
+	if (g->group_tasks || j - k > UINT32_MAX)
+		return;
+	for (size_t i = k; i < j; i++) {
+		const struct plan_pod *x = &t->v[i];
+
+		if (x->spec != t->v[k].spec)
+			return;
+		runtime |= (x->flags & PLAN_POD_RUNTIME) != 0;
+		late |= (x->flags & PLAN_POD_LATE) != 0;
+		if (x->priority > priority)
+			priority = x->priority;
+	}
+	if (!u || j - k > u->cap) {
+		struct plan_kept_run *v =
+		    arena_alloc(&t->runs, sizeof(*v) + (j - k) * sizeof(v->pods[0]));
+
+		if (!v)
+			return;
+		plan__run_drop(r, e);
+		v->cap = (uint32_t)(j - k);
+		e->run = u = v;
+		e->run_layout = t->layout;
+	}
+	for (size_t i = k; i < j; i++)
+		u->pods[i - k] = t->v[i].pod;
+	u->spec = t->v[k].spec;
+	u->epoch = r->keep->gangs.epoch;
+	u->start = k;
+	u->n = (uint32_t)(j - k);
+	u->priority = priority;
+	u->runtime = runtime;
+	u->late = late;
+}
+
+/* The waiting members of one gang from record k on (k waits: waits()),
+ * filed at once: from the gang's kept run when it stands, else in a
+ * tight pass over the records that looks the gang up and makes room
+ * once, and adds the request's last run while the gang's record is in
+ * cache (collect_pending() then has none left to add); that pass keeps
+ * the run for the next cycle. Three records in four are such pods in
+ * the bench, in runs of 13 on average. *nout: how many (0: record k is
+ * assumed, and the walk's own path takes it). */
+static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, size_t k, size_t *last,
+                        struct mix_run *mix, size_t *nout)
+{
+	const struct plan_podtab *t = &r->keep->pods;
+	uint64_t gang = t->v[k].gang;
+	const struct plan_kept_run *u;
+	struct plan_gang *g;
+	size_t j;
+	int rc;
+
+	/* An assumed pod is counted as bound, which makes its gang's record
+	 * there too but for a single pod without preemption (count_bound()):
+	 * only then is record k asked first. A kept run has no assumed pod. */
+	*nout = 0;
+	if (!(t->v[k].flags & PLAN_POD_GROUP) && !r->preemption &&
+	    is_assumed(r, assumed, t->keys[k]))
+		return 0;
+	if (!(g = gang_of(r, &t->v[k], last)))
+		return -ENOMEM;
+	if ((u = kept_run(r, g, k))) {
+		if (r->in->check_state)
+			check_run(r, assumed, u, k);
+		*nout = u->n;
+		return use_run(r, g, u, mix);
+	}
+	if (is_assumed(r, assumed, t->keys[k]))
+		return 0;
+	for (j = k + 1; j < t->n && waits(&t->v[j], gang) && !is_assumed(r, assumed, t->keys[j]);
+	     j++)
+		;
+	if (pending_room(r, g, j - k) < 0)
+		return -ENOMEM;
+	for (size_t i = k; i < j; i++) {
+		if ((rc = mix_next(r, mix, t->v[i].spec)) < 0)
+			return rc;
+		file_pending(r, g, &t->v[i]);
+	}
+	r->p->stats.pods += j - k;
+	pending_run(r, g);
+	keep_run(r, g, k, j);
+	*nout = j - k;
+	return 0;
+}
+
 /* Every pod, from the pod table (podtab.c), which plan__podtab_sync() has
- * brought up to date. The mix (shares.c) is told of each run of pods of
- * ours of one spec at once: a gang's pods are in a row. */
+ * brought up to date. */
 static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool kept)
 {
 	struct plan_podtab *t = &r->keep->pods;
-	const struct kubeapi_podspec *run = NULL;
-	size_t last = SIZE_MAX, nrun = 0;
+	struct mix_run mix = {0};
+	size_t last = SIZE_MAX, m, pf = 0;
 	struct charge c = {.queue = QUEUE_NONE};
 	int rc;
 
@@ -668,8 +934,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 		struct plan_pod *x = &t->v[k];
 		uint32_t node;
 
-		if (k + AHEAD < t->n)
-			prefetch(r, &t->v[k + AHEAD], kept);
+		ahead(r, &pf, k + AHEAD, kept);
 		if (!x->pod || !x->spec)
 			continue;
 		if (x->phase == KUBEAPI_POD_SUCCEEDED || x->phase == KUBEAPI_POD_FAILED) {
@@ -677,14 +942,17 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 				return rc;
 			continue;
 		}
-		r->p->stats.pods++;
-		if (x->flags & PLAN_POD_OURS && x->spec != run) {
-			if ((rc = plan__mix_count(r, run, nrun)) < 0)
+		if (x->gang && waits(x, x->gang)) {
+			if ((rc = pending_rows(r, assumed, k, &last, &mix, &m)) < 0)
 				return rc;
-			run = x->spec;
-			nrun = 0;
+			if (m) {
+				k += m - 1;
+				continue;
+			}
 		}
-		nrun += (x->flags & PLAN_POD_OURS) != 0;
+		r->p->stats.pods++;
+		if (x->flags & PLAN_POD_OURS && (rc = mix_next(r, &mix, x->spec)) < 0)
+			return rc;
 		if ((node = node_of(r, assumed, x, t->keys[k]))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
 				return rc;
@@ -697,7 +965,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 	}
 	if ((rc = charge_flush(r, &c)) < 0)
 		return rc;
-	return plan__mix_count(r, run, nrun);
+	return plan__mix_count(r, mix.spec, mix.pods);
 }
 
 int plan__count_pods(struct plan_run *r)

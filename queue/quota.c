@@ -207,6 +207,17 @@ static void pass_up(const struct node *nd, unsigned nslots, int64_t *delta)
 	}
 }
 
+/* pass_up() of a request `in` into delta, which it leaves in untouched:
+ * the first step, with no copy of the request first. */
+static void pass_up_from(const struct node *nd, unsigned nslots, const int64_t *in, int64_t *delta)
+{
+	for (unsigned s = 0; s < nslots; s++) {
+		int64_t before = nd->demand[s];
+
+		delta[s] = draw_at(nd, s, before + in[s]) - draw_at(nd, s, before);
+	}
+}
+
 struct queue_verdict queue_tree_fits(const struct queue_tree *t, int q, const int64_t *req)
 {
 	struct queue_verdict v = {.fits = 1, .node = q};
@@ -273,25 +284,28 @@ double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t 
 {
 	const struct node *n = &t->nodes[c], *p;
 	int64_t delta[QUEUE_MAX_SLOTS];
+	const int64_t *d = NULL; /* NULL: nothing reaches c */
 	double share = 0;
 	unsigned s;
 
 	if (c <= 0 || c >= t->n)
 		return 0;
 	p = &t->nodes[n->parent];
-	/* What reaches c of req added at q (the slots in use only: this is
-	 * asked once a turn of the cycle's queue order). */
+	/* What reaches c of req added at q (the slots in use only, and no
+	 * copy of req: this is asked once a turn of the cycle's queue
+	 * order, and the copy, a call to memmove, was 3% of a steady cycle
+	 * at 50,000 nodes in a profile). */
 	if (req && q > 0 && q < t->n && contains(t, c, q)) {
-		for (s = 0; s < t->nslots; s++)
-			delta[s] = req[s];
-		for (int k = q; k != c; k = t->nodes[k].parent)
-			pass_up(&t->nodes[k], t->nslots, delta);
-	} else {
-		for (s = 0; s < t->nslots; s++)
-			delta[s] = 0;
+		d = req;
+		if (q != c) {
+			pass_up_from(&t->nodes[q], t->nslots, req, delta);
+			for (int k = t->nodes[q].parent; k != c; k = t->nodes[k].parent)
+				pass_up(&t->nodes[k], t->nslots, delta);
+			d = delta;
+		}
 	}
 	for (s = 0; s < t->nslots; s++) {
-		double over = (double)max64(0, n->demand[s] + delta[s] - n->quota[s]);
+		double over = (double)max64(0, n->demand[s] + (d ? d[s] : 0) - n->quota[s]);
 
 		if (p->quota[s] > 0 && over / (double)p->quota[s] > share)
 			share = over / (double)p->quota[s];

@@ -79,6 +79,15 @@ struct world {
 	long clock;
 	int ngroups;
 	size_t native_bound; /* binds of pods in native PodGroups */
+	/* Binds made real only after the next cycle, which is told them as
+	 * assumed (pod key -> node name id), as the run layer does while
+	 * the bind is on its way: their pods' records do not change. */
+	struct idmap assumed;
+	struct target {
+		uint32_t ns, name;
+		int node;
+	} late[MAX_PODS];
+	size_t nlate;
 };
 
 static uint64_t rnd(struct world *w)
@@ -338,6 +347,7 @@ static void side_cycle(struct world *w, struct side *d, bool told)
 	    .groups_known = told,
 	    .nodes_known = told, /* the nodes never change here */
 	    .check_state = told,
+	    .assumed = w->assumed.n ? &w->assumed : NULL,
 	};
 
 	assert_int_equal(plan_cycle(&d->plan, &in, &d->keep), 0);
@@ -371,37 +381,42 @@ static void same_decisions(struct world *w)
 	assert_int_equal(a->stats.pods, b->stats.pods);
 }
 
-/* The binds become real, as the watch would show them (each put
- * replaces the bound pod's object, so its names are read first). */
-static void bind_all(struct world *w)
+/* The cycle's binds, as targets for bind() (names read now: each put
+ * replaces the bound pod's object); with `assume`, also into the
+ * assumed map the next cycle is told. */
+static void take_binds(struct world *w, bool assume)
 {
 	const struct plan *p = &w->inc.plan;
-	struct {
-		uint32_t ns, name;
-		int node;
-	} *b = calloc(p->nbinds + 1, sizeof(*b));
 
-	assert_non_null(b);
-	for (size_t k = 0; k < p->nbinds; k++) {
+	for (size_t k = 0; k < p->nbinds && w->nlate < MAX_PODS; k++) {
 		const char *node = intern_str(kubeapi_model_intern(w->s.model), p->binds[k].node);
 
-		b[k].ns = p->binds[k].pod->ns;
-		b[k].name = p->binds[k].pod->name;
-		b[k].node = atoi(node + 2); /* "n-<i>" */
+		w->late[w->nlate++] = (struct target){p->binds[k].pod->ns, p->binds[k].pod->name,
+		                                      atoi(node + 2)}; /* "n-<i>" */
+		if (assume)
+			assert_int_equal(idmap_put(&w->assumed, kubeapi_pod_key(p->binds[k].pod),
+			                           (void *)(uintptr_t)p->binds[k].node),
+			                 0);
 	}
-	for (size_t k = 0; k < p->nbinds; k++)
+}
+
+/* The binds taken become real, as the watch would show them. */
+static void bind_all(struct world *w)
+{
+	for (size_t k = 0; k < w->nlate; k++)
 		for (size_t i = 0; i < w->npods; i++) {
 			struct tpod *t = &w->pod[i];
 
-			if (t->alive && b[k].name == synth_id(&w->s, t->name) &&
-			    b[k].ns == synth_id(&w->s, t->ns)) {
-				t->node = b[k].node;
+			if (t->alive && w->late[k].name == synth_id(&w->s, t->name) &&
+			    w->late[k].ns == synth_id(&w->s, t->ns)) {
+				t->node = w->late[k].node;
 				w->native_bound += t->native;
 				put(w, i);
 				break;
 			}
 		}
-	free(b);
+	w->nlate = 0;
+	idmap_free(&w->assumed);
 }
 
 static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
@@ -409,7 +424,8 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	struct world *w = calloc(1, sizeof(*w));
 	const struct idmap_slot *e;
 	char name[16];
-	size_t admitted = 0, reread = 0, stored = 0, recounted = 0, cycles = 0;
+	size_t admitted = 0, reread = 0, stored = 0, recounted = 0, cycles = 0, from_runs = 0;
+	size_t assumed = 0;
 
 	(void)state;
 	assert_non_null(w);
@@ -437,9 +453,19 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 		 * afresh, row by row). */
 		assert_true(cycles == 0 || !w->inc.plan.stats.nodes_built);
 		recounted += w->inc.plan.stats.nodes_recounted;
+		from_runs += w->inc.plan.stats.pods_from_runs;
 		cycles++;
 		w->nchanges = 0;
 		memset(w->ngchanges, 0, sizeof(w->ngchanges));
+		/* One cycle in three leaves its binds assumed through the next:
+		 * a gang's kept run of waiting records must not stand for pods
+		 * that are bound while their records are unchanged. */
+		assumed += w->assumed.n;
+		if (cycles % 3 == 1 && !w->assumed.n) {
+			take_binds(w, true);
+			continue;
+		}
+		take_binds(w, false);
 		bind_all(w);
 	}
 	/* It did bind, and read again a fraction of what reading every pod
@@ -448,6 +474,8 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	assert_true(w->native_bound > 10);
 	assert_true(reread * 4 < stored);
 	assert_true(recounted * 2 < cycles * NODES);
+	assert_true(assumed > 20);
+	assert_true(from_runs > 100); /* waiting gangs filed without their records */
 	assert_true(w->group_edits > 50);
 	assert_true(w->single_edits > 50);
 	plan_free(&w->inc.plan);
@@ -459,6 +487,7 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 		free(e->value);
 	}
 	idmap_free(&w->natgroups);
+	idmap_free(&w->assumed);
 	queue_set_free(&w->qs);
 	config_free(&w->cfg);
 	synth_free(&w->s);
