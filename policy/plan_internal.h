@@ -285,7 +285,8 @@ void plan__node_touched(struct plan_run *r, uint32_t name);
  * native (a basic one makes each pod a gang: gangs.c looks). */
 uint64_t plan__gang_key_of(const struct kubeapi_pod *pod);
 
-/* Gang g's kept run of waiting records dropped (view.c). */
+/* Entry e's kept run of waiting records dropped, its room counted as
+ * garbage in the pod table's arena of runs (view.c). */
 void plan__run_drop(struct plan_run *r, struct plan_kept_gang *e);
 
 /* view.c: the cycle's view, steps 1 and 3 of plan.h. Each 0 or -ENOMEM. */

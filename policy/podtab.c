@@ -13,7 +13,9 @@
  * goes to the end, marked PLAN_POD_LATE (a gang's new pods mostly arrive
  * together; view.c sorts the pending of a gang with such a member); a
  * pod that goes leaves a hole, and the holes are squeezed out once they
- * are a quarter of the table.
+ * are a quarter of the table. Each time records move (a read in full, a
+ * squeeze) the table's layout changes, and with it every gang's kept run
+ * of waiting records (view.c), which says where it starts.
  *
  * Cost per cycle: O(changes) to file the changes plus one pass over the
  * records' keys, kept in an array of their own (a bit of a small filter
