@@ -456,14 +456,22 @@ static void behind_heads(struct plan_run *r, const struct queue_cycle *c,
                          const struct queue_item *items, const uint32_t *gang_of_item, size_t n,
                          const uint32_t *head)
 {
-	for (size_t k = 0; k < n; k++) {
-		struct plan_gang *g = &r->p->gangs[gang_of_item[k]];
-		const struct plan_gang *h;
-		struct plan_facts f = {.why = PLAN_WHY_STRICT_FIFO};
+	int q = 0, nq = queue_tree_size(r->tree);
 
-		if (g->tried || !queue_cycle_blocked(c, items[k].node))
+	/* Most cycles block no queue: then no item is looked at (each a
+	 * gang record at random, 100,000 of them at 50,000 nodes). */
+	while (q < nq && !queue_cycle_blocked(c, q))
+		q++;
+	for (size_t k = 0; q < nq && k < n; k++) {
+		struct plan_gang *g;
+		const struct plan_gang *h;
+		struct plan_facts f;
+
+		if (!queue_cycle_blocked(c, items[k].node) ||
+		    (g = &r->p->gangs[gang_of_item[k]])->tried)
 			continue;
 		h = &r->p->gangs[head[items[k].node]];
+		f = (struct plan_facts){.why = PLAN_WHY_STRICT_FIFO};
 		g->block =
 		    (struct plan_block){.why = PLAN_WHY_STRICT_FIFO, .head = head[items[k].node]};
 		f.queue = queue_tree_name(r->tree, g->queue);
