@@ -393,15 +393,6 @@ static void first_seen(struct plan_run *r, struct queue_item *items, const uint3
 	}
 }
 
-/* Gangs that no longer wait are seen waiting afresh when they next do
- * (one absent from a cycle: new_gang()). O(gangs). */
-static void forget_seen(struct plan *p)
-{
-	for (size_t k = 0; k < p->ngangs; k++)
-		if (p->gangs[k].npending == 0)
-			p->gangs[k].kept->seen = 0;
-}
-
 /* Gangs whose turn it is this cycle, as queue items. */
 static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t *gang_of_item,
                          size_t *np)
@@ -416,7 +407,13 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 	for (size_t k = 0; k < p->ngangs; k++) {
 		struct plan_gang *g = &p->gangs[k];
 
-		if (g->npending == 0 || g->state != PLAN_RUNNING || !g->enqueued)
+		/* A gang that no longer waits is seen waiting afresh when it
+		 * next does (one absent from a cycle: new_gang()). */
+		if (g->npending == 0) {
+			g->kept->seen = 0;
+			continue;
+		}
+		if (g->state != PLAN_RUNNING || !g->enqueued)
 			continue;
 		if (g->bound + g->succeeded + g->npending < g->min_member) {
 			struct plan_facts f = {.why = PLAN_WHY_MEMBERS,
@@ -631,7 +628,6 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 		if (r.preemption)
 			plan__protect(&r);
 		rc = schedule(&r);
-		forget_seen(p);
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
