@@ -669,7 +669,10 @@ static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *l
 #define AHEAD 48
 
 /* Start loading what the walk will read for record y: its gang's slot
- * in the kept map (once per run of one gang) and its node's row. */
+ * in the kept map (once per run of one gang) and its node's row in the
+ * cycle's table. (Since the counts are kept, the walk counts into the
+ * kept table's row, and only for nodes counted again; asking for the
+ * node's flavor and that row instead measured no different.) */
 static void prefetch(const struct plan_run *r, const struct plan_pod *y, bool kept)
 {
 	const struct policy_nodes *t = &r->p->nodes;
@@ -680,9 +683,11 @@ static void prefetch(const struct plan_run *r, const struct plan_pod *y, bool ke
 		__builtin_prefetch(&t->free[(size_t)y->index * t->nres]);
 }
 
-/* The walk's lookahead: records below *next have had prefetch() (their
- * lines loaded AHEAD records before that); asked for every record up to
- * `upto` - AHEAD, the walk's records being skipped by kept runs or not. */
+/* The walk's lookahead, called with upto = the record about to be read
+ * + AHEAD: prefetch() for every record below upto not yet given it (from
+ * *next on), each record's line and key loaded AHEAD records before
+ * that. Records a kept run skips get it too, so that the gangs after a
+ * run have their slots loaded in time. */
 static void ahead(const struct plan_run *r, size_t *next, size_t upto, bool kept)
 {
 	const struct plan_podtab *t = &r->keep->pods;
