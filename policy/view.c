@@ -244,14 +244,20 @@ bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 
 /* The node a pod is on or assumed on: its name id, or 0. The filter
  * over the assumed keys spares most waiting pods a probe of the map. */
+static uint32_t assumed_node(const struct plan_run *r, const struct keyfilter *assumed,
+                             uint64_t key)
+{
+	if (r->in->assumed && keyfilter_may(assumed, key))
+		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed, key);
+	return 0;
+}
+
 static uint32_t node_of(const struct plan_run *r, const struct keyfilter *assumed,
                         const struct plan_pod *x, uint64_t key)
 {
 	if (x->node)
 		return x->node;
-	if (r->in->assumed && (x->flags & PLAN_POD_OURS) && keyfilter_may(assumed, key))
-		return (uint32_t)(uintptr_t)idmap_get(r->in->assumed, key);
-	return 0;
+	return x->flags & PLAN_POD_OURS ? assumed_node(r, assumed, key) : 0;
 }
 
 /* A filter over the keys of the assumed binds. 0 or -ENOMEM. */
@@ -625,10 +631,11 @@ static int pending_room(struct plan_run *r, struct plan_gang *g, size_t m)
 /* Pending member x of g into its list (which has room): the one spec
  * they share (or none), whether one has its own runtime or came late,
  * and the request, by runs of one spec. */
-static void file_pending(const struct plan_run *r, struct plan_gang *g, const struct plan_pod *x)
+/* n members of spec s about to be filed into g: the one spec its pending
+ * share (or none), and the request's run of one spec. */
+static void file_spec(const struct plan_run *r, struct plan_gang *g,
+                      const struct kubeapi_podspec *s, uint32_t n)
 {
-	const struct kubeapi_podspec *s = x->spec;
-
 	if (!g->npending)
 		g->pending_spec = s;
 	else if (g->pending_spec != s)
@@ -636,7 +643,12 @@ static void file_pending(const struct plan_run *r, struct plan_gang *g, const st
 	if (g->run_pods && g->run_spec != s)
 		pending_run(r, g);
 	g->run_spec = s;
-	g->run_pods++;
+	g->run_pods += n;
+}
+
+static void file_pending(const struct plan_run *r, struct plan_gang *g, const struct plan_pod *x)
+{
+	file_spec(r, g, x->spec, 1);
 	g->pending_runtime |= (x->flags & PLAN_POD_RUNTIME) != 0;
 	/* A native PodGroup's members sit among the records of no gang key,
 	 * in no order: their gang is checked as if they came late. */
@@ -711,7 +723,8 @@ struct mix_run {
 	size_t pods;
 };
 
-static int mix_next(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s)
+/* n more pods of ours of spec s met. */
+static int mix_add(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s, size_t n)
 {
 	int rc = 0;
 
@@ -720,7 +733,7 @@ static int mix_next(struct plan_run *r, struct mix_run *m, const struct kubeapi_
 		m->spec = s;
 		m->pods = 0;
 	}
-	m->pods++;
+	m->pods += n;
 	return rc;
 }
 
@@ -733,11 +746,10 @@ static bool waits(const struct plan_pod *x, uint64_t gang)
 	       x->phase != KUBEAPI_POD_SUCCEEDED && x->phase != KUBEAPI_POD_FAILED;
 }
 
-/* Is the pod of key `key`, a waiting pod of ours, assumed bound? The
- * filter over the assumed keys spares most a probe of the map. */
+/* Is the pod of key `key`, a waiting pod of ours, assumed bound? */
 static bool is_assumed(const struct plan_run *r, const struct keyfilter *assumed, uint64_t key)
 {
-	return r->in->assumed && keyfilter_may(assumed, key) && idmap_get(r->in->assumed, key);
+	return assumed_node(r, assumed, key) != 0;
 }
 
 void plan__run_drop(struct plan_run *r, struct plan_kept_gang *e)
@@ -794,21 +806,13 @@ static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_ke
 	if (!g->npending && !g->cap_pending && !u->late) {
 		g->pending = (const struct kubeapi_pod **)u->pods;
 		g->cap_pending = u->n;
-		g->pending_spec = u->spec;
 	} else {
 		if ((rc = pending_room(r, g, u->n)) < 0)
 			return rc;
 		memcpy(g->pending + g->npending, u->pods, u->n * sizeof(*u->pods));
-		if (!g->npending)
-			g->pending_spec = u->spec;
-		else if (g->pending_spec != u->spec)
-			g->pending_spec = NULL;
 	}
+	file_spec(r, g, u->spec, u->n);
 	g->npending += u->n;
-	if (g->run_pods && g->run_spec != u->spec)
-		pending_run(r, g);
-	g->run_spec = u->spec;
-	g->run_pods += u->n;
 	pending_run(r, g);
 	g->pending_runtime |= u->runtime;
 	g->pending_late |= u->late;
@@ -816,14 +820,7 @@ static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_ke
 		g->priority = u->priority;
 	r->p->stats.pods += u->n;
 	r->p->stats.pods_from_runs += u->n;
-	if (u->spec != mix->spec) {
-		if ((rc = plan__mix_count(r, mix->spec, mix->pods)) < 0)
-			return rc;
-		mix->spec = u->spec;
-		mix->pods = 0;
-	}
-	mix->pods += u->n;
-	return 0;
+	return mix_add(r, mix, u->spec, u->n);
 }
 
 /* Records [k, j), waiting members of gang g just filed, kept as its run
@@ -894,9 +891,10 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	/* An assumed pod is counted as bound, which makes its gang's record
 	 * there too but for a single pod without preemption (count_bound()):
 	 * only then is record k asked first. A kept run has no assumed pod. */
+	bool early = !(t->v[k].flags & PLAN_POD_GROUP) && !r->preemption;
+
 	*nout = 0;
-	if (!(t->v[k].flags & PLAN_POD_GROUP) && !r->preemption &&
-	    is_assumed(r, assumed, t->keys[k]))
+	if (early && is_assumed(r, assumed, t->keys[k]))
 		return 0;
 	if (!(g = gang_of(r, &t->v[k], last)))
 		return -ENOMEM;
@@ -906,7 +904,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 		*nout = u->n;
 		return use_run(r, g, u, mix);
 	}
-	if (is_assumed(r, assumed, t->keys[k]))
+	if (!early && is_assumed(r, assumed, t->keys[k]))
 		return 0;
 	for (j = k + 1; j < t->n && waits(&t->v[j], gang) && !is_assumed(r, assumed, t->keys[j]);
 	     j++)
@@ -914,7 +912,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	if (pending_room(r, g, j - k) < 0)
 		return -ENOMEM;
 	for (size_t i = k; i < j; i++) {
-		if ((rc = mix_next(r, mix, t->v[i].spec)) < 0)
+		if ((rc = mix_add(r, mix, t->v[i].spec, 1)) < 0)
 			return rc;
 		file_pending(r, g, &t->v[i]);
 	}
@@ -956,7 +954,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 			}
 		}
 		r->p->stats.pods++;
-		if (x->flags & PLAN_POD_OURS && (rc = mix_next(r, &mix, x->spec)) < 0)
+		if (x->flags & PLAN_POD_OURS && (rc = mix_add(r, &mix, x->spec, 1)) < 0)
 			return rc;
 		if ((node = node_of(r, assumed, x, t->keys[k]))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
@@ -1021,6 +1019,17 @@ static bool in_age_order(const struct kubeapi_pod *const *v, size_t n)
  * pods added since it was last read in full (sorting every waiting pod
  * each cycle was a fifth of a steady cycle at 50,000 nodes; filing them
  * in a second pass over a list of every waiting pod, a twentieth). */
+/* With check_state: g's request, added up run by run as its members
+ * were filed (some from kept runs), against its pending pods' own. */
+static void check_request(struct plan_run *r, const struct plan_gang *g)
+{
+	int64_t req[QUEUE_MAX_SLOTS];
+
+	plan__request(r, req, g->pending, g->npending);
+	if (!g->req || memcmp(req, g->req, r->nslots * sizeof(*req)))
+		r->p->stats.state_mismatches++;
+}
+
 int plan__collect_pending(struct plan_run *r)
 {
 	struct plan *p = r->p;
@@ -1031,6 +1040,8 @@ int plan__collect_pending(struct plan_run *r)
 		pending_run(r, g);
 		if (g->pending_late && !in_age_order(g->pending, g->npending))
 			qsort(g->pending, g->npending, sizeof(*g->pending), by_age);
+		if (r->in->check_state && g->npending)
+			check_request(r, g);
 	}
 	return 0;
 }
