@@ -97,6 +97,50 @@ static void level_most(const struct policy_nodes *t, struct policy_level *lv)
 		}
 }
 
+/* The bucket in by_gpus of a node with `free` whole GPUs. */
+static unsigned gpu_bucket(int64_t free)
+{
+	if (free <= 0)
+		return 0;
+	return free < POLICY_GPU_BUCKETS - 1 ? (unsigned)free : POLICY_GPU_BUCKETS - 1;
+}
+
+/* A node of domain d whose free GPUs went from was to now, moved between
+ * lv's buckets. */
+static void move_bucket(struct policy_level *lv, uint32_t d, int64_t was, int64_t now)
+{
+	unsigned from = gpu_bucket(was), to = gpu_bucket(now);
+
+	if (!lv->by_gpus || from == to)
+		return;
+	lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + from]--;
+	lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + to]++;
+}
+
+/* Every node of level l counted into its domain's bucket (by_gpus
+ * zeroed). */
+static void fill_buckets(struct policy_nodes *t, unsigned l)
+{
+	struct policy_level *lv = &t->level[l];
+
+	for (size_t i = 0; lv->by_gpus && i < t->n; i++) {
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (d != POLICY_NO_DOMAIN)
+			lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + gpu_bucket(t->free_gpu[i])]++;
+	}
+}
+
+/* Whether some domain of lv has more than one node: else a domain's
+ * buckets say no more than its one node's row, and it keeps none. */
+static bool has_groups(const struct policy_level *lv)
+{
+	for (uint32_t d = 0; d < lv->ndomains; d++)
+		if (lv->start[d + 1] - lv->start[d] > 1)
+			return true;
+	return false;
+}
+
 /* Dense domain indexes for one level: value id -> index through a map
  * (arena-free: the map is freed before returning), then CSR of members. */
 static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
@@ -155,6 +199,11 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 		lv->members[lv->start[d] + fill[d]++] = (uint32_t)i;
 		lv->free_gpu[d] += t->free[i * t->nres + KUBEAPI_RES_GPU];
 	}
+	if (has_groups(lv) &&
+	    !(lv->by_gpus = arena_calloc(a, (size_t)lv->ndomains * POLICY_GPU_BUCKETS + 1,
+	                                 sizeof(*lv->by_gpus))))
+		return -ENOMEM;
+	fill_buckets(t, l);
 	level_most(t, lv);
 	return 0;
 }
@@ -290,7 +339,7 @@ static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);
 	int64_t *f = &t->free[i * t->nres];
-	int64_t gpus = 0, cores, empty;
+	int64_t gpus = 0, cores, empty, was = t->free_gpu[i];
 
 	for (unsigned k = 0; k < spec->nrequests; k++) {
 		if (r[k].res >= t->nres)
@@ -318,6 +367,7 @@ static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *
 			t->level[l].free_gpu[d] += sign * gpus;
 			t->level[l].free_core[d] += sign * cores;
 			t->level[l].empty_gpu[d] += empty;
+			move_bucket(&t->level[l], d, was, t->free_gpu[i]);
 			if (t->level[l].index)
 				policy__dindex_update(&t->level[l], d);
 		}
@@ -370,6 +420,9 @@ static void sum_levels(struct policy_nodes *t)
 		memset(lv->free_gpu, 0, lv->ndomains * sizeof(*lv->free_gpu));
 		memset(lv->free_core, 0, lv->ndomains * sizeof(*lv->free_core));
 		memset(lv->empty_gpu, 0, lv->ndomains * sizeof(*lv->empty_gpu));
+		if (lv->by_gpus)
+			memset(lv->by_gpus, 0,
+			       (size_t)lv->ndomains * POLICY_GPU_BUCKETS * sizeof(*lv->by_gpus));
 		lv->index = NULL;
 		lv->index_tried = 0;
 	}
@@ -385,6 +438,9 @@ static void sum_levels(struct policy_nodes *t)
 			t->level[l].free_gpu[d] += t->free_gpu[i];
 			t->level[l].free_core[d] += cores;
 			t->level[l].empty_gpu[d] += empty;
+			if (t->level[l].by_gpus)
+				t->level[l].by_gpus[(size_t)d * POLICY_GPU_BUCKETS +
+				                    gpu_bucket(t->free_gpu[i])]++;
 		}
 	}
 	t->levels_stale = 0;
@@ -408,6 +464,8 @@ void policy_nodes_settle(struct policy_nodes *t)
 
 void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t delta)
 {
+	int64_t was = t->free_gpu[i];
+
 	if (res >= t->nres)
 		return;
 	t->free[i * t->nres + res] += delta;
@@ -419,6 +477,7 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 		if (d == POLICY_NO_DOMAIN)
 			continue;
 		t->level[l].free_gpu[d] += delta;
+		move_bucket(&t->level[l], d, was, t->free_gpu[i]);
 		if (t->level[l].index)
 			policy__dindex_update(&t->level[l], d);
 	}
@@ -467,6 +526,12 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
 		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
 		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
+		bytes = (size_t)src->level[l].ndomains * POLICY_GPU_BUCKETS * sizeof(uint32_t);
+		if (src->level[l].by_gpus &&
+		    !(dst->level[l].by_gpus = arena_alloc(a, bytes + sizeof(uint32_t))))
+			return -ENOMEM;
+		if (src->level[l].by_gpus)
+			memcpy(dst->level[l].by_gpus, src->level[l].by_gpus, bytes);
 		dst->level[l].index = NULL; /* src's follows src; a copy makes its own */
 		dst->level[l].index_tried = 0;
 	}
@@ -525,6 +590,10 @@ void policy_nodes_assign(struct policy_nodes *dst, const struct policy_nodes *sr
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
 		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
 		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
+		if (src->level[l].by_gpus)
+			memcpy(dst->level[l].by_gpus, src->level[l].by_gpus,
+			       (size_t)src->level[l].ndomains * POLICY_GPU_BUCKETS *
+			           sizeof(uint32_t));
 		dst->level[l].index = NULL; /* made again by the next search */
 		dst->level[l].index_tried = 0;
 	}

@@ -38,10 +38,11 @@ struct look {
 	double cpu_per_core;
 };
 
-/* The least any member asks, for domain_may_hold(): CPU and memory, and
- * room on a GPU and empty GPUs when every member asks for vGPUs. */
+/* The least any member asks, for domain_may_hold(): whole GPUs, CPU and
+ * memory, and room on a GPU and empty GPUs when every member asks for
+ * vGPUs. */
 struct least {
-	int64_t cpu, mem;
+	int64_t gpus, cpu, mem;
 	struct policy__need need;
 	bool vgpu_all;
 };
@@ -583,6 +584,8 @@ static int64_t members_at_most(const struct trial *tr, uint32_t i)
 	if (l->vgpu_all && lacks_room(t, i, l->need))
 		return 0;
 	cap = l->cpu > 0 ? t->free_cpu[i] / l->cpu : (int64_t)tr->n;
+	if (l->gpus > 0 && t->free_gpu[i] / l->gpus < cap)
+		cap = t->free_gpu[i] / l->gpus;
 	if (cap <= 0)
 		return 0;
 	f = &t->free[(size_t)i * t->nres];
@@ -611,6 +614,27 @@ static bool domain_may_hold(const struct trial *tr, const uint32_t *cand, size_t
 	return false;
 }
 
+/* Whether domain d of lv could hold every member by free whole GPUs
+ * alone, each asking the least any asks (struct least): its nodes'
+ * counts by free GPUs (by_gpus) added up, O(buckets). A necessary test
+ * like domain_may_hold(), which reads every node of the domain where
+ * this reads none: the test that turns down the racks a gang too big
+ * for any rack meets, whose GPUs are free in sum but scattered. */
+static bool gpus_may_hold(const struct trial *tr, const struct policy_level *lv, uint32_t d)
+{
+	const uint32_t *h;
+	int64_t g = tr->least.gpus, got = 0;
+
+	if (!lv->by_gpus || g <= 0 || g == INT64_MAX)
+		return true;
+	h = lv->by_gpus + (size_t)d * POLICY_GPU_BUCKETS;
+	if (h[POLICY_GPU_BUCKETS - 1])
+		return true; /* a node with more than the buckets count */
+	for (int64_t b = g; b < POLICY_GPU_BUCKETS - 1; b++)
+		got += h[b] * (b / g);
+	return got >= (int64_t)tr->n;
+}
+
 /* The trial of domain d of lv: true when placed; false with the table
  * unchanged. */
 static bool try_domain(struct trial *tr, const struct policy_level *lv, uint32_t d)
@@ -618,7 +642,7 @@ static bool try_domain(struct trial *tr, const struct policy_level *lv, uint32_t
 	const uint32_t *cand = lv->members + lv->start[d];
 	size_t ncand = lv->start[d + 1] - lv->start[d];
 
-	if (!domain_may_hold(tr, cand, ncand))
+	if (!gpus_may_hold(tr, lv, d) || !domain_may_hold(tr, cand, ncand))
 		return false;
 	if (run(tr, cand, ncand))
 		return true;
@@ -697,11 +721,12 @@ static void least_of(struct trial *tr)
 {
 	struct least *l = &tr->least;
 
-	*l = (struct least){INT64_MAX, INT64_MAX, {UINT_MAX, UINT_MAX}, true};
+	*l = (struct least){INT64_MAX, INT64_MAX, INT64_MAX, {UINT_MAX, UINT_MAX}, true};
 	for (size_t k = 0; k < tr->n; k++) {
 		const struct look *lk = &tr->looks[k];
 		int64_t mem = policy_spec_request(lk->s, KUBEAPI_RES_MEMORY);
 
+		l->gpus = lk->gpus < l->gpus ? lk->gpus : l->gpus;
 		l->cpu = lk->cpu < l->cpu ? lk->cpu : l->cpu;
 		l->mem = mem < l->mem ? mem : l->mem;
 		l->need.room = lk->need.room < l->need.room ? lk->need.room : l->need.room;

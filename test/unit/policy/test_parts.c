@@ -118,6 +118,32 @@ static void assert_packed(const struct policy_nodes *t)
 	}
 }
 
+/* Each domain's nodes by free whole GPUs (by_gpus) as counted from the
+ * nodes themselves, on every level that keeps them. */
+static void assert_buckets(const struct policy_nodes *t)
+{
+	for (unsigned l = 0; l < t->nlevels; l++) {
+		const struct policy_level *lv = &t->level[l];
+
+		for (uint32_t d = 0; lv->by_gpus && d < lv->ndomains; d++)
+			for (unsigned b = 0; b < POLICY_GPU_BUCKETS; b++) {
+				uint32_t want = 0;
+
+				for (uint32_t k = lv->start[d]; k < lv->start[d + 1]; k++) {
+					int64_t f = t->free_gpu[lv->members[k]];
+					unsigned at = f <= 0 ? 0
+					              : f >= POLICY_GPU_BUCKETS - 1
+					                  ? POLICY_GPU_BUCKETS - 1
+					                  : (unsigned)f;
+
+					want += at == b;
+				}
+				assert_int_equal(lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + b],
+				                 want);
+			}
+	}
+}
+
 /* Whole GPUs through the packed copy: an 8-GPU member goes to the only
  * node with 8 free, a 1-GPU one to the node left with the fewest, and
  * once no node has one free, none is placed; the copy follows every
@@ -165,7 +191,18 @@ static void assert_same_levels(const struct policy_nodes *a, const struct policy
 			assert_int_equal(a->level[l].empty_gpu[d], b->level[l].empty_gpu[d]);
 		}
 	}
+	assert_buckets(a);
+	assert_buckets(b);
 }
+
+/* Zones, racks and hosts: the levels of the tests below. */
+static const char levels[] = "resources: [nvidia.com/gpu]\n"
+                             "topology:\n"
+                             "  levels: [topology.kubernetes.io/zone, muster.dev/rack,\n"
+                             "           kubernetes.io/hostname]\n"
+                             "queues:\n"
+                             "  - name: q\n"
+                             "    namespaces: [t]\n";
 
 /* A tally (the bound pods' count, whose domains' totals are summed once
  * at the settle) leaves every domain of every level as counting pod by
@@ -173,13 +210,6 @@ static void assert_same_levels(const struct policy_nodes *a, const struct policy
  * node (one GPU half used, one full, two empty). */
 static void test_tally_sums_domains_as_a_count_keeps_them(void **state)
 {
-	static const char levels[] = "resources: [nvidia.com/gpu]\n"
-	                             "topology:\n"
-	                             "  levels: [topology.kubernetes.io/zone, muster.dev/rack,\n"
-	                             "           kubernetes.io/hostname]\n"
-	                             "queues:\n"
-	                             "  - name: q\n"
-	                             "    namespaces: [t]\n";
 	const char *lab = "\"kubernetes.io/hostname\":\"v-0\",\"topology.kubernetes.io/zone\":"
 	                  "\"z-1\",\"muster.dev/rack\":\"r-2\"";
 	struct synth s;
@@ -231,6 +261,62 @@ static void test_tally_sums_domains_as_a_count_keeps_them(void **state)
 	arena_free(&a1);
 	arena_free(&a2);
 	free(kh);
+	config_free(&cfg);
+	synth_free(&s);
+}
+
+/* Two 4-GPU members, one zone of two racks, 8 GPUs free in each: rack
+ * r-0's on nodes of 6 and 2, too small for two members, rack r-1's as
+ * 4 and 4. No node holds both; r-0 is the first rack the search meets
+ * (equal room, lower index), and its nodes' counts by free GPUs turn it
+ * down (a run in it would fail as well: the gang lands in r-1 either
+ * way). The counts follow every change: adjustment, placement, a copy
+ * of the table and an assignment back. */
+static void test_gpu_counts_follow_every_change(void **state)
+{
+	static const int64_t take[4] = {2, 6, 4, 4}; /* leaves 6, 2, 4, 4 */
+	struct synth s;
+	struct config *cfg;
+	struct arena a = {0};
+	struct policy_nodes t, copy;
+	struct policy_fitcache fits = {0};
+	const struct kubeapi_node *nodes[4];
+	const struct kubeapi_podspec *four[2];
+	const struct policy_held *held[2];
+	struct policy_why why;
+	uint32_t out[2];
+	char name[16], rack[16];
+
+	(void)state;
+	assert_int_equal(synth_init(&s), 0);
+	assert_int_equal(config_parse("t.yaml", levels, strlen(levels), &cfg, NULL), 0);
+	for (int k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "n-%d", k);
+		snprintf(rack, sizeof(rack), "r-%d", k / 2);
+		nodes[k] = synth_node(&s, name, "z-0", rack, 8, NULL);
+	}
+	assert_int_equal(policy_nodes_build(&t, &a, s.model, cfg, NULL, 0, nodes, 4), 0);
+	assert_non_null(t.level[0].by_gpus); /* zones and racks keep counts */
+	assert_non_null(t.level[1].by_gpus);
+	assert_null(t.level[2].by_gpus); /* a host's are its row */
+	assert_buckets(&t);
+	for (size_t i = 0; i < 4; i++)
+		policy_nodes_adjust(&t, i, KUBEAPI_RES_GPU, -take[i]);
+	assert_buckets(&t);
+	assert_int_equal(t.level[1].by_gpus[6] + t.level[1].by_gpus[2], 2); /* r-0: 6 and 2 */
+	assert_int_equal(policy_nodes_copy(&copy, &t, &a), 0);
+	four[0] = four[1] = synth_pod(&s, "t", "four", NULL, "muster", 100, 4, NULL, 0, NULL)->spec;
+	assert_int_equal(policy_place(&t, &fits, &a, four, 2, out, held, &why), 0);
+	assert_true(out[0] >= 2 && out[1] >= 2 && out[0] != out[1]); /* r-1's nodes */
+	assert_buckets(&t);
+	assert_buckets(&copy); /* the copy's own, unchanged */
+	assert_int_equal(copy.level[1].by_gpus[POLICY_GPU_BUCKETS + 4], 2);
+	policy_nodes_assign(&t, &copy);
+	assert_buckets(&t);
+	assert_int_equal(t.level[0].by_gpus[4], 2);
+	policy_fitcache_free(&fits);
+	policy_nodes_release(&t);
+	arena_free(&a);
 	config_free(&cfg);
 	synth_free(&s);
 }
@@ -406,6 +492,7 @@ int main(void)
 	    cmocka_unit_test(test_place_without_cpu_on_overcommitted_node),
 	    cmocka_unit_test(test_place_reads_whole_gpus_kept_packed),
 	    cmocka_unit_test(test_tally_sums_domains_as_a_count_keeps_them),
+	    cmocka_unit_test(test_gpu_counts_follow_every_change),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
 	    cmocka_unit_test(test_preempt_one_victim),
