@@ -100,22 +100,17 @@ static int append(const struct plan_run *r, struct plan_podtab *t, const struct 
 	return 0;
 }
 
-/* Put a gang's records in a row, gangs in key order and records of no
- * gang (key 0) last: an LSD radix sort of (gang key - 1, position) on 8
- * bits a pass (256 counters stay in cache, 65,536 did not), skipping the
- * passes whose digit is the same everywhere
- * (the namespace half of most keys), then the records moved in place. Stable,
- * so a gang's pods keep the store's order. O(records) where a qsort of
- * the records was a quarter of a full cycle. */
-struct gang_pos {
-	uint64_t gang;
+/* What the radix sort below orders: a key, and where its item is (a
+ * record's position; nothing where the key is the item, an address). */
+struct sort_item {
+	uint64_t key;
 	size_t at;
 };
 
 /* Move record a[k].at to position k for every k, in place: one cycle of
  * the permutation at a time (a[].at set to SIZE_MAX once placed), so the
  * rebuild needs no second table. O(records). */
-static void permute(struct plan_pod *v, uint64_t *keys, struct gang_pos *a, size_t n)
+static void permute(struct plan_pod *v, uint64_t *keys, struct sort_item *a, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
 		struct plan_pod first;
@@ -153,7 +148,7 @@ static void permute(struct plan_pod *v, uint64_t *keys, struct gang_pos *a, size
  * nodes, a fifth of the full cycle). Costs a second table while it runs
  * (48 bytes a record and its key); without the memory, permute() in
  * place. */
-static void gather(struct plan_podtab *t, struct gang_pos *a)
+static void gather(struct plan_podtab *t, struct sort_item *a)
 {
 	struct plan_pod *v = malloc(t->cap * sizeof(*v));
 	uint64_t *keys = v ? malloc(t->cap * sizeof(*keys)) : NULL;
@@ -183,24 +178,23 @@ static void gather(struct plan_podtab *t, struct gang_pos *a)
 #define DIGIT_BITS 8
 #define DIGITS     (1u << DIGIT_BITS)
 
-static int group_by_gang(struct plan_podtab *t)
+/* a[0..n) sorted by key, stably, with b[0..n) as scratch: an LSD radix
+ * sort on 8 bits a pass (256 counters stay in cache, 65,536 did not),
+ * skipping the passes whose digit is the same everywhere (the namespace
+ * half of a gang key, the high bits of an address). Returns a or b,
+ * whichever holds the result. O(n) a pass. */
+static struct sort_item *radix_sort(struct sort_item *a, struct sort_item *b, size_t n)
 {
-	struct gang_pos *a = malloc(t->n * sizeof(*a)), *b = malloc(t->n * sizeof(*b));
 	size_t count[DIGITS];
-	int rc = -ENOMEM;
 
-	if (!a || !b)
-		goto out;
-	for (size_t k = 0; k < t->n; k++)
-		a[k] = (struct gang_pos){t->v[k].gang - 1, k};
-	for (unsigned shift = 0; shift < 64; shift += DIGIT_BITS) {
-		struct gang_pos *swap;
+	for (unsigned shift = 0; n > 0 && shift < 64; shift += DIGIT_BITS) {
+		struct sort_item *swap;
 		size_t sum = 0;
 
 		memset(count, 0, sizeof(count));
-		for (size_t k = 0; k < t->n; k++)
-			count[a[k].gang >> shift & (DIGITS - 1)]++;
-		if (count[a[0].gang >> shift & (DIGITS - 1)] == t->n)
+		for (size_t k = 0; k < n; k++)
+			count[a[k].key >> shift & (DIGITS - 1)]++;
+		if (count[a[0].key >> shift & (DIGITS - 1)] == n)
 			continue; /* one digit everywhere: the order stands */
 		for (size_t d = 0; d < DIGITS; d++) {
 			size_t c = count[d];
@@ -208,20 +202,36 @@ static int group_by_gang(struct plan_podtab *t)
 			count[d] = sum;
 			sum += c;
 		}
-		for (size_t k = 0; k < t->n; k++)
-			b[count[a[k].gang >> shift & (DIGITS - 1)]++] = a[k];
+		for (size_t k = 0; k < n; k++)
+			b[count[a[k].key >> shift & (DIGITS - 1)]++] = a[k];
 		swap = a;
 		a = b;
 		b = swap;
 	}
-	free(b);
-	b = NULL;
-	gather(t, a);
-	rc = 0;
-out:
-	free(a);
-	free(b);
-	return rc;
+	return a;
+}
+
+/* Put a gang's records in a row, gangs in key order and records of no
+ * gang (key 0) last: the radix sort of (gang key - 1, position), then
+ * the records moved. Stable, so a gang's pods keep the order they were
+ * read in. O(records) where a qsort of the records was a quarter of a
+ * full cycle. */
+static int group_by_gang(struct plan_podtab *t)
+{
+	struct sort_item *a = malloc(t->n * sizeof(*a)), *b = malloc(t->n * sizeof(*b)), *sorted;
+
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < t->n; k++)
+		a[k] = (struct sort_item){t->v[k].gang - 1, k};
+	sorted = radix_sort(a, b, t->n);
+	free(sorted == a ? b : a); /* gather() makes a table of its own */
+	gather(t, sorted);
+	free(sorted);
+	return 0;
 }
 
 static int record_by_age(const void *a, const void *b)
@@ -247,18 +257,46 @@ static void order_gangs(struct plan_podtab *t)
 	}
 }
 
+/* Every pod of the input appended to t, in the order of their structs'
+ * addresses: the store's own order is its hash's, and each pod read in
+ * it was a cache and TLB miss at random, the most of a full cycle at
+ * 100,000 nodes (plan__is_ours(), the first read of each). In address
+ * order the reads run forward through memory, where a pod's neighbours
+ * are those created with it (a gang's members, a node's pods). The sort
+ * costs two passes a digit over 16 bytes a pod. */
+static int read_store(const struct plan_run *r, struct plan_podtab *t)
+{
+	size_t n = r->in->pods->n, np = 0;
+	struct sort_item *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b));
+	const struct sort_item *sorted;
+	const struct idmap_slot *e;
+	int rc = 0;
+
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return -ENOMEM;
+	}
+	IDMAP_FOREACH(r->in->pods, i, e)
+		a[np++] = (struct sort_item){(uint64_t)(uintptr_t)e->value, 0};
+	sorted = radix_sort(a, b, np);
+	for (size_t k = 0; k < np && rc == 0; k++)
+		rc = append(r, t, (const struct kubeapi_pod *)(uintptr_t)sorted[k].key);
+	free(a);
+	free(b);
+	return rc;
+}
+
 /* Read every pod of the input into t (emptied first). */
 static int build(const struct plan_run *r, struct plan_podtab *t)
 {
-	const struct idmap_slot *e;
 	int rc;
 
 	t->n = t->holes = 0;
 	t->built = 0;
 	moved(t);
-	IDMAP_FOREACH(r->in->pods, i, e)
-		if ((rc = append(r, t, e->value)) < 0)
-			return rc;
+	if ((rc = read_store(r, t)) < 0)
+		return rc;
 	if (t->n > 1 && (rc = group_by_gang(t)) < 0)
 		return rc;
 	order_gangs(t);
