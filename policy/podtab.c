@@ -23,12 +23,12 @@
  * reads 8 bytes a pod where it read the whole record, a twentieth of a
  * steady cycle). O(P) to read every pod when the table is
  * rebuilt (the first cycle, a change feed that ran over, a new set of
- * schedulerNames): the pods' structs once, a radix sort and each gang's
- * sort by age; that costs a full cycle 5-10% more than the walk of the
- * store it replaced. Node
+ * schedulerNames): the pods' structs once, in the order of their
+ * addresses (a radix sort of the pointers), a radix sort by gang and
+ * each gang's sort by age. Node
  * indexes are kept in the records while the node table has the same
  * names in the same order; O(N) to check that. Memory: 48 bytes a pod
- * (record and key), and 16 more during a rebuild's sort.
+ * (record and key), and 32 more during a rebuild's sorts.
  */
 #include <errno.h>
 #include <stdlib.h>
