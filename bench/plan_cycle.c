@@ -108,6 +108,14 @@
  * reads every pod must decide the same (steady_state_mismatches,
  * steady_same_as_rebuild); the run fails with a WARNING line otherwise.
  *
+ * --late: before that, untimed, the waiting pods leave the store and come
+ * back after a cycle has read it, in the order they were created
+ * (late_arrivals()): the pod table a scheduler has after running a
+ * while, where every gang created since it started came late. The
+ * steady cycle then runs on that table (steady_late_from_runs: waiting
+ * pods that came late filed from kept runs without a check of age
+ * order).
+ *
  * Output: one line of key=value per size, then (with --sweep) a table, and
  * in preempt mode a second one of the preemption and reservation stats.
  * The line carries decision_digest (with --preempt also
@@ -262,6 +270,7 @@ struct opts {
 	enum mix mix;
 	int vgpu_pct; /* --vgpu: registered GPUs, this % of gangs fractional; 0: off */
 	int baseline; /* --baseline: the same size without --vgpu first, and the ratio */
+	int late;     /* --late: the waiting pods arrive after the table is read */
 };
 
 /* ---- the world -------------------------------------------------------- */
@@ -285,6 +294,7 @@ struct world {
 	int nodes;
 	/* --preempt: priorities and runtimes from a stream of their own, so
 	 * the cluster's shape is the same in both modes */
+	int late;
 	int preempt;
 	struct rng trng;
 	/* what was built */
@@ -724,6 +734,7 @@ static int world_build(struct world *w, int nodes, const struct opts *o)
 	w->rng.s = SEED;
 	w->trng.s = TIME_SEED;
 	w->preempt = o->preempt;
+	w->late = o->late;
 	w->vgpu_pct = o->vgpu_pct;
 	w->vrng.s = VGPU_SEED;
 	if ((rc = synth_init(&w->s)) < 0 || (rc = make_config(w, o)) < 0)
@@ -836,6 +847,7 @@ struct result {
 	size_t steady_admitted;
 	size_t steady_read;       /* pods the steady cycle read again */
 	size_t steady_from_runs;  /* waiting pods it filed from kept runs */
+	size_t steady_late_runs;  /* of them, late ones not checked for age order */
 	uint64_t steady_digest;   /* its decisions */
 	size_t steady_mismatches; /* kept records that differ from a rebuild */
 	int steady_rebuild_same;  /* a cycle reading every pod decided the same */
@@ -1108,6 +1120,7 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 	r->steady_admitted = w->plan.stats.admitted_gangs;
 	r->steady_read = w->plan.stats.pods_read;
 	r->steady_from_runs = w->plan.stats.pods_from_runs;
+	r->steady_late_runs = w->plan.stats.late_from_runs;
 	r->steady_digest = decision_digest(&w->plan, w->s.model);
 	if (rc == 0)
 		rc = steady_check(w, in, r);
@@ -1119,6 +1132,71 @@ static int steady_cycle(struct world *w, struct plan_input *in, struct result *r
 out:
 	free(gone);
 	idmap_free(&assumed);
+	return rc < 0 ? rc : 0;
+}
+
+/* A waiting pod and its key, for --late. */
+struct arrival {
+	const struct kubeapi_pod *pod;
+	uint64_t key;
+};
+
+/* Arrivals in the order their pods were created: synth allocates them
+ * one after another, gang by gang. */
+static int by_creation(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct arrival *)a)->pod;
+	uintptr_t y = (uintptr_t)((const struct arrival *)b)->pod;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * --late, untimed, before the steady cycle: the waiting pods arrive after
+ * the pod table was read, as in a scheduler that has run for a while,
+ * where every gang created since it started came late (PLAN_POD_LATE,
+ * podtab.c). One cycle reads the store without them, and the next is
+ * told they arrived, in the order they were created (as a watch brings
+ * them: a gang's pods together); the steady cycle then runs on what
+ * that left.
+ */
+static int late_arrivals(struct world *w, struct plan_input *in)
+{
+	size_t cap = w->s.pods.n + 1, n = 0;
+	struct arrival *v = malloc(cap * sizeof(*v));
+	uint64_t *keys = malloc(cap * sizeof(*keys));
+	const struct idmap_slot *e;
+	int rc = -ENOMEM;
+
+	if (!v || !keys)
+		goto out;
+	IDMAP_FOREACH(&w->s.pods, i, e) {
+		const struct kubeapi_pod *pod = e->value;
+
+		if (!pod->node)
+			v[n++] = (struct arrival){pod, e->key};
+	}
+	qsort(v, n, sizeof(*v), by_creation);
+	for (size_t k = 0; k < n; k++) {
+		keys[k] = v[k].key;
+		idmap_del(&w->s.pods, keys[k]);
+	}
+	in->pods_known = 0;
+	if ((rc = plan_cycle(&w->plan, in, &w->keep)) < 0)
+		goto out;
+	for (size_t k = 0; k < n; k++)
+		if ((rc = idmap_put(&w->s.pods, keys[k], (void *)v[k].pod)) < 0)
+			goto out;
+	in->pods_known = in->groups_known = in->nodes_known = 1;
+	in->pod_changes = keys;
+	in->npod_changes = n;
+	rc = plan_cycle(&w->plan, in, &w->keep);
+	in->pods_known = in->groups_known = in->nodes_known = 0;
+	in->pod_changes = NULL;
+	in->npod_changes = 0;
+out:
+	free(v);
+	free(keys);
 	return rc < 0 ? rc : 0;
 }
 
@@ -1162,6 +1240,8 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	count_states(&w->plan, r);
 	if ((rc = time_snap(w, r)) < 0)
 		return rc;
+	if (w->late && (rc = late_arrivals(w, &in)) < 0)
+		return rc;
 	return w->preempt ? held_cycle(w, &in, r) : steady_cycle(w, &in, r);
 }
 
@@ -1200,11 +1280,12 @@ static void print_line(const struct result *r, const struct opts *o)
 	    r->snap_bytes, r->digest);
 	if (!o->preempt)
 		printf(" steady_ended_pods=%ld steady_cycle_cpu_ms=%.2f steady_admitted_gangs=%zu "
-		       "steady_pods_read=%zu steady_pods_from_runs=%zu steady_state_mismatches=%zu "
-		       "steady_same_as_rebuild=%d steady_digest=%016" PRIx64,
+		       "steady_pods_read=%zu steady_pods_from_runs=%zu steady_late_from_runs=%zu "
+		       "steady_state_mismatches=%zu steady_same_as_rebuild=%d "
+		       "steady_digest=%016" PRIx64 " late=%d",
 		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted, r->steady_read,
-		       r->steady_from_runs, r->steady_mismatches, r->steady_rebuild_same,
-		       r->steady_digest);
+		       r->steady_from_runs, r->steady_late_runs, r->steady_mismatches,
+		       r->steady_rebuild_same, r->steady_digest, o->late);
 	if (o->vgpu_pct)
 		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
 		       "fractional_pods=%ld",
@@ -1373,9 +1454,9 @@ static bool exercised(const struct result *r, const struct opts *o)
 
 static int usage(void)
 {
-	fprintf(stderr,
-	        "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
-	        "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT [--baseline]]\n");
+	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
+	                "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT [--baseline]] "
+	                "[--late]\n");
 	return 2;
 }
 
@@ -1396,6 +1477,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			i++;
 		} else if (strcmp(argv[i], "--baseline") == 0) {
 			o->baseline = 1;
+		} else if (strcmp(argv[i], "--late") == 0) {
+			o->late = 1;
 		} else if (strcmp(argv[i], "--reservations") == 0 && next[0] >= '0' &&
 		           next[0] <= '9') {
 			o->reservations = atoi(next);
@@ -1419,7 +1502,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		o->reservations = PREEMPT_RESV;
 	return o->reps >= 1 && o->reps <= MAX_REPS && o->nodes >= RACK_NODES &&
 	               o->reservations <= 1000 && o->vgpu_pct <= 100 &&
-	               !(o->vgpu_pct && (o->preempt || o->unique_specs))
+	               !(o->vgpu_pct && (o->preempt || o->unique_specs)) && !(o->late && o->preempt)
 	           ? 0
 	           : -1;
 }

@@ -261,6 +261,9 @@ struct plan_stats {
 	 * differed from fresh ones (0: none). */
 	size_t pods_read, state_mismatches;
 	uint8_t pods_rebuilt;
+	/* The pod table's late records were put back among their gangs'
+	 * (podtab.c). */
+	uint8_t pods_regrouped;
 	/* The node table was built from the nodes (else copied from the one
 	 * kept: plan_memory.base). */
 	uint8_t nodes_built;
@@ -268,8 +271,9 @@ struct plan_stats {
 	 * counted table was not kept: plan_memory.counted). */
 	size_t nodes_recounted;
 	/* Waiting pods filed from their gangs' kept runs, their records not
-	 * read (view.c). */
-	size_t pods_from_runs;
+	 * read (view.c); of them, pods that came late and were not checked
+	 * for age order again, their run found in order when kept. */
+	size_t pods_from_runs, late_from_runs;
 };
 
 /* A reservation held this cycle (see backfill.h): gang `gang` starts at
@@ -301,6 +305,9 @@ struct plan_memory {
 		struct plan_pod *v; /* records; one whose pod is NULL is a hole */
 		uint64_t *keys;     /* keys[k]: record k's pod's key (0: a hole) */
 		size_t n, cap, holes;
+		/* Records appended since the table was last put in gang order
+		 * (PLAN_POD_LATE), holes among them included. */
+		size_t late;
 		uint64_t schedulers; /* a hash of the schedulerNames it was read for */
 		uint32_t *names;     /* the node table's names when node indexes were kept */
 		size_t nnames;

@@ -205,6 +205,9 @@ struct plan_kept_run {
 	uint32_t n, cap;
 	int32_t priority;
 	uint8_t runtime, late; /* late: one came late (PLAN_POD_LATE) */
+	/* A late run found in age order when kept: its pods need no check
+	 * while it stands (view.c). */
+	uint8_t ordered;
 	const struct kubeapi_pod *pods[];
 };
 

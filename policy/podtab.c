@@ -10,12 +10,15 @@
  * gang's records put in age order (plan__by_age()): the walk then meets
  * a gang's pods in a row and looks the gang up once, and its pending
  * members come in the order a cycle wants them. A pod that arrives later
- * goes to the end, marked PLAN_POD_LATE (a gang's new pods mostly arrive
- * together; view.c sorts the pending of a gang with such a member); a
- * pod that goes leaves a hole, and the holes are squeezed out once they
- * are a quarter of the table. Each time records move (a read in full, a
- * squeeze) the table's layout changes, and with it every gang's kept run
- * of waiting records (view.c), which says where it starts.
+ * goes to the end in the order it came, marked PLAN_POD_LATE (a gang's
+ * new pods mostly arrive together; view.c checks the age order of a
+ * gang with such a member, once for a kept run), and once the late
+ * records are an eighth of the table they are put back among their
+ * gangs' (regroup()); a pod that goes leaves a hole, and the holes are
+ * squeezed out once they are a quarter of the table. Each time records
+ * move (a read in full, a squeeze, a regroup) the table's layout
+ * changes, and with it every gang's kept run of waiting records
+ * (view.c), which says where it starts.
  *
  * Cost per cycle: O(changes) to file the changes plus one pass over the
  * records' keys, kept in an array of their own (a bit of a small filter
@@ -94,8 +97,10 @@ static int append(const struct plan_run *r, struct plan_podtab *t, const struct 
 	}
 	fill(r, &t->v[t->n], pod);
 	t->keys[t->n] = kubeapi_pod_key(pod);
-	if (t->built)
+	if (t->built) {
 		t->v[t->n].flags |= PLAN_POD_LATE;
+		t->late++;
+	}
 	t->n++;
 	return 0;
 }
@@ -240,16 +245,22 @@ static int record_by_age(const void *a, const void *b)
 }
 
 /* Each gang's records in plan__by_age() order, the order a cycle wants
- * its pending members in (view.c then checks rather than sorts).
- * O(P log members) once a rebuild. */
-static void order_gangs(struct plan_podtab *t)
+ * its pending members in (view.c then checks rather than sorts): every
+ * gang's, or (all false) only those of gangs with a record that came
+ * late, the others being in order already. O(P log members) once a
+ * rebuild. */
+static void order_gangs(struct plan_podtab *t, bool all)
 {
 	for (size_t k = 0, n; k < t->n; k += n) {
-		bool sorted = true;
+		bool sorted = true, late = all || (t->v[k].flags & PLAN_POD_LATE);
 
 		for (n = 1; k + n < t->n && t->v[k + n].gang == t->v[k].gang; n++)
-			sorted = sorted && plan__by_age(t->v[k + n - 1].pod, t->v[k + n].pod) <= 0;
-		if (!t->v[k].gang || sorted)
+			late |= (t->v[k + n].flags & PLAN_POD_LATE) != 0;
+		if (!t->v[k].gang || !late)
+			continue;
+		for (size_t j = k + 1; sorted && j < k + n; j++)
+			sorted = plan__by_age(t->v[j - 1].pod, t->v[j].pod) <= 0;
+		if (sorted)
 			continue;
 		qsort(&t->v[k], n, sizeof(t->v[k]), record_by_age);
 		for (size_t j = k; j < k + n; j++) /* the keys follow their records */
@@ -292,14 +303,14 @@ static int build(const struct plan_run *r, struct plan_podtab *t)
 {
 	int rc;
 
-	t->n = t->holes = 0;
+	t->n = t->holes = t->late = 0;
 	t->built = 0;
 	moved(t);
 	if ((rc = read_store(r, t)) < 0)
 		return rc;
 	if (t->n > 1 && (rc = group_by_gang(t)) < 0)
 		return rc;
-	order_gangs(t);
+	order_gangs(t, true);
 	t->schedulers = schedulers_hash(r->in);
 	t->nnames = 0; /* node indexes are looked up again */
 	t->built = 1;
@@ -318,6 +329,31 @@ static void squeeze(struct plan_podtab *t)
 		}
 	t->n = w;
 	t->holes = 0;
+	moved(t);
+}
+
+/* The late records put back among their gangs' when they are an eighth
+ * of the table: holes squeezed out, the records sorted by gang again and
+ * the gangs with late ones by age, and no record late any more. Late
+ * records sit at the end in the order they came, a gang's among other
+ * gangs', so each costs the walk a gang lookup and leaves its gang no
+ * kept run (view.c): in a scheduler that has run for a while, every gang
+ * created since it started. O(P) a time, amortized over the P / 8
+ * arrivals before it; without the memory for the sort, the table stays
+ * as it is. */
+static void regroup(struct plan_run *r, struct plan_podtab *t)
+{
+	if (t->late <= t->n / 8)
+		return;
+	r->p->stats.pods_regrouped = 1;
+	if (t->holes)
+		squeeze(t);
+	if (t->n > 1 && group_by_gang(t) < 0)
+		return;
+	order_gangs(t, false);
+	for (size_t k = 0; k < t->n; k++)
+		t->v[k].flags &= (uint8_t)~PLAN_POD_LATE;
+	t->late = 0;
 	moved(t);
 }
 
@@ -359,7 +395,6 @@ static void **changed(struct changes *c, uint64_t key)
  * ones made holes, pods not in the table appended. */
 static int apply(struct plan_run *r, struct plan_podtab *t)
 {
-	const struct idmap_slot *e;
 	struct changes c;
 	size_t n = t->n;
 	int rc = changes_new(r->in, &c);
@@ -389,11 +424,16 @@ static int apply(struct plan_run *r, struct plan_podtab *t)
 		t->keys[k] = 0;
 		t->holes++;
 	}
-	IDMAP_FOREACH(&c.keys, i, e) {
+	/* In the order the input names them, which is the order they came
+	 * in: a gang's pods, created together, then sit together. */
+	for (size_t k = 0; rc == 0 && k < r->in->npod_changes; k++) {
+		uint64_t key = r->in->pod_changes[k];
+		void **seen = idmap_ref(&c.keys, key);
 		const struct kubeapi_pod *pod;
 
-		if (rc < 0 || e->value != (void *)1 || !(pod = idmap_get(r->in->pods, e->key)))
+		if (!seen || *seen != (void *)1 || !(pod = idmap_get(r->in->pods, key)))
 			continue;
+		*seen = (void *)2; /* named twice: appended once */
 		r->p->stats.pods_read++;
 		if ((rc = append(r, t, pod)) == 0) {
 			plan__gang_touched(r, t->v[t->n - 1].gang);
@@ -403,6 +443,8 @@ static int apply(struct plan_run *r, struct plan_podtab *t)
 	changes_free(&c);
 	if (t->holes > t->n / 4)
 		squeeze(t);
+	if (rc == 0)
+		regroup(r, t);
 	return rc;
 }
 

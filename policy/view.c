@@ -628,9 +628,6 @@ static int pending_room(struct plan_run *r, struct plan_gang *g, size_t m)
 	return 0;
 }
 
-/* Pending member x of g into its list (which has room): the one spec
- * they share (or none), whether one has its own runtime or came late,
- * and the request, by runs of one spec. */
 /* n members of spec s about to be filed into g: the one spec its pending
  * share (or none), and the request's run of one spec. */
 static void file_spec(const struct plan_run *r, struct plan_gang *g,
@@ -646,6 +643,9 @@ static void file_spec(const struct plan_run *r, struct plan_gang *g,
 	g->run_pods += n;
 }
 
+/* Pending member x of g into its list (which has room): the one spec
+ * they share (or none), whether one has its own runtime or came late,
+ * and the request, by runs of one spec. */
 static void file_pending(const struct plan_run *r, struct plan_gang *g, const struct plan_pod *x)
 {
 	file_spec(r, g, x->spec, 1);
@@ -774,6 +774,15 @@ static const struct plan_kept_run *kept_run(const struct plan_run *r, const stru
 	           : NULL;
 }
 
+/* Whether v[0..n) is in plan__by_age() order: reads each pod. */
+static bool in_age_order(const struct kubeapi_pod *const *v, size_t n)
+{
+	for (size_t k = 1; k < n; k++)
+		if (plan__by_age(v[k - 1], v[k]) > 0)
+			return false;
+	return true;
+}
+
 /* With check_state: kept run u, used at record k, against the records:
  * each still a waiting member of ours, not assumed, the same pod. */
 static void check_run(struct plan_run *r, const struct keyfilter *assumed,
@@ -788,22 +797,33 @@ static void check_run(struct plan_run *r, const struct keyfilter *assumed,
 		    x->pod != u->pods[i] || x->spec != u->spec)
 			r->p->stats.state_mismatches++;
 	}
+	if (u->ordered && !in_age_order(u->pods, u->n))
+		r->p->stats.state_mismatches++;
 }
 
 /* Gang g's waiting members from kept run u, filed as the records would
- * file them (file_pending(), a run of one spec): no record is read. Its
- * list is the run's own when it is the gang's first and none came late
- * (nothing writes into it then: collect_pending() sorts only a list with
- * a member that came late, minTaskMember's gangs keep no run, and a
- * list that grows is copied into the arena first). */
+ * file them (file_pending(), a run of one spec): no record is read.
+ *
+ * A run with a member that came late sends the gang's list to
+ * collect_pending()'s check of age order, unless it is the gang's first
+ * and was in order when kept: the gang's records that did not come late
+ * sit before every late one in the table, so whatever is filed after it
+ * came late too and asks for the check itself. Without that, a
+ * long-running scheduler, whose gangs nearly all came after the table
+ * was read, read every waiting pod's struct each cycle for the check.
+ *
+ * The list is the run's own when it is the gang's first and will not be
+ * sorted (nothing writes into it then: minTaskMember's gangs keep no
+ * run, and a list that grows is copied into the arena first). */
 static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_kept_run *u,
                    struct mix_run *mix)
 {
+	bool checked = u->late && u->ordered && !g->npending;
 	int rc;
 
 	if (!g->req && !(g->req = arena_calloc(&r->p->arena, r->nslots, sizeof(*g->req))))
 		return -ENOMEM;
-	if (!g->npending && !g->cap_pending && !u->late) {
+	if (!g->npending && !g->cap_pending && (!u->late || checked)) {
 		g->pending = (const struct kubeapi_pod **)u->pods;
 		g->cap_pending = u->n;
 	} else {
@@ -815,11 +835,12 @@ static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_ke
 	g->npending += u->n;
 	pending_run(r, g);
 	g->pending_runtime |= u->runtime;
-	g->pending_late |= u->late;
+	g->pending_late |= u->late && !checked;
 	if (!g->fixed_priority && u->priority > g->priority)
 		g->priority = u->priority;
 	r->p->stats.pods += u->n;
 	r->p->stats.pods_from_runs += u->n;
+	r->p->stats.late_from_runs += checked ? u->n : 0;
 	return mix_add(r, mix, u->spec, u->n);
 }
 
@@ -868,6 +889,8 @@ static void keep_run(struct plan_run *r, struct plan_gang *g, size_t k, size_t j
 	u->priority = priority;
 	u->runtime = runtime;
 	u->late = late;
+	/* Read once here, where use_run() would have it read each cycle. */
+	u->ordered = late && in_age_order(u->pods, u->n);
 }
 
 /* The waiting members of one gang from record k on (k waits: waits()),
@@ -1000,14 +1023,6 @@ static int by_age(const void *a, const void *b)
 {
 	return plan__by_age(*(const struct kubeapi_pod *const *)a,
 	                    *(const struct kubeapi_pod *const *)b);
-}
-
-static bool in_age_order(const struct kubeapi_pod *const *v, size_t n)
-{
-	for (size_t k = 1; k < n; k++)
-		if (plan__by_age(v[k - 1], v[k]) > 0)
-			return false;
-	return true;
 }
 
 /* Each gang's pending pods, oldest first, and its request: the pod walk

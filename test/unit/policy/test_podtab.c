@@ -427,7 +427,7 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	const struct idmap_slot *e;
 	char name[16];
 	size_t admitted = 0, reread = 0, stored = 0, recounted = 0, cycles = 0, from_runs = 0;
-	size_t assumed = 0;
+	size_t assumed = 0, late_runs = 0, regrouped = 0;
 
 	(void)state;
 	assert_non_null(w);
@@ -458,6 +458,8 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 		assert_true(cycles == 0 || !w->inc.plan.stats.nodes_built);
 		recounted += w->inc.plan.stats.nodes_recounted;
 		from_runs += w->inc.plan.stats.pods_from_runs;
+		late_runs += w->inc.plan.stats.late_from_runs;
+		regrouped += w->inc.plan.stats.pods_regrouped;
 		cycles++;
 		w->nchanges = 0;
 		memset(w->ngchanges, 0, sizeof(w->ngchanges));
@@ -480,6 +482,10 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	assert_true(recounted * 2 < cycles * NODES);
 	assert_true(assumed > 20);
 	assert_true(from_runs > 100); /* waiting gangs filed without their records */
+	/* Some of them late, in age order without a check; and late records
+	 * were put back among their gangs' more than once. */
+	assert_true(late_runs > 0);
+	assert_true(regrouped > 1);
 	assert_true(w->group_edits > 50);
 	assert_true(w->single_edits > 50);
 	plan_free(&w->inc.plan);
