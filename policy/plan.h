@@ -305,9 +305,10 @@ struct plan_memory {
 		struct plan_pod *v; /* records; one whose pod is NULL is a hole */
 		uint64_t *keys;     /* keys[k]: record k's pod's key (0: a hole) */
 		size_t n, cap, holes;
-		/* Records appended since the table was last put in gang order
-		 * (PLAN_POD_LATE), holes among them included. */
-		size_t late;
+		/* Records marked PLAN_POD_LATE since the table was last put in
+		 * gang order, holes among them included; tail: where the ones
+		 * appended since begin (every record from there on is late). */
+		size_t late, tail;
 		uint64_t schedulers; /* a hash of the schedulerNames it was read for */
 		uint32_t *names;     /* the node table's names when node indexes were kept */
 		size_t nnames;

@@ -311,6 +311,7 @@ static int build(const struct plan_run *r, struct plan_podtab *t)
 	if (t->n > 1 && (rc = group_by_gang(t)) < 0)
 		return rc;
 	order_gangs(t, true);
+	t->tail = t->n;
 	t->schedulers = schedulers_hash(r->in);
 	t->nnames = 0; /* node indexes are looked up again */
 	t->built = 1;
@@ -320,13 +321,17 @@ static int build(const struct plan_run *r, struct plan_podtab *t)
 /* Close the holes, keeping the order. O(records). */
 static void squeeze(struct plan_podtab *t)
 {
-	size_t w = 0;
+	size_t w = 0, tail = SIZE_MAX;
 
-	for (size_t k = 0; k < t->n; k++)
+	for (size_t k = 0; k < t->n; k++) {
+		if (k == t->tail)
+			tail = w;
 		if (t->v[k].pod) {
 			t->keys[w] = t->keys[k];
 			t->v[w++] = t->v[k];
 		}
+	}
+	t->tail = tail == SIZE_MAX ? w : tail;
 	t->n = w;
 	t->holes = 0;
 	moved(t);
@@ -354,6 +359,7 @@ static void regroup(struct plan_run *r, struct plan_podtab *t)
 	for (size_t k = 0; k < t->n; k++)
 		t->v[k].flags &= (uint8_t)~PLAN_POD_LATE;
 	t->late = 0;
+	t->tail = t->n;
 	moved(t);
 }
 
@@ -413,9 +419,16 @@ static int apply(struct plan_run *r, struct plan_podtab *t)
 		plan__node_touched(r, x->node); /* and what its node has free */
 		if ((pod = idmap_get(r->in->pods, t->keys[k]))) {
 			uint8_t late = x->flags & PLAN_POD_LATE; /* where it sits is unchanged */
+			uint64_t gang = x->gang;
 
 			fill(r, x, pod);
 			x->flags |= late;
+			/* Moved to another gang, it sits outside that gang's
+			 * records: as out of place as a pod that came late. */
+			if (x->gang != gang && !late) {
+				x->flags |= PLAN_POD_LATE;
+				t->late++;
+			}
 			plan__gang_touched(r, x->gang);
 			plan__node_touched(r, x->node);
 			continue;

@@ -805,10 +805,12 @@ static void check_run(struct plan_run *r, const struct keyfilter *assumed,
  * file them (file_pending(), a run of one spec): no record is read.
  *
  * A run with a member that came late sends the gang's list to
- * collect_pending()'s check of age order, unless it is the gang's first
- * and was in order when kept: the gang's records that did not come late
- * sit before every late one in the table, so whatever is filed after it
- * came late too and asks for the check itself. Without that, a
+ * collect_pending()'s check of age order, unless it is the gang's first,
+ * was in order when kept and sits among the records appended since the
+ * table was put in gang order (its tail): whatever is filed after it
+ * then came late too and asks for the check itself. (A record moved to
+ * another gang is marked late where it stands, before the tail: a run
+ * of such records is checked.) Without that, a
  * long-running scheduler, whose gangs nearly all came after the table
  * was read, read every waiting pod's struct each cycle for the check.
  *
@@ -818,7 +820,7 @@ static void check_run(struct plan_run *r, const struct keyfilter *assumed,
 static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_kept_run *u,
                    struct mix_run *mix)
 {
-	bool checked = u->late && u->ordered && !g->npending;
+	bool checked = u->late && u->ordered && !g->npending && u->start >= r->keep->pods.tail;
 	int rc;
 
 	if (!g->req && !(g->req = arena_calloc(&r->p->arena, r->nslots, sizeof(*g->req))))
@@ -1055,8 +1057,12 @@ int plan__collect_pending(struct plan_run *r)
 		pending_run(r, g);
 		if (g->pending_late && !in_age_order(g->pending, g->npending))
 			qsort(g->pending, g->npending, sizeof(*g->pending), by_age);
-		if (r->in->check_state && g->npending)
+		if (r->in->check_state && g->npending) {
 			check_request(r, g);
+			/* What the table's order and the late marks promise. */
+			if (!in_age_order(g->pending, g->npending))
+				r->p->stats.state_mismatches++;
+		}
 	}
 	return 0;
 }

@@ -74,7 +74,7 @@ struct world {
 	/* PodGroups changed: scheduler-plugins' (0) and native (2). */
 	uint64_t gchanges[3][MAX_PODS * 4];
 	size_t ngchanges[3];
-	size_t group_edits, single_edits;
+	size_t group_edits, single_edits, moves;
 	uint64_t rng;
 	long clock;
 	int ngroups;
@@ -274,6 +274,26 @@ static int waiting_single(const struct tpod *t)
 	return !t->group[0] && t->node < 0 && !strcmp(t->sched, "muster");
 }
 
+static int waiting_in_sp_group(const struct tpod *t)
+{
+	return in_sp_group(t) && t->node < 0 && !t->phase;
+}
+
+/* A waiting pod's PodGroup label names another group of its namespace:
+ * its record, filed among its old gang's, now belongs to a gang whose
+ * records are elsewhere. */
+static void move_pod(struct world *w)
+{
+	long k = pick(w, waiting_in_sp_group), j = pick(w, in_sp_group);
+
+	if (k < 0 || j < 0 || strcmp(w->pod[k].ns, w->pod[j].ns) ||
+	    !strcmp(w->pod[k].group, w->pod[j].group))
+		return;
+	memcpy(w->pod[k].group, w->pod[j].group, sizeof(w->pod[k].group));
+	put(w, (size_t)k);
+	w->moves++;
+}
+
 /* One random event. */
 static void event(struct world *w)
 {
@@ -307,6 +327,7 @@ static void event(struct world *w)
 			put(w, (size_t)k);
 			w->single_edits++;
 		}
+		move_pod(w);
 		break;
 	default:
 		foreign_pod(w);
@@ -488,6 +509,7 @@ static void test_a_table_kept_by_changes_equals_a_rebuild(void **state)
 	assert_true(regrouped > 1);
 	assert_true(w->group_edits > 50);
 	assert_true(w->single_edits > 50);
+	assert_true(w->moves > 10);
 	plan_free(&w->inc.plan);
 	plan_free(&w->full.plan);
 	plan_memory_free(&w->inc.keep);
