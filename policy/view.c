@@ -242,8 +242,9 @@ bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
 	return false;
 }
 
-/* The node a pod is on or assumed on: its name id, or 0. The filter
- * over the assumed keys spares most waiting pods a probe of the map. */
+/* The node the pod of key `key` is assumed on (bound by an earlier
+ * cycle, not yet seen so): its name id, or 0. The filter over the
+ * assumed keys spares most waiting pods a probe of the map. */
 static uint32_t assumed_node(const struct plan_run *r, const struct keyfilter *assumed,
                              uint64_t key)
 {
@@ -252,6 +253,7 @@ static uint32_t assumed_node(const struct plan_run *r, const struct keyfilter *a
 	return 0;
 }
 
+/* The node a pod is on or assumed on: its name id, or 0. */
 static uint32_t node_of(const struct plan_run *r, const struct keyfilter *assumed,
                         const struct plan_pod *x, uint64_t key)
 {
@@ -797,8 +799,6 @@ static void check_run(struct plan_run *r, const struct keyfilter *assumed,
 		    x->pod != u->pods[i] || x->spec != u->spec)
 			r->p->stats.state_mismatches++;
 	}
-	if (u->ordered && !in_age_order(u->pods, u->n))
-		r->p->stats.state_mismatches++;
 }
 
 /* Gang g's waiting members from kept run u, filed as the records would
@@ -1027,15 +1027,6 @@ static int by_age(const void *a, const void *b)
 	                    *(const struct kubeapi_pod *const *)b);
 }
 
-/* Each gang's pending pods, oldest first, and its request: the pod walk
- * filed them (count_pending()); here the last run of each request is
- * added, and a gang with a member that came late is checked and sorted
- * if it has to be. The order is plan__by_age()'s alone (creation, then
- * name, distinct within a gang), whatever order the pods were met in.
- * The pod table keeps a gang's records in that order (podtab.c) but for
- * pods added since it was last read in full (sorting every waiting pod
- * each cycle was a fifth of a steady cycle at 50,000 nodes; filing them
- * in a second pass over a list of every waiting pod, a twentieth). */
 /* With check_state: g's request, added up run by run as its members
  * were filed (some from kept runs), against its pending pods' own. */
 static void check_request(struct plan_run *r, const struct plan_gang *g)
@@ -1047,6 +1038,16 @@ static void check_request(struct plan_run *r, const struct plan_gang *g)
 		r->p->stats.state_mismatches++;
 }
 
+/* Each gang's pending pods, oldest first, and its request: the pod walk
+ * filed them (count_pending()); here the last run of each request is
+ * added, and a gang with a member that came late is checked and sorted
+ * if it has to be. The order is plan__by_age()'s alone (creation, then
+ * name, distinct within a gang), whatever order the pods were met in.
+ * The pod table keeps a gang's records in that order (podtab.c) but for
+ * pods added since it was last read in full or regrouped (sorting every
+ * waiting pod each cycle was a fifth of a steady cycle at 50,000 nodes;
+ * filing them in a second pass over a list of every waiting pod, a
+ * twentieth). */
 int plan__collect_pending(struct plan_run *r)
 {
 	struct plan *p = r->p;
