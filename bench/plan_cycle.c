@@ -271,6 +271,7 @@ struct opts {
 	int vgpu_pct; /* --vgpu: registered GPUs, this % of gangs fractional; 0: off */
 	int baseline; /* --baseline: the same size without --vgpu first, and the ratio */
 	int late;     /* --late: the waiting pods arrive after the table is read */
+	int forecast; /* --forecast PCT: every cycle forecasts, PCT% of its time; -1: off */
 };
 
 /* ---- the world -------------------------------------------------------- */
@@ -296,6 +297,7 @@ struct world {
 	 * the cluster's shape is the same in both modes */
 	int late;
 	int preempt;
+	int forecast;
 	struct rng trng;
 	/* what was built */
 	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods;
@@ -735,6 +737,7 @@ static int world_build(struct world *w, int nodes, const struct opts *o)
 	w->trng.s = TIME_SEED;
 	w->preempt = o->preempt;
 	w->late = o->late;
+	w->forecast = o->forecast;
 	w->vgpu_pct = o->vgpu_pct;
 	w->vrng.s = VGPU_SEED;
 	if ((rc = synth_init(&w->s)) < 0 || (rc = make_config(w, o)) < 0)
@@ -819,6 +822,11 @@ static int cmp_double(const void *a, const void *b)
 /* What one size measured, for the line and the sweep table. */
 struct result {
 	int nodes;
+	/* --forecast: waiting gangs given a time or unknown, how far ahead it
+	 * played (seconds past the cycle's clock), and whether it was cut. */
+	long forecast_known, forecast_unknown;
+	int64_t forecast_ahead_s;
+	int forecast_cut;
 	long running_pods, running_gpus, running_gangs, pending_gangs, pending_pods, pending_gpus;
 	double build_s, first_ms, min_ms, median_ms, max_ms, cpu_min_ms, cpu_median_ms;
 	double snap_cpu_ms; /* the debug API's copy of the last cycle */
@@ -852,6 +860,22 @@ struct result {
 	size_t steady_mismatches; /* kept records that differ from a rebuild */
 	int steady_rebuild_same;  /* a cycle reading every pod decided the same */
 };
+
+/* --forecast: the waiting gangs it gave a time, and those it found to
+ * have none. */
+static void count_forecast(const struct plan *p, struct result *r)
+{
+	for (size_t k = 0; k < p->ngangs; k++) {
+		const struct plan_gang *g = &p->gangs[k];
+
+		if (!g->forecast)
+			continue;
+		if (g->expected_start_s == PLAN_NEVER)
+			r->forecast_unknown++;
+		else
+			r->forecast_known++;
+	}
+}
 
 /* Gangs by outcome, telling quota waits from placement waits by the
  * message the planner wrote. */
@@ -1212,6 +1236,8 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	    .schedulers = (const uint32_t[]){synth_id(&w->s, "muster")},
 	    .nschedulers = 1,
 	    .now_s = NOW_S,
+	    .forecast = w->forecast >= 0,
+	    .forecast_pct = (uint8_t)(w->forecast > 0 ? w->forecast : 0),
 	};
 	double ms[MAX_REPS], cpu[MAX_REPS];
 	int rc;
@@ -1237,6 +1263,9 @@ static int run_cycles(struct world *w, int reps, struct result *r)
 	r->cpu_median_ms = cpu[reps / 2];
 	r->st = w->plan.stats;
 	r->digest = decision_digest(&w->plan, w->s.model);
+	r->forecast_ahead_s = w->plan.forecast_until_s ? w->plan.forecast_until_s - NOW_S : 0;
+	r->forecast_cut = w->plan.forecast_cut;
+	count_forecast(&w->plan, r);
 	count_states(&w->plan, r);
 	if ((rc = time_snap(w, r)) < 0)
 		return rc;
@@ -1286,6 +1315,14 @@ static void print_line(const struct result *r, const struct opts *o)
 		       r->steady_ended, r->steady_cpu_ms, r->steady_admitted, r->steady_read,
 		       r->steady_from_runs, r->steady_late_runs, r->steady_mismatches,
 		       r->steady_rebuild_same, r->steady_digest, o->late);
+	if (o->forecast >= 0)
+		printf(
+		    " forecast_pct=%d forecast_gangs=%zu forecast_known=%ld forecast_unknown=%ld "
+		    "forecast_moments=%zu forecast_tries=%zu forecast_ahead_s=%" PRId64
+		    " forecast_cut=%d",
+		    o->forecast, r->st.forecast_gangs, r->forecast_known, r->forecast_unknown,
+		    r->st.forecast_moments, r->st.forecast_tries, r->forecast_ahead_s,
+		    r->forecast_cut);
 	if (o->vgpu_pct)
 		printf(" vgpu_pct=%d fractional_running_pods=%ld fractional_gangs=%ld "
 		       "fractional_pods=%ld",
@@ -1456,13 +1493,14 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
 	                "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT [--baseline]] "
-	                "[--late]\n");
+	                "[--late] [--forecast PCT]\n");
 	return 2;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	*o = (struct opts){.nodes = 5000, .reps = 5, .mix = MIX_SMALL, .reservations = -1};
+	*o = (struct opts){
+	    .nodes = 5000, .reps = 5, .mix = MIX_SMALL, .reservations = -1, .forecast = -1};
 	for (int i = 1; i < argc; i++) {
 		const char *next = i + 1 < argc ? argv[i + 1] : "";
 
@@ -1477,6 +1515,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			i++;
 		} else if (strcmp(argv[i], "--baseline") == 0) {
 			o->baseline = 1;
+		} else if (strcmp(argv[i], "--forecast") == 0 && next[0] >= '0' && next[0] <= '9') {
+			o->forecast = atoi(next);
+			i++;
 		} else if (strcmp(argv[i], "--late") == 0) {
 			o->late = 1;
 		} else if (strcmp(argv[i], "--reservations") == 0 && next[0] >= '0' &&
@@ -1501,7 +1542,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (o->preempt && o->reservations < 0)
 		o->reservations = PREEMPT_RESV;
 	return o->reps >= 1 && o->reps <= MAX_REPS && o->nodes >= RACK_NODES &&
-	               o->reservations <= 1000 && o->vgpu_pct <= 100 &&
+	               o->reservations <= 1000 && o->vgpu_pct <= 100 && o->forecast <= 100 &&
 	               !(o->vgpu_pct && (o->preempt || o->unique_specs)) && !(o->late && o->preempt)
 	           ? 0
 	           : -1;

@@ -23,6 +23,7 @@ int backfill_init(struct backfill *b, struct policy_nodes *t, struct policy_fitc
 	b->nodes = t;
 	b->fits = fc;
 	b->arena = a;
+	b->table_arena = a;
 	b->now_s = now_s;
 	b->max_resv = reservations;
 	b->resv = arena_calloc(a, (size_t)reservations + 1, sizeof(*b->resv));
@@ -53,21 +54,21 @@ static int by_end(const void *a, const void *b)
 	       ((uintptr_t)x->held < (uintptr_t)y->held);
 }
 
-int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node,
+int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node, int32_t tag,
                           const struct kubeapi_podspec *spec, const struct policy_held *held)
 {
 	if (end_s == POLICY_NEVER) {
 		if (arena_grow(b->arena, &b->forever, b->nforever, &b->cap_forever,
 		               sizeof(*b->forever), 1024) < 0)
 			return -ENOMEM;
-		b->forever[b->nforever++] = (struct backfill_end){end_s, node, spec, held};
+		b->forever[b->nforever++] = (struct backfill_end){end_s, node, tag, spec, held};
 		return 0;
 	}
 	if (arena_grow(b->arena, &b->ends, b->nends, &b->cap_ends, sizeof(*b->ends), 1024) < 0)
 		return -ENOMEM;
 	if (end_s < b->now_s)
 		end_s = b->now_s; /* past its estimate: any moment now */
-	b->ends[b->nends++] = (struct backfill_end){end_s, node, spec, held};
+	b->ends[b->nends++] = (struct backfill_end){end_s, node, tag, spec, held};
 	return 0;
 }
 
@@ -78,14 +79,31 @@ void backfill_timeline_done(struct backfill *b)
 	b->timeline_done = 1;
 }
 
+void backfill_timeline_use(struct backfill *b, struct backfill_end *ends, size_t n,
+                           struct backfill_end *forever, size_t nforever)
+{
+	b->ends = ends;
+	b->nends = n;
+	b->cap_ends = 0; /* not the arena's: never grown */
+	b->forever = forever;
+	b->nforever = nforever;
+	b->cap_forever = 0;
+	b->timeline_done = 1;
+}
+
 /* ---- reservations ---------------------------------------------------- */
 
-/* The timeline one search walks: running work, then the earlier
- * reservations ending, merged by time. */
+/* The timeline one search walks: running work (a: the timeline, used in
+ * place), merged by time with the few ends a copy holds (m: the earlier
+ * reservations' and the caller's more ends, sorted; pos[j] is m[j]'s
+ * index in the merged order, an end of a coming first among equal
+ * times). Merged where it is read, not copied: a copy of every end was
+ * O(running pods) for each search once anything else ended too. */
 struct search {
 	struct policy_nodes s; /* the scratch table */
-	const struct backfill_end *ev;
-	size_t nev, at; /* events [0, at) are applied to s */
+	const struct backfill_end *a, *m;
+	size_t na, nm, *pos;
+	size_t nev, at; /* events [0, at) of the merged order are applied to s */
 	const struct kubeapi_podspec **specs;
 	size_t n;
 	uint32_t *out;
@@ -93,43 +111,125 @@ struct search {
 	const struct policy_within *within; /* the gang's constraint, or NULL */
 };
 
+/* How many of a[0..n) end at or before t (a by end). */
+static size_t ends_by(const struct backfill_end *a, size_t n, int64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid].end_s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The caller's more ends (by end) merged into mine[0..k) (by end), which
+ * has room for them. */
+static int merge_more(struct backfill *b, struct backfill_end *mine, size_t k)
+{
+	struct backfill_end *own = arena_alloc(b->arena, (k + 1) * sizeof(*own));
+	size_t i = 0, j = 0, n = 0;
+
+	if (!own)
+		return -ENOMEM;
+	if (k)
+		memcpy(own, mine, k * sizeof(*own));
+	while (i < k || j < b->nmore)
+		mine[n++] = j >= b->nmore || (i < k && own[i].end_s <= b->more[j].end_s)
+		                ? own[i++]
+		                : b->more[j++];
+	return 0;
+}
+
 static int merge_events(struct backfill *b, struct search *x)
 {
-	size_t extra = 0, i = 0, j = 0, k = 0;
-	struct backfill_end *mine, *ev;
+	size_t extra = b->nmore, k = 0;
+	struct backfill_end *mine;
+	int rc;
 
+	x->a = b->ends;
+	x->na = b->nends;
 	for (size_t v = 0; v < b->nresv; v++)
 		if (b->resv[v].end_s != POLICY_NEVER)
 			extra += b->resv[v].nmembers;
-	if (!extra) { /* the timeline as it is: no copy of every end */
-		x->ev = b->ends;
-		x->nev = b->nends;
+	x->nev = x->na + extra;
+	if (!extra)
 		return 0;
-	}
-	x->ev = ev = arena_alloc(b->arena, (b->nends + extra + 1) * sizeof(*x->ev));
-	mine = arena_alloc(b->arena, (extra + 1) * sizeof(*mine));
-	if (!ev || !mine)
+	mine = arena_alloc(b->arena, extra * sizeof(*mine));
+	x->pos = arena_alloc(b->arena, extra * sizeof(*x->pos));
+	if (!mine || !x->pos)
 		return -ENOMEM;
 	for (size_t v = 0; v < b->nresv; v++)
 		for (uint32_t m = 0; b->resv[v].end_s != POLICY_NEVER && m < b->resv[v].nmembers;
 		     m++)
-			mine[k++] = (struct backfill_end){b->resv[v].end_s, b->resv[v].at[m],
+			mine[k++] = (struct backfill_end){b->resv[v].end_s, b->resv[v].at[m], -1,
 			                                  b->resv[v].specs[m], b->resv[v].held[m]};
 	qsort(mine, k, sizeof(*mine), by_end);
-	while (i < b->nends || j < k)
-		ev[x->nev++] = j >= k || (i < b->nends && b->ends[i].end_s <= mine[j].end_s)
-		                   ? b->ends[i++]
-		                   : mine[j++];
+	if (b->nmore && (rc = merge_more(b, mine, k)) < 0)
+		return rc;
+	for (size_t j = 0; j < extra; j++)
+		x->pos[j] = j + ends_by(x->a, x->na, mine[j].end_s);
+	x->m = mine;
+	x->nm = extra;
 	return 0;
 }
 
-/* Count ends[0..n) back into (sign +1) or out of (-1) table t, each
- * node's GPU summary worked out once at the end (a node holds many of
- * them: once a pod, that was a fifth of a cycle on shared GPUs). */
-static void count_ends(struct policy_nodes *t, const struct backfill_end *ends, size_t n, int sign)
+/* How many of the copied ends come before merged index k. */
+static size_t copied_before(const struct search *x, size_t k)
+{
+	size_t lo = 0, hi = x->nm;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->pos[mid] < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The end at merged index k. */
+static const struct backfill_end *event(const struct search *x, size_t k)
+{
+	size_t c = copied_before(x, k);
+
+	return c < x->nm && x->pos[c] == k ? &x->m[c] : &x->a[k - c];
+}
+
+/* Count merged ends [lo, hi) back into (sign +1) or out of (-1) table t,
+ * each node's GPU summary worked out once at the end (a node holds many
+ * of them: once a pod, that was a fifth of a cycle on shared GPUs). */
+static void count_range(const struct search *x, struct policy_nodes *t, size_t lo, size_t hi,
+                        int sign)
+{
+	size_t c = copied_before(x, lo), k;
+
+	for (k = lo; k < hi; k++) {
+		const struct backfill_end *e =
+		    c < x->nm && x->pos[c] == k ? &x->m[c++] : &x->a[k - c];
+
+		policy_nodes_count(t, e->node, e->spec, e->held, sign);
+	}
+	c = copied_before(x, lo);
+	for (k = lo; k < hi; k++) {
+		const struct backfill_end *e =
+		    c < x->nm && x->pos[c] == k ? &x->m[c++] : &x->a[k - c];
+
+		policy_nodes_settle_node(t, e->node);
+	}
+}
+
+/* Count ends[0..n) back into table t, settled as count_range(). */
+static void count_ends(struct policy_nodes *t, const struct backfill_end *ends, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
-		policy_nodes_count(t, ends[k].node, ends[k].spec, ends[k].held, sign);
+		policy_nodes_count(t, ends[k].node, ends[k].spec, ends[k].held, +1);
 	for (size_t k = 0; k < n; k++)
 		policy_nodes_settle_node(t, ends[k].node);
 }
@@ -138,34 +238,34 @@ static void count_ends(struct policy_nodes *t, const struct backfill_end *ends, 
 static void seek(struct search *x, size_t m)
 {
 	if (x->at < m)
-		count_ends(&x->s, x->ev + x->at, m - x->at, +1);
+		count_range(x, &x->s, x->at, m, +1);
 	else if (x->at > m)
-		count_ends(&x->s, x->ev + m, x->at - m, -1);
+		count_range(x, &x->s, m, x->at, -1);
 	x->at = m;
 }
 
 /* Every end given back to the scratch table, the timed ones applied:
  * by the caller's vacate at once when it can (from none applied), else
- * the rest one by one. */
+ * the rest one by one. The caller's vacate knows nothing of its own more
+ * ends; nor of the earlier reservations', which it leaves held. */
 static void vacate(struct backfill *b, struct search *x)
 {
-	if (b->vacate) {
+	if (b->vacate && !b->nmore) {
 		seek(x, 0);
 		if (b->vacate(b->vacate_arg, &x->s) == 0) {
 			x->at = x->nev;
 			return;
 		}
-		seek(x, x->nev);
 	}
-	count_ends(&x->s, b->forever, b->nforever, +1);
+	seek(x, x->nev);
+	count_ends(&x->s, b->forever, b->nforever);
 }
 
 /* Does the gang fit the scratch table now? keep: leave it placed. */
 static int fits(struct backfill *b, struct search *x, bool keep)
 {
-	struct policy_why why;
 	int rc = policy_place_within(&x->s, b->fits, b->arena, x->within, x->specs, x->n, x->out,
-	                             x->held, &why);
+	                             x->held, NULL);
 
 	b->tries++;
 	if (rc == -ENOMEM)
@@ -250,14 +350,14 @@ static int64_t search_start(struct backfill *b, struct search *x, int *err)
 	/* Everything that ends at that moment has ended: the placement then
 	 * sees all the room of that moment, and need not take what is free
 	 * now and could be backfilled. */
-	while (hi > 0 && hi < x->nev && x->ev[hi].end_s == x->ev[hi - 1].end_s)
+	while (hi > 0 && hi < x->nev && event(x, hi)->end_s == event(x, hi - 1)->end_s)
 		hi++;
 	seek(x, hi);
 	if ((rc = fits(b, x, true)) != 1) {
 		*err = rc < 0 ? rc : -ENOSPC;
 		return 0;
 	}
-	return hi ? x->ev[hi - 1].end_s : b->now_s;
+	return hi ? event(x, hi - 1)->end_s : b->now_s;
 }
 
 /* Room to lower every reserved node's every resource once. */
@@ -345,6 +445,15 @@ static bool kept_out(const struct backfill_resv *v, int64_t end_s)
 	return v->start_s == POLICY_NEVER || end_s == POLICY_NEVER || end_s > v->start_s;
 }
 
+size_t backfill_kept_out(const struct backfill *b, int64_t end_s)
+{
+	size_t n = 0;
+
+	for (size_t v = 0; v < b->nresv; v++)
+		n += kept_out(&b->resv[v], end_s);
+	return n;
+}
+
 /* Lower each reserved node to what the placement may use of it. */
 static size_t lower(struct backfill *b, int64_t end_s)
 {
@@ -404,9 +513,9 @@ int backfill_place(struct backfill *b, int64_t end_s, const struct policy_within
 	int rc;
 
 	if (!b->nresv)
-		return policy_place_within(t, b->fits, b->arena, w, specs, n, out, held, why);
+		return policy_place_within(t, b->fits, b->table_arena, w, specs, n, out, held, why);
 	nu = lower(b, end_s);
-	rc = policy_place_within(t, b->fits, b->arena, w, specs, n, out, held, why);
+	rc = policy_place_within(t, b->fits, b->table_arena, w, specs, n, out, held, why);
 	while (nu--)
 		policy_nodes_adjust(t, b->undo[nu].node, b->undo[nu].res, b->undo[nu].delta);
 	if (rc < 0)

@@ -37,10 +37,13 @@
 #include "policy/policy.h"
 
 /* Running work that ends at end_s (POLICY_NEVER: no estimate), freeing
- * spec and its vGPU shares (held, or NULL) on node index `node`. */
+ * spec and its vGPU shares (held, or NULL) on node index `node`. tag is
+ * the caller's (the planner's: the queue the work is charged to), kept
+ * with the end and never read here. */
 struct backfill_end {
 	int64_t end_s;
 	uint32_t node;
+	int32_t tag;
 	const struct kubeapi_podspec *spec;
 	const struct policy_held *held;
 };
@@ -69,12 +72,21 @@ struct backfill {
 	struct policy_nodes *nodes; /* the live table: backfill_place() uses it */
 	struct policy_fitcache *fits;
 	struct arena *arena;
+	/* What placements on the live table allocate from (what it builds
+	 * on first use stays with it): arena, unless the caller's table
+	 * outlives b's arena and says so. */
+	struct arena *table_arena;
 	int64_t now_s;
 	size_t max_resv;
 	/* The timeline: ends known, by end once done; then those without. */
 	struct backfill_end *ends, *forever;
 	size_t nends, cap_ends, nforever, cap_forever;
 	uint8_t timeline_done;
+	/* Optional, the caller's: more ends known, by end, that a search
+	 * merges with the reservations' ends (a copy) and with the timeline
+	 * as it reads it (not copied). */
+	const struct backfill_end *more;
+	size_t nmore;
 	/* Optional, the caller's: give every end of the timeline (known or
 	 * not) back to t, a copy of the live table with none given back, at
 	 * once, for a caller that keeps what they hold together; 0, or
@@ -101,12 +113,19 @@ int backfill_init(struct backfill *b, struct policy_nodes *t, struct policy_fitc
 bool backfill_full(const struct backfill *b);
 
 /** Add running work ending at end_s (before now_s: any moment now;
- *  POLICY_NEVER: no estimate) to the timeline. 0 or -ENOMEM. Then once,
+ *  POLICY_NEVER: no estimate), tagged tag, to the timeline. 0 or -ENOMEM. Then once,
  *  backfill_timeline_done(), which sorts it; only then may a reservation
  *  be made. */
-int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node,
+int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node, int32_t tag,
                           const struct kubeapi_podspec *spec, const struct policy_held *held);
 void backfill_timeline_done(struct backfill *b);
+
+/** Instead of backfill_timeline_add() and _done(): the caller's timeline,
+ *  ends[0..n) by end (by_end's order: end, node, spec; none before
+ *  now_s) and forever[0..nforever), used in place for as long as b is
+ *  (it writes to neither). */
+void backfill_timeline_use(struct backfill *b, struct backfill_end *ends, size_t n,
+                           struct backfill_end *forever, size_t nforever);
 
 /**
  * Reserve for gang `id` (specs[0..n), its expected runtime runtime_s or
@@ -118,6 +137,11 @@ void backfill_timeline_done(struct backfill *b);
 int backfill_reserve(struct backfill *b, uint32_t id, const struct policy_within *w,
                      const struct kubeapi_podspec *const *specs, size_t n, int64_t runtime_s,
                      const struct backfill_resv **out);
+
+/** How many of the reservations a placement ending at end_s must keep
+ *  out of the way of (monotone in end_s): placements alike in all but
+ *  their ends fare alike when this is. */
+size_t backfill_kept_out(const struct backfill *b, int64_t end_s);
 
 /**
  * policy_place_within() (w: the gang's topology constraint, or NULL) on

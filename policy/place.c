@@ -772,7 +772,8 @@ static int setup(struct trial *tr, struct policy_fitcache *fc, struct arena *a,
 		add_total(tr, tr->specs[k]);
 		ask->gpus += policy_spec_gpus(tr->specs[k]);
 		if (lk->f->count == 0) {
-			*why = (struct policy_why){.placed = 0, .fit = lk->f};
+			if (why)
+				*why = (struct policy_why){.placed = 0, .fit = lk->f};
 			return -ENOSPC; /* no node could ever take it */
 		}
 	}
@@ -820,7 +821,8 @@ int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, stru
 	struct ask ask;
 	int rc;
 
-	memset(why, 0, sizeof(*why));
+	if (why)
+		memset(why, 0, sizeof(*why));
 	if (n == 0)
 		return 0;
 	if ((rc = setup(&tr, fc, a, why, &ask)) < 0)
@@ -830,7 +832,8 @@ int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, stru
 			give_held(&tr, held);
 			return 0;
 		}
-		explain(&tr, why);
+		if (why)
+			explain(&tr, why);
 		undo(&tr);
 		return -ENOSPC;
 	}
@@ -846,7 +849,8 @@ int policy_place_within(struct policy_nodes *t, struct policy_fitcache *fc, stru
 		give_held(&tr, held);
 		return 0;
 	}
-	explain(&tr, why);
+	if (why)
+		explain(&tr, why);
 	undo(&tr);
 	return -ENOSPC;
 }

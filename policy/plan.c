@@ -495,12 +495,16 @@ static int schedule(struct plan_run *r)
 	if ((rc = plan__holds(r)) < 0 || (rc = pending_items(r, items, gang_of_item, &n)) < 0)
 		return rc;
 	p->stats.pending_gangs = n;
+	if (r->in->forecast && !(r->turns = arena_alloc(&p->arena, (n + 1) * sizeof(*r->turns))))
+		return -ENOMEM;
 	if ((rc = queue_cycle_new(r->in->qs, items, n, &c)) < 0)
 		return rc;
 	while ((i = queue_cycle_next(c)) >= 0) {
 		struct plan_gang *g = &p->gangs[gang_of_item[i]];
 
 		g->tried = ++tried;
+		if (r->turns)
+			r->turns[r->nturns++] = gang_of_item[i];
 		if ((rc = try_gang(r, g)) < 0)
 			break;
 		if (rc == 0)
@@ -620,6 +624,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	struct plan_run r = {.keep = keep};
 	int rc;
 
+	if (in->forecast && (in->forecast_pct || in->forecast_min_ns))
+		r.cpu0_ns = plan__cpu_ns();
 	if ((rc = setup(&r, p, in)) == 0 && (rc = plan__podtab_sync(&r)) == 0 &&
 	    (rc = check_state(&r)) == 0 && (rc = plan__gangs_start(&r)) == 0 &&
 	    (rc = plan__count_pods(&r)) == 0 && (rc = plan__group_gangs(&r)) == 0 &&
@@ -627,7 +633,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	    (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
 			plan__protect(&r);
-		rc = schedule(&r);
+		if ((rc = schedule(&r)) == 0)
+			rc = plan__forecast(&r);
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);
@@ -673,6 +680,7 @@ void plan_memory_free(struct plan_memory *keep)
 	free(keep->counted.names);
 	policy_nodes_release(&keep->base.t);
 	arena_free(&keep->base.arena);
+	arena_free(&keep->forecast);
 	memset(keep, 0, sizeof(*keep));
 }
 

@@ -27,7 +27,10 @@
  *      queue allows (victims.c, holds.c, preempt.h), else the first
  *      backfill.reservations of them hold a reservation, and every later
  *      gang may use reserved nodes only as far as it cannot delay them
- *      (timeline.c, backfill.h).
+ *      (timeline.c, backfill.h);
+ *   6. the forecast (forecast.c): the same rules played forward over the
+ *      timeline of expected ends give every gang still waiting for room
+ *      an expected start, as far as a budget allows.
  *
  * No I/O: the scheduler turns the result into bindings and status. All
  * memory of a cycle is in the plan's arena, valid until the next cycle.
@@ -110,6 +113,15 @@ struct plan_input {
 	/* A debug aid: check what the planner keeps across cycles against a
 	 * rebuild from the stores (plan_stats.state_mismatches). O(pods). */
 	uint8_t check_state;
+	/* The forecast (step 6): when set, every waiting gang the cycle found
+	 * no room for gets an expected start, as far as the forecast gets
+	 * within forecast_depth gangs (0: no limit) and a budget of the
+	 * calling thread's CPU time: forecast_pct percent of what the cycle
+	 * took until then, and at least forecast_min_ns (both 0: no limit). */
+	uint8_t forecast;
+	uint8_t forecast_pct;
+	uint32_t forecast_depth;
+	int64_t forecast_min_ns;
 };
 
 /** An end or start time that is not known (no runtime estimate). */
@@ -192,6 +204,7 @@ struct plan_gang {
 	int64_t runtime_s; /* expected runtime, PLAN_NEVER; 0 when the cycle did not need it */
 	int64_t expected_start_s;    /* waiting gangs: 0 not estimated, PLAN_NEVER unknown */
 	uint8_t reserved;            /* holds a reservation (expected_start_s is its start) */
+	uint8_t forecast;            /* expected_start_s is the forecast's (forecast.c) */
 	uint8_t protected_;          /* never a victim: queue or gang says so, or minRuntime */
 	uint32_t preempted_by;       /* a victim: the preemptor's gang index + 1, else 0 */
 	uint32_t bound_first;        /* planner-internal: first bound pod + 1 */
@@ -274,6 +287,10 @@ struct plan_stats {
 	 * read (view.c); of them, pods that came late and were not checked
 	 * for age order again, their run found in order when kept. */
 	size_t pods_from_runs, late_from_runs;
+	/* The forecast: gangs given an expected start, the moments it
+	 * played, and the placements it tried (its reservations' searches
+	 * included). */
+	size_t forecast_gangs, forecast_moments, forecast_tries;
 };
 
 /* A reservation held this cycle (see backfill.h): gang `gang` starts at
@@ -368,6 +385,9 @@ struct plan_memory {
 		uint64_t base_gen;
 		uint8_t valid, over;
 	} counted;
+	/* The forecast's room for one moment (policy/forecast.c), emptied
+	 * for the next and kept from cycle to cycle like the plan's arena. */
+	struct arena forecast;
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */
@@ -383,6 +403,11 @@ struct plan {
 	struct plan_stats stats;
 	struct plan_reservation *resv; /* this cycle's reservations */
 	size_t nresv;
+	/* How far the forecast looked: the last moment it played (0: it did
+	 * not run), and whether a budget or the horizon stopped it before
+	 * every gang it took had an answer. */
+	int64_t forecast_until_s;
+	uint8_t forecast_cut;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it

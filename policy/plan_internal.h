@@ -69,6 +69,7 @@ struct plan_bound {
 	uint32_t node;                      /* index into the node table */
 	uint32_t gang;   /* index into plan.gangs, or UINT32_MAX (not Muster's) */
 	uint32_t next;   /* the gang's next bound pod + 1, or 0 */
+	int16_t queue;   /* the queue it is charged to, or QUEUE_NONE */
 	uint8_t runtime; /* the pod has its own runtime annotation (PLAN_POD_RUNTIME) */
 };
 
@@ -155,6 +156,12 @@ struct plan_run {
 	/* Binds made before the timeline was built (timeline.c): those with
 	 * an end are in it. */
 	size_t timed_binds;
+	/* The gangs in the order the cycle gave them turns (indexes into
+	 * plan.gangs): the forecast's order; and the thread's CPU time when
+	 * the cycle began, its budget's measure (forecast.c). */
+	uint32_t *turns;
+	size_t nturns;
+	int64_t cpu0_ns;
 	/* Runtime annotation values parsed this cycle (timeline.c), direct
 	 * mapped by value id: a slot whose value is 0 is empty. */
 	struct plan_runtime_memo {
@@ -379,6 +386,13 @@ int64_t plan__runtime(struct plan_run *r, struct plan_gang *g);
 int64_t plan__end(struct plan_run *r, struct plan_gang *g);
 int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                   size_t n);
+/* The timeline of ends in r->bf, built if it is not yet: 0 or -ENOMEM. */
+int plan__timeline(struct plan_run *r);
+
+/* forecast.c: step 6, after the turns. 0 or -ENOMEM. plan__cpu_ns: the
+ * calling thread's CPU time, its budget's clock. */
+int plan__forecast(struct plan_run *r);
+int64_t plan__cpu_ns(void);
 
 /* podgroup.c */
 bool plan__group_ran(const struct plan_run *r, const struct kubeapi_podgroup *pg);

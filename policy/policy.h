@@ -392,7 +392,8 @@ struct policy_why {
  * member k's node index, held[k] its shares (NULL for a member without
  * vGPUs; from arena a), and 0 is returned. Otherwise t is unchanged, why
  * says how far it got, and -ENOSPC is returned (-ENOMEM when out of
- * memory).
+ * memory). why may be NULL for a what-if that needs no reason: that
+ * spares a pass over the feasible nodes of a member's spec.
  */
 int policy_place(struct policy_nodes *t, struct policy_fitcache *fc, struct arena *a,
                  const struct kubeapi_podspec *const *specs, size_t n, uint32_t *out,

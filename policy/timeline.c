@@ -206,7 +206,8 @@ static int build_timeline(struct plan_run *r)
 		int64_t run = bound_runtime(r, b, g);
 		int64_t end = run == PLAN_NEVER ? PLAN_NEVER : plan__pod_start(b->pod) + run;
 
-		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->spec, b->held)) < 0)
+		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->queue, b->spec, b->held)) <
+		    0)
 			return rc;
 	}
 	for (size_t k = 0; k < r->p->nbinds; k++) {
@@ -215,7 +216,8 @@ static int build_timeline(struct plan_run *r)
 
 		if (timed_bind(r, b, &i) &&
 		    (rc = backfill_timeline_add(&r->bf, plan__end(r, &r->p->gangs[b->gang]),
-		                                (uint32_t)i, b->pod->spec, b->held)) < 0)
+		                                (uint32_t)i, r->p->gangs[b->gang].queue,
+		                                b->pod->spec, b->held)) < 0)
 			return rc;
 	}
 	r->timed_binds = r->p->nbinds;
@@ -223,6 +225,11 @@ static int build_timeline(struct plan_run *r)
 	r->bf.vacate_arg = r;
 	backfill_timeline_done(&r->bf);
 	return 0;
+}
+
+int plan__timeline(struct plan_run *r)
+{
+	return r->bf.timeline_done ? 0 : build_timeline(r);
 }
 
 /* ---- a gang's reservation -------------------------------------------- */
@@ -237,7 +244,7 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 
 	if (backfill_full(&r->bf) || r->quota_failed || g->state != PLAN_WAITING)
 		return 0;
-	if (!r->bf.timeline_done && (rc = build_timeline(r)) < 0)
+	if ((rc = plan__timeline(r)) < 0)
 		return rc;
 	if (!(specs = plan__specs(r, g, pods, n)))
 		return -ENOMEM;

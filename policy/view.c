@@ -305,7 +305,7 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct plan_pod *x, s
 }
 
 static int add_bound(struct plan_run *r, const struct plan_pod *x, long node,
-                     const struct policy_held *held, struct plan_gang *g)
+                     const struct policy_held *held, struct plan_gang *g, int queue)
 {
 	struct plan_bound *b;
 
@@ -318,6 +318,7 @@ static int add_bound(struct plan_run *r, const struct plan_pod *x, long node,
 	b->node = (uint32_t)node;
 	b->gang = g ? (uint32_t)(g - r->p->gangs) : UINT32_MAX;
 	b->next = 0;
+	b->queue = (int16_t)(queue >= INT16_MIN && queue <= INT16_MAX ? queue : QUEUE_NONE);
 	b->runtime = (x->flags & PLAN_POD_RUNTIME) != 0;
 	if (g && g->within.level >= 0 && (unsigned)g->within.level < r->p->nodes.nlevels)
 		g->within.domain =
@@ -573,7 +574,7 @@ static int count_bound(struct plan_run *r, struct plan_pod *x, long i, size_t *l
 		 * again: its queue is all it needs, not a gang record. */
 		queue = single_queue(r, x);
 	}
-	if (i >= 0 && (rc = add_bound(r, x, i, held, g)) < 0)
+	if (i >= 0 && (rc = add_bound(r, x, i, held, g, queue)) < 0)
 		return rc;
 	if (queue == QUEUE_NONE)
 		return 0;

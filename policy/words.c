@@ -336,22 +336,35 @@ const char *plan_words_message(const struct plan_facts *f, char *buf, size_t len
 	return buf;
 }
 
-const char *plan_words_start(const char *msg, int64_t start_s, uint32_t nodes, char *buf,
-                             size_t len)
+/* start_s as RFC 3339 UTC, or "unknown" for PLAN_NEVER. */
+static const char *when(int64_t start_s, char *buf, size_t len)
 {
-	char when[32];
 	struct tm tm;
 	time_t t = (time_t)start_s;
 
-	if (start_s == PLAN_NEVER) {
-		snprintf(buf, len, "%s; expected start unknown (reservation on %u node(s))",
-		         msg ? msg : "", nodes);
-		return buf;
-	}
+	if (start_s == PLAN_NEVER)
+		return "unknown";
 	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+const char *plan_words_start(const char *msg, int64_t start_s, uint32_t nodes, char *buf,
+                             size_t len)
+{
+	char at[32];
+
 	snprintf(buf, len, "%s; expected start %s (reservation on %u node(s))", msg ? msg : "",
-	         when, nodes);
+	         when(start_s, at, sizeof(at)), nodes);
+	return buf;
+}
+
+const char *plan_words_forecast(const char *msg, int64_t start_s, char *buf, size_t len)
+{
+	char at[32];
+
+	snprintf(buf, len, "%s; expected start %s (forecast)", msg ? msg : "",
+	         when(start_s, at, sizeof(at)));
 	return buf;
 }
 

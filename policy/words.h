@@ -104,6 +104,9 @@ const char *plan_words_start(const char *msg, int64_t start_s, uint32_t nodes, c
 
 /** The explanation of f, sentence by sentence, to line(data, list, text)
  *  (each text valid during the call only). O(sentences). */
+/** msg and "; expected start <time>|unknown (forecast)" into buf: the
+ *  start the forecast (plan.h, step 6) gives a waiting gang. */
+const char *plan_words_forecast(const char *msg, int64_t start_s, char *buf, size_t len);
 void plan_words_explain(const struct plan_facts *f, plan_words_fn *line, void *data);
 
 #endif /* MUSTER_POLICY_WORDS_H */

@@ -542,6 +542,9 @@ struct gstate {
 	int64_t promised_at;    /* when it was first given */
 	int64_t last_promise;
 	int reserved_cycles;
+	/* The last start the forecast gave it while waiting (not reserved),
+	 * and when: NO_TIME none. */
+	int64_t forecast, forecast_at;
 	int arrived, finished;
 };
 
@@ -667,6 +670,7 @@ static int sim_init(struct sim *m, const struct scenario *sc, struct run *run)
 			g->node[p] = -1;
 		}
 		g->start = g->end = g->promise = g->last_promise = NO_TIME;
+		g->forecast = g->forecast_at = NO_TIME;
 	}
 	return 0;
 }
@@ -786,6 +790,15 @@ static void observe(struct sim *m)
 		if (pg->state == PLAN_WAITING && !pg->reserved)
 			text_add(&m->run->trace, "    %s waits: %s\n", m->sc->gang[k].name,
 			         pg->message ? pg->message : "(no message)");
+		if (pg->state == PLAN_WAITING && pg->forecast) {
+			g->forecast = pg->expected_start_s == PLAN_NEVER
+			                  ? PLAN_NEVER
+			                  : pg->expected_start_s - EPOCH_S;
+			g->forecast_at = m->now;
+			if (g->forecast < m->now)
+				sim_fail(m, "%s forecast to start in the past: %" PRId64,
+				         m->sc->gang[k].name, g->forecast);
+		}
 		if (!pg->reserved)
 			continue;
 		at = pg->expected_start_s == PLAN_NEVER ? PLAN_NEVER
@@ -886,6 +899,7 @@ static int cycle(struct sim *m)
 	    .nschedulers = 1,
 	    .now_s = EPOCH_S + m->now,
 	    .check_state = 1, /* what the planner keeps, against a rebuild */
+	    .forecast = 1,    /* every waiting gang's expected start, unbounded */
 	};
 	int rc;
 
@@ -962,7 +976,49 @@ static int underestimated(const struct scenario *sc)
 	return 0;
 }
 
-/* Checks 2 and 3 once the clock has run out. */
+/* Does every gang run exactly as long as the planner was told? */
+static int exact(const struct scenario *sc)
+{
+	for (int k = 0; k < sc->ngangs; k++)
+		if (sc->gang[k].decl == DECL_NONE ||
+		    (sc->gang[k].declared_s != sc->gang[k].runtime && !killed(&sc->gang[k])))
+			return 0;
+	return 1;
+}
+
+/* The last arrival's time. */
+static int64_t last_arrival(const struct scenario *sc)
+{
+	int64_t t = 0;
+
+	for (int k = 0; k < sc->ngangs; k++)
+		t = sc->gang[k].at > t ? sc->gang[k].at : t;
+	return t;
+}
+
+/* Check 5: a forecast given once nothing more arrives is kept when no
+ * runtime is under-estimated (the gang starts no later), and met to the
+ * second when every runtime is exact. */
+static void check_forecast(struct sim *m, int k)
+{
+	const struct scenario *sc = m->sc;
+	const struct gstate *g = &m->run->g[k];
+
+	if (g->forecast == NO_TIME || g->forecast == PLAN_NEVER ||
+	    g->forecast_at < last_arrival(sc) || underestimated(sc))
+		return;
+	if (g->start > g->forecast)
+		sim_fail(m,
+		         "%s starts at %" PRId64 ", after the %" PRId64 " forecast at t=%" PRId64,
+		         sc->gang[k].name, g->start, g->forecast, g->forecast_at);
+	if (exact(sc) && g->start < g->forecast)
+		sim_fail(m,
+		         "%s starts at %" PRId64 ", before the %" PRId64 " forecast at t=%" PRId64
+		         " (runtimes exact)",
+		         sc->gang[k].name, g->start, g->forecast, g->forecast_at);
+}
+
+/* Checks 2, 3 and 5 once the clock has run out. */
 static void sim_finish(struct sim *m)
 {
 	const struct scenario *sc = m->sc;
@@ -974,6 +1030,7 @@ static void sim_finish(struct sim *m)
 			sim_fail(m, "%s never starts", sc->gang[k].name);
 			continue;
 		}
+		check_forecast(m, k);
 		if (g->promise == NO_TIME || g->promise == PLAN_NEVER || underestimated(sc))
 			continue;
 		if (g->start > g->promise)

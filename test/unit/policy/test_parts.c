@@ -344,8 +344,8 @@ static void test_reserve_then_backfill(void **state)
 	policy_nodes_use(&w.t, 0, w.eight, NULL, -1);
 	policy_nodes_use(&w.t, 1, w.eight, NULL, -1);
 	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 1), 0);
-	assert_int_equal(backfill_timeline_add(&b, NOW_S + 200, 1, w.eight, NULL), 0);
-	assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 0, w.eight, NULL), 0);
+	assert_int_equal(backfill_timeline_add(&b, NOW_S + 200, 1, -1, w.eight, NULL), 0);
+	assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 0, -1, w.eight, NULL), 0);
 	assert_int_equal(backfill_reserve(&b, 7, NULL, gang, 3, 50, &v),
 	                 -EINVAL); /* no timeline yet */
 	backfill_timeline_done(&b);
@@ -386,7 +386,7 @@ static void test_reserve_unknown_and_never(void **state)
 	two[0] = two[1] = three[0] = three[1] = three[2] = w.eight;
 	policy_nodes_use(&w.t, 0, w.eight, NULL, -1);
 	assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 2), 0);
-	assert_int_equal(backfill_timeline_add(&b, POLICY_NEVER, 0, w.eight, NULL), 0);
+	assert_int_equal(backfill_timeline_add(&b, POLICY_NEVER, 0, -1, w.eight, NULL), 0);
 	backfill_timeline_done(&b);
 	assert_int_equal(backfill_reserve(&b, 1, NULL, three, 3, 60, &v), 0);
 	assert_null(v);

@@ -1,0 +1,622 @@
+/*
+ * The forecast (plan.h, step 6): an expected start for the waiting gangs
+ * the cycle tried and could not admit, not only for the ones that hold a
+ * reservation. The cycle's own rules are played forward over the timeline
+ * of expected ends. At each moment some work ends (the cycle's timeline,
+ * then what the forecast itself started), its room and its quota come
+ * back, and the waiting gangs are tried again in the order the cycle gave
+ * them their turns: each must fit its quota and be placed whole; the
+ * first ones that do not fit hold the configuration's reservations, and a
+ * later gang may use reserved nodes only as far as it cannot delay them
+ * (backfill.h). A gang's expected start is the moment it is placed; one
+ * still holding a reservation when the forecast stops starts by that
+ * reservation's start; PLAN_NEVER (unknown) when it waits for work with
+ * no runtime, or fits nowhere.
+ *
+ * What an expected start assumes: no gang arrives and none ends before
+ * or after its runtime; no preemption makes room; the order of turns
+ * stays the cycle's; and, so that a moment costs a bounded amount, only
+ * the first FORECAST_WINDOW gangs still waiting take part in it (the
+ * cycle gives every waiting gang a turn): a gang deeper in the order
+ * than that is taken to wait for some ahead of it to start, so its start
+ * may come earlier than forecast, where a gang within the window's
+ * comes when forecast.
+ *
+ * Cost: a copy of the node table; per moment, the ends it gives back (a
+ * node row and a queue charge each), a cheap test of each gang in the
+ * window against the free GPUs (a histogram of the nodes by free GPUs),
+ * and a placement for each that passes, less those a same-shaped gang
+ * already failed at that moment (a memo: within one moment room only
+ * shrinks); a reservation search only when a gang was started since the
+ * last or a reservation's start has come. Bounded by
+ * plan_input.forecast_depth (gangs taken), a share of the cycle's own CPU
+ * time (forecast_pct, at least forecast_min_ns) and FORECAST_HORIZON_S;
+ * a gang the forecast did not reach keeps 0 ("not estimated") and
+ * plan.forecast_until_s says how far it looked.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "policy/plan_internal.h"
+
+/* How far ahead the forecast plays: past this, a gang not yet placed is
+ * not estimated (unless a reservation bounds its start). */
+#define FORECAST_HORIZON_S (7 * 24 * 3600)
+
+/* The gangs still waiting that take part in a moment (above). */
+#define FORECAST_WINDOW 64
+
+/* Slots of the failure memo of one moment (direct mapped). */
+#define FORECAST_MEMO 256
+
+/* The clock (a system call) is read after each placement tried, and once
+ * per this many gangs looked at without one. */
+#define CLOCK_EVERY 16
+
+enum fc_state {
+	FC_NEW,     /* not looked at yet */
+	FC_SKIP,    /* not the forecast's: admitted, or waiting on a gate */
+	FC_WAITING, /* looked at, not started */
+	FC_DONE,    /* started at `start`, or never (PLAN_NEVER) */
+};
+
+struct fc_gang {
+	struct plan_gang *g;
+	const struct kubeapi_podspec **specs;
+	int64_t *req; /* what its n members ask, per queue slot */
+	uint32_t n;
+	int64_t gpus; /* whole GPUs a member asks when all ask alike, else 0 */
+	int64_t runtime;
+	int64_t start;  /* FC_DONE: when placed, or PLAN_NEVER */
+	int64_t resv_s; /* the start of the reservation it held last; 0 none */
+	uint8_t state;
+	uint8_t holds; /* holds one of the standing reservations */
+};
+
+/* A shape that did not fit at this moment: (one spec, members, the
+ * reservations it keeps out of). */
+struct fc_memo {
+	const struct kubeapi_podspec *spec;
+	uint32_t n;
+	uint64_t moment;
+	size_t kept_out;
+};
+
+/* A charge the forecast made to the queue tree (work that ended: -1; a
+ * gang it started: +1), taken back in reverse when it is done, so the
+ * cycle's usage is what the tree says afterwards. */
+struct fc_charge {
+	const struct kubeapi_podspec *spec;
+	int32_t queue;
+	uint16_t flavor;
+	int8_t sign;
+};
+
+struct forecast {
+	struct plan_run *r;
+	struct policy_nodes s; /* the table at time t */
+	int64_t t, horizon;
+	/* The cycle's timeline: [at, nends) still to come. */
+	struct backfill_end *ends, *forever;
+	size_t nends, at, nforever;
+	/* The ends of what the forecast placed (and of the cycle's binds
+	 * made after the timeline was built), by end: [mfirst, nmine) to
+	 * come. */
+	struct backfill_end *mine;
+	size_t mfirst, nmine, cap_mine;
+	/* The nodes of s by free whole GPUs (the last bucket: that many or
+	 * more), for the cheap test, and each node's bucket. */
+	size_t by_gpus[POLICY_GPU_BUCKETS];
+	uint8_t *bucket_of;
+	/* The gangs in turn order; [first, n) may still wait. */
+	struct fc_gang *v;
+	size_t n, first, left;
+	struct fc_charge *log;
+	size_t nlog, cap_log;
+	/* The standing reservations, made in `scratch` (emptied when they
+	 * are made again); placements on s take the cycle's arena (what the
+	 * table builds on first use, the shares given). */
+	struct backfill b;
+	struct arena *scratch;
+	uint8_t b_stale; /* a gang started since: make them again */
+	uint32_t *out;
+	const struct policy_held **held;
+	size_t cap_out;
+	struct fc_memo memo[FORECAST_MEMO];
+	uint64_t moment;
+	/* The budget: CPU time from `since`, and the gangs looked at. */
+	int64_t budget_ns, since_ns;
+	size_t looks;
+	uint8_t tried, cut;
+};
+
+int64_t plan__cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* t + runtime, PLAN_NEVER absorbing. */
+static int64_t after(int64_t t, int64_t runtime)
+{
+	return runtime == PLAN_NEVER || runtime > PLAN_NEVER - t ? PLAN_NEVER : t + runtime;
+}
+
+/* ---- the forecast's own ends ------------------------------------------ */
+
+/* The ends of what the forecast started, by end, in f->mine[mfirst,
+ * nmine) (those before mfirst have come): a search reads them in order
+ * (backfill.more). A started gang's members end together and go in at
+ * once: one move of the later ends a gang. */
+static int mine_room(struct forecast *f, size_t more)
+{
+	while (f->nmine + more > f->cap_mine)
+		if (arena_grow(&f->r->p->arena, &f->mine, f->cap_mine, &f->cap_mine,
+		               sizeof(*f->mine), 256) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static int by_end_s(const void *a, const void *b)
+{
+	const struct backfill_end *x = a, *y = b;
+
+	return (x->end_s > y->end_s) - (x->end_s < y->end_s);
+}
+
+/* x's n members, placed on f->out with f->held, all ending at end. */
+static int mine_insert(struct forecast *f, const struct fc_gang *x, int64_t end)
+{
+	size_t lo = f->mfirst, hi = f->nmine;
+
+	if (mine_room(f, x->n) < 0)
+		return -ENOMEM;
+	while (lo < hi) { /* after every end at or before it */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->mine[mid].end_s <= end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&f->mine[lo + x->n], &f->mine[lo], (f->nmine - lo) * sizeof(*f->mine));
+	for (uint32_t k = 0; k < x->n; k++)
+		f->mine[lo + k] =
+		    (struct backfill_end){end, f->out[k], x->g->queue, x->specs[k], f->held[k]};
+	f->nmine += x->n;
+	return 0;
+}
+
+/* ---- free GPUs ---------------------------------------------------------- */
+
+static unsigned bucket(int64_t free)
+{
+	if (free < 0)
+		return 0;
+	return free < POLICY_GPU_BUCKETS - 1 ? (unsigned)free : POLICY_GPU_BUCKETS - 1;
+}
+
+/* Could n members of `gpus` whole GPUs each find nodes with as many free?
+ * (No means they do not fit; yes, that they might.) */
+static bool gpus_may_fit(const struct forecast *f, int64_t gpus, uint32_t n)
+{
+	uint64_t can = 0;
+
+	if (gpus <= 0 || f->by_gpus[POLICY_GPU_BUCKETS - 1])
+		return true;
+	for (unsigned b = (unsigned)gpus; b < POLICY_GPU_BUCKETS - 1 && can < n; b++)
+		can += f->by_gpus[b] * (uint64_t)(b / (unsigned)gpus);
+	return can >= n;
+}
+
+/* Node i's free GPUs changed: its place in the histogram. */
+static void rebucket(struct forecast *f, size_t i)
+{
+	unsigned b = bucket(f->s.free_gpu[i]);
+
+	f->by_gpus[f->bucket_of[i]]--;
+	f->by_gpus[b]++;
+	f->bucket_of[i] = (uint8_t)b;
+}
+
+/* ---- queue usage ------------------------------------------------------- */
+
+/* A pod of spec on node i in (sign +1) or out of (-1) queue's usage. */
+static int charge(struct forecast *f, int queue, const struct kubeapi_podspec *spec, size_t i,
+                  int sign)
+{
+	struct plan_run *r = f->r;
+	uint16_t flavor = f->s.flavor[i];
+	int64_t req[QUEUE_MAX_SLOTS];
+
+	if (queue == QUEUE_NONE)
+		return 0;
+	if (arena_grow(&r->p->arena, &f->log, f->nlog, &f->cap_log, sizeof(*f->log), 256) < 0)
+		return -ENOMEM;
+	f->log[f->nlog++] = (struct fc_charge){spec, queue, flavor, (int8_t)sign};
+	memset(req, 0, r->nslots * sizeof(*req));
+	plan__add_pod(r, req, spec, flavor);
+	return queue_tree_charge(r->tree, queue, req, sign);
+}
+
+/* Every charge taken back: the tree as the cycle left it. */
+static void uncharge(struct forecast *f)
+{
+	struct plan_run *r = f->r;
+	int64_t req[QUEUE_MAX_SLOTS];
+
+	while (f->nlog) {
+		const struct fc_charge *c = &f->log[--f->nlog];
+
+		memset(req, 0, r->nslots * sizeof(*req));
+		plan__add_pod(r, req, c->spec, c->flavor);
+		queue_tree_charge(r->tree, c->queue, req, -c->sign);
+	}
+}
+
+/* ---- setting up -------------------------------------------------------- */
+
+/* Gang x as the forecast takes it, made when the window first reaches
+ * it (most waiting gangs of a large cluster never are): the members that
+ * make up minMember, as the cycle's turn tries them, their specs and
+ * request. 0 or -ENOMEM. */
+static int prepare(struct forecast *f, struct fc_gang *x)
+{
+	struct plan_run *r = f->r;
+	struct plan_gang *g = x->g;
+	uint32_t have = g->bound + g->succeeded;
+	uint32_t need = have < g->min_member ? g->min_member - have : 1;
+
+	x->state = FC_SKIP;
+	if (g->state != PLAN_WAITING || !g->npending ||
+	    (g->block.why != PLAN_WHY_FIT && g->block.why != PLAN_WHY_QUOTA)) {
+		f->left--;
+		return 0;
+	}
+	if (g->group_tasks)
+		need = plan__task_order(r, g, need);
+	if (need > g->npending)
+		need = g->npending;
+	x->n = need;
+	x->runtime = plan__runtime(r, g);
+	if (!(x->specs = plan__specs(r, g, g->pending, need)) ||
+	    !(x->req = arena_alloc(&r->p->arena, r->nslots * sizeof(*x->req))))
+		return -ENOMEM;
+	plan__request(r, x->req, g->pending, need);
+	x->gpus = g->pending_spec ? policy_spec_gpus(g->pending_spec) : 0;
+	/* Each spec's fit made now, in the cycle's arena: a fit the cache
+	 * first met during a search would not outlive its scratch room. */
+	for (uint32_t m = 0; m < need; m++)
+		if ((m == 0 || x->specs[m] != x->specs[m - 1]) &&
+		    !policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, x->specs[m]))
+			return -ENOMEM;
+	if (need > f->cap_out) {
+		size_t cap = need > 64 ? need : 64;
+
+		if (!(f->out = arena_alloc(&r->p->arena, cap * sizeof(*f->out))) ||
+		    !(f->held = arena_alloc(&r->p->arena, cap * sizeof(*f->held))))
+			return -ENOMEM;
+		f->cap_out = cap;
+	}
+	x->state = FC_WAITING;
+	return 0;
+}
+
+static int setup(struct forecast *f, struct plan_run *r)
+{
+	size_t depth = r->in->forecast_depth ? r->in->forecast_depth : SIZE_MAX;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->r = r;
+	f->scratch = &r->keep->forecast;
+	f->b_stale = 1;
+	if (r->in->forecast_pct || r->in->forecast_min_ns) {
+		f->since_ns = plan__cpu_ns();
+		f->budget_ns = (f->since_ns - r->cpu0_ns) * r->in->forecast_pct / 100;
+		if (f->budget_ns < r->in->forecast_min_ns)
+			f->budget_ns = r->in->forecast_min_ns;
+	}
+	f->t = r->in->now_s;
+	f->horizon = after(r->in->now_s, FORECAST_HORIZON_S);
+	f->n = r->nturns < depth ? r->nturns : depth;
+	if (!(f->v = arena_calloc(&r->p->arena, f->n + 1, sizeof(*f->v))))
+		return -ENOMEM;
+	for (size_t k = 0; k < f->n; k++)
+		f->v[k].g = &r->p->gangs[r->turns[k]];
+	f->left = f->n;
+	if ((rc = plan__timeline(r)) < 0 ||
+	    (rc = policy_nodes_copy(&f->s, &r->p->nodes, &r->p->arena)) < 0)
+		return rc;
+	if (!(f->bucket_of = arena_alloc(&r->p->arena, f->s.n + 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < f->s.n; i++) {
+		f->bucket_of[i] = (uint8_t)bucket(f->s.free_gpu[i]);
+		f->by_gpus[f->bucket_of[i]]++;
+	}
+	f->ends = r->bf.ends;
+	f->nends = r->bf.nends;
+	f->forever = r->bf.forever;
+	f->nforever = r->bf.nforever;
+	/* The cycle's binds the timeline missed (made after it was built). */
+	for (size_t k = r->timed_binds; k < r->p->nbinds; k++) {
+		const struct plan_bind *b = &r->p->binds[k];
+		const struct plan_gang *g = &r->p->gangs[b->gang];
+		long i = policy_nodes_find(&f->s, b->node);
+		int64_t end = plan__end(r, &r->p->gangs[b->gang]);
+
+		if (i < 0 || end == PLAN_NEVER)
+			continue;
+		if ((rc = mine_room(f, 1)) < 0)
+			return rc;
+		f->mine[f->nmine++] =
+		    (struct backfill_end){end, (uint32_t)i, g->queue, b->pod->spec, b->held};
+	}
+	if (f->nmine)
+		qsort(f->mine, f->nmine, sizeof(*f->mine), by_end_s);
+	return 0;
+}
+
+/* ---- one moment -------------------------------------------------------- */
+
+/* Over budget: stop where it stands. */
+static bool spent(struct forecast *f)
+{
+	if (f->budget_ns && (f->tried || ++f->looks % CLOCK_EVERY == 0) &&
+	    plan__cpu_ns() - f->since_ns > f->budget_ns)
+		f->cut = 1;
+	f->tried = 0;
+	return f->cut;
+}
+
+static struct fc_memo *memo_slot(struct forecast *f, const struct fc_gang *x, size_t kept)
+{
+	uint64_t h =
+	    (uint64_t)(uintptr_t)x->specs[0] ^ ((uint64_t)x->n << 7) ^ ((uint64_t)kept << 3);
+
+	return &f->memo[(h * 0x9E3779B97F4A7C15ull >> 56) % FORECAST_MEMO];
+}
+
+/* Did a gang of x's shape fail at this moment, keeping out of as many
+ * reservations? Only gangs of one spec and no topology constraint have a
+ * shape. */
+static bool memo_says_no(struct forecast *f, const struct fc_gang *x, size_t kept)
+{
+	const struct fc_memo *m;
+
+	if (!x->g->pending_spec || x->g->within.level >= 0)
+		return false;
+	m = memo_slot(f, x, kept);
+	return m->moment == f->moment && m->spec == x->specs[0] && m->n == x->n &&
+	       m->kept_out == kept;
+}
+
+static void memo_add(struct forecast *f, const struct fc_gang *x, size_t kept)
+{
+	if (x->g->pending_spec && x->g->within.level < 0)
+		*memo_slot(f, x, kept) = (struct fc_memo){x->specs[0], x->n, f->moment, kept};
+}
+
+/* x placed at time t (f->out, f->held, counted into s): its quota
+ * charged, and its members' ends, if it has a runtime, to come; without
+ * one they hold their nodes for good. */
+static int started(struct forecast *f, struct fc_gang *x)
+{
+	int64_t end = after(f->t, x->runtime);
+	int rc;
+
+	x->state = FC_DONE;
+	x->start = f->t;
+	f->left--;
+	f->b_stale = 1;
+	for (uint32_t k = 0; k < x->n; k++)
+		rebucket(f, f->out[k]);
+	for (uint32_t k = 0; k < x->n; k++)
+		if ((rc = charge(f, x->g->queue, x->specs[k], f->out[k], +1)) < 0)
+			return rc;
+	return end == PLAN_NEVER ? 0 : mine_insert(f, x, end);
+}
+
+/* x does not fit now: a reservation if one is left to give. */
+static int reserve(struct forecast *f, struct fc_gang *x)
+{
+	const struct backfill_resv *v;
+	int rc;
+
+	if (backfill_full(&f->b))
+		return 0;
+	f->b.more = f->mine + f->mfirst; /* what the forecast placed ends too */
+	f->b.nmore = f->nmine - f->mfirst;
+	if ((rc = backfill_reserve(&f->b, (uint32_t)(x->g - f->r->p->gangs), &x->g->within,
+	                           x->specs, x->n, x->runtime, &v)) < 0)
+		return rc;
+	if (rc == 0) { /* fits not even once everything has ended */
+		x->state = FC_DONE;
+		x->start = PLAN_NEVER;
+		f->left--;
+		return 0;
+	}
+	x->resv_s = v->start_s;
+	x->holds = 1;
+	return 0;
+}
+
+/* Gang x's turn at this moment: within its quota, placed within the
+ * reservations standing, else a reservation while one is left. */
+static int turn(struct forecast *f, struct fc_gang *x)
+{
+	struct plan_run *r = f->r;
+	int64_t end = f->b.nresv ? after(f->t, x->runtime) : 0;
+	size_t kept = backfill_kept_out(&f->b, end);
+	int rc;
+
+	if (x->holds)
+		return 0; /* nothing started since: it fits not before its start */
+	if (x->g->queue != QUEUE_NONE && !queue_tree_fits(r->tree, x->g->queue, x->req).fits)
+		return 0; /* as in the cycle: no reservation for a gang short of quota */
+	if (memo_says_no(f, x, kept) || !gpus_may_fit(f, x->gpus, x->n))
+		return reserve(f, x);
+	memset(f->held, 0, x->n * sizeof(*f->held));
+	r->p->stats.forecast_tries++;
+	f->tried = 1;
+	rc = backfill_place(&f->b, end, &x->g->within, x->specs, x->n, f->out, f->held, NULL);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0)
+		return started(f, x);
+	memo_add(f, x, kept);
+	return reserve(f, x);
+}
+
+/* The reservations made again when a gang started since they were made
+ * (it may be in their way) or one's start has come; else they stand, as
+ * the searches would find them again, and only the timeline moves on. */
+static int reservations(struct forecast *f)
+{
+	struct plan_run *r = f->r;
+	int64_t soonest = PLAN_NEVER;
+	int rc;
+
+	for (size_t v = 0; v < f->b.nresv; v++)
+		if (f->b.resv[v].start_s < soonest)
+			soonest = f->b.resv[v].start_s;
+	if (f->b_stale || soonest <= f->t) {
+		r->p->stats.forecast_tries += f->b.tries;
+		arena_reset(f->scratch);
+		if ((rc = backfill_init(&f->b, &f->s, &r->fits, f->scratch, f->t,
+		                        (unsigned)r->cfg->backfill.reservations)) < 0)
+			return rc;
+		f->b.table_arena = &r->p->arena; /* the table outlives the room */
+		f->b_stale = 0;
+		for (size_t k = f->first; k < f->n; k++)
+			f->v[k].holds = 0;
+	}
+	f->b.now_s = f->t;
+	backfill_timeline_use(&f->b, f->ends + f->at, f->nends - f->at, f->forever, f->nforever);
+	return 0;
+}
+
+/* The gangs in the window tried at time t, in turn order. */
+static int moment(struct forecast *f)
+{
+	size_t seen = 0;
+	int rc;
+
+	f->moment++;
+	f->r->p->stats.forecast_moments++;
+	if ((rc = reservations(f)) < 0)
+		return rc;
+	while (f->first < f->n &&
+	       (f->v[f->first].state == FC_SKIP || f->v[f->first].state == FC_DONE))
+		f->first++;
+	for (size_t k = f->first; k < f->n && seen < FORECAST_WINDOW && !spent(f); k++) {
+		struct fc_gang *x = &f->v[k];
+
+		if (x->state == FC_NEW && (rc = prepare(f, x)) < 0)
+			return rc;
+		if (x->state != FC_WAITING)
+			continue;
+		seen++;
+		if ((rc = turn(f, x)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* On to the next moment anything ends at, its ends given back to the
+ * table and the queues: 0, 1 when nothing is left to end, or -ENOMEM. */
+static int advance(struct forecast *f)
+{
+	int64_t t = PLAN_NEVER;
+	size_t from = f->at, mfrom = f->mfirst;
+	int rc;
+
+	if (f->at < f->nends)
+		t = f->ends[f->at].end_s;
+	if (f->mfirst < f->nmine && f->mine[f->mfirst].end_s < t)
+		t = f->mine[f->mfirst].end_s;
+	if (t == PLAN_NEVER)
+		return 1;
+	f->t = t;
+	while (f->at < f->nends && f->ends[f->at].end_s <= t) {
+		const struct backfill_end *e = &f->ends[f->at++];
+
+		policy_nodes_count(&f->s, e->node, e->spec, e->held, +1);
+		rebucket(f, e->node);
+		if ((rc = charge(f, e->tag, e->spec, e->node, -1)) < 0)
+			return rc;
+	}
+	while (f->mfirst < f->nmine && f->mine[f->mfirst].end_s <= t) {
+		const struct backfill_end *e = &f->mine[f->mfirst++];
+
+		policy_nodes_count(&f->s, e->node, e->spec, e->held, +1);
+		rebucket(f, e->node);
+		if ((rc = charge(f, e->tag, e->spec, e->node, -1)) < 0)
+			return rc;
+	}
+	/* Each node's GPU summary once, after all its pods are back. */
+	for (size_t k = from; k < f->at; k++)
+		policy_nodes_settle_node(&f->s, f->ends[k].node);
+	for (size_t k = mfrom; k < f->mfirst; k++)
+		policy_nodes_settle_node(&f->s, f->mine[k].node);
+	return 0;
+}
+
+/* ---- the answers --------------------------------------------------------- */
+
+/* Each gang's expected start, in its record and its message. ended: no
+ * work was left to end (a gang not started waits for work without a
+ * runtime). */
+static void publish(struct forecast *f, bool ended)
+{
+	struct plan_run *r = f->r;
+	char buf[1024];
+
+	for (size_t k = 0; k < f->n; k++) {
+		struct fc_gang *x = &f->v[k];
+		struct plan_gang *g = x->g;
+		int64_t start = x->state == FC_DONE ? x->start : x->resv_s;
+
+		if (x->state != FC_DONE && x->state != FC_WAITING)
+			continue;
+		if (!start && ended && x->state == FC_WAITING)
+			start = PLAN_NEVER;
+		if (!start || g->reserved)
+			continue; /* not reached; or the cycle's reservation says it */
+		g->expected_start_s = start;
+		g->forecast = 1;
+		g->message =
+		    plan__strdup(r, plan_words_forecast(g->message, start, buf, sizeof(buf)));
+		r->p->stats.forecast_gangs++;
+	}
+	r->p->forecast_until_s = f->t;
+	r->p->forecast_cut = !ended && f->left;
+}
+
+int plan__forecast(struct plan_run *r)
+{
+	struct forecast f;
+	int rc;
+
+	r->p->forecast_until_s = 0;
+	r->p->forecast_cut = 0;
+	if (!r->in->forecast || !r->nturns)
+		return 0;
+	if ((rc = setup(&f, r)) < 0)
+		return rc;
+	while (f.left && !f.cut) {
+		if ((rc = advance(&f)) != 0 || f.t > f.horizon || (rc = moment(&f)) < 0)
+			break;
+	}
+	uncharge(&f);
+	if (rc < 0)
+		return rc;
+	r->p->stats.forecast_tries += f.b.tries;
+	publish(&f, rc == 1);
+	return 0;
+}
