@@ -155,14 +155,36 @@ static void other(const struct plan_facts *f, const struct out *o)
 	}
 }
 
+static const char *when(int64_t start_s, char *buf, size_t len);
+
+/* The forecast's start, when it gave one and no reservation says it. */
+static void forecast(const struct plan_facts *f, const struct out *o)
+{
+	char at[32];
+
+	if (f->reserved || !f->forecast || !f->start_s)
+		return;
+	if (f->start_s == PLAN_NEVER) {
+		say(o, PLAN_WORDS_EXPLAIN,
+		    "forecast: the start is unknown: the work it waits for declares no runtime");
+		return;
+	}
+	say(o, PLAN_WORDS_EXPLAIN,
+	    "forecast: it starts at %s if running work ends when expected and no gang "
+	    "comes ahead of it",
+	    when(f->start_s, at, sizeof(at)));
+}
+
 static void reservation(const struct plan_facts *f, const struct out *o)
 {
 	char when[32];
 	time_t t = (time_t)f->start_s;
 	struct tm tm;
 
-	if (!f->reserved)
+	if (!f->reserved) {
+		forecast(f, o);
 		return;
+	}
 	if (f->start_s == PLAN_NEVER) {
 		say(o, PLAN_WORDS_EXPLAIN,
 		    "reservation: it holds %u node(s); the start is unknown because running "

@@ -66,8 +66,9 @@ struct plan_facts {
 	uint32_t pods_left;
 	/* PLAN_WHY_NO_QUEUE, PLAN_WHY_ENQUEUE: the planner's message. */
 	const char *message;
-	/* A reservation held: its nodes and start (PLAN_NEVER unknown). */
-	bool reserved;
+	/* A reservation held: its nodes and start (PLAN_NEVER unknown); or,
+	 * forecast, the start the forecast gave it (plan.h, step 6). */
+	bool reserved, forecast;
 	uint32_t resv_nodes;
 	int64_t start_s;
 };

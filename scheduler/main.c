@@ -106,6 +106,9 @@ static const char run_usage[] =
     "                          retry period < renew deadline < lease duration\n"
     "  --cycle-delay-ms N      for tests: each cycle takes N ms longer (0..60000), as\n"
     "                          one of a very large cluster does\n"
+    "  --forecast-share PCT    each cycle spends at most PCT percent of its time (at least\n"
+    "                          2 ms) forecasting when every waiting gang starts\n"
+    "                          (default 15; 0: no forecast, only reservations say)\n"
     "  --check-state           debug: each cycle checks the state the planner keeps\n"
     "                          across cycles against a rebuild, and warns if they differ\n"
     "  --help                  this text\n"
@@ -218,6 +221,7 @@ static const struct option run_longopts[] = {
     {"max-object-bytes", required_argument, NULL, 'B'},
     {"cycle-delay-ms", required_argument, NULL, 'Y'},
     {"check-state", no_argument, NULL, 'S'},
+    {"forecast-share", required_argument, NULL, 'G'},
     {"leader-elect", no_argument, NULL, 'E'},
     {"lease-namespace", required_argument, NULL, 'N'},
     {"lease-name", required_argument, NULL, 'M'},
@@ -244,7 +248,7 @@ static const struct {
     {'T', offsetof(struct sched_options, debug_token)},
 };
 
-/* --period-ms, --cycle-delay-ms and --max-object-bytes: 0, or -EINVAL
+/* --period-ms, --cycle-delay-ms, --forecast-share and --max-object-bytes: 0, or -EINVAL
  * (said on stderr). */
 static int number_option(struct sched_options *o, int c, const char *arg)
 {
@@ -257,6 +261,15 @@ static int number_option(struct sched_options *o, int c, const char *arg)
 			return -EINVAL;
 		}
 		o->cycle_delay_ms = (unsigned)v;
+		return 0;
+	}
+	if (c == 'G') {
+		if (end == arg || *end || v < 0 || v > 100) {
+			fprintf(stderr, "muster run: --forecast-share wants 0..100\n");
+			return -EINVAL;
+		}
+		o->forecast_share = (unsigned)v;
+		o->forecast_off = v == 0;
 		return 0;
 	}
 	if (c == 'p') {
@@ -298,6 +311,7 @@ static int run_option(struct sched_options *o, int c, const char *arg)
 	case 'p':
 	case 'B':
 	case 'Y':
+	case 'G':
 		return number_option(o, c, arg);
 	case 'E':
 		o->leader_elect = true;

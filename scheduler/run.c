@@ -53,6 +53,11 @@ const char *sched_str(struct sched *s, uint32_t id)
 
 static void on_debounce(uv_timer_t *t);
 
+/* The least CPU time a cycle's forecast may take, whatever its share of
+ * a short cycle: enough for the first few dozen waiting gangs of a small
+ * cluster, where a cycle takes a millisecond. */
+#define FORECAST_MIN_NS 2000000
+
 void sched_kick(struct sched *s)
 {
 	if (!s->stopping && !uv_is_active((uv_handle_t *)&s->debounce))
@@ -466,6 +471,9 @@ static void cycle(struct sched *s)
 	y->in.nodes_known = kubeapi_cache_changes(s->cache, KUBEAPI_STORE_NODES,
 	                                          &y->in.node_changes, &y->in.nnode_changes);
 	y->in.check_state = s->opt.check_state;
+	y->in.forecast = !s->opt.forecast_off;
+	y->in.forecast_pct = (uint8_t)s->opt.forecast_share;
+	y->in.forecast_min_ns = FORECAST_MIN_NS;
 	if ((rc = uv_queue_work(s->loop, &y->work, cycle_work, cycle_done)) < 0) {
 		sched_log(s, "cycle not started: %s", uv_strerror(rc));
 		kubeapi_cache_release(s->cache, UINT64_MAX);
@@ -823,6 +831,8 @@ static void defaults(struct sched_options *o)
 		o->period_ms = 1000;
 	if (!o->status_per_cycle)
 		o->status_per_cycle = 1000;
+	if (!o->forecast_share)
+		o->forecast_share = 15;
 }
 
 int sched_run(const struct sched_options *opt)

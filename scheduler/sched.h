@@ -76,6 +76,11 @@ struct sched_options {
 	/* A debug aid: each cycle checks the planner's pod table against a
 	 * rebuild and warns of any difference (plan_input.check_state). */
 	bool check_state;
+	/* The forecast of every waiting gang's start (policy/forecast.c):
+	 * at most this percent of each cycle's CPU time (0: default, 15),
+	 * and at least SCHED_FORECAST_MIN_NS; forecast_off: none at all. */
+	unsigned forecast_share;
+	bool forecast_off;
 	/* Leader election (lease.h): without it, this instance always leads. */
 	bool leader_elect;
 	const char *lease_namespace, *lease_name, *identity;

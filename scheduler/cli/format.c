@@ -735,11 +735,15 @@ static void explain_times(FILE *out, const cJSON *doc, const cJSON *g)
 	fputs(")\n", out);
 	key(out, "expected start:");
 	if (strcmp(start, "unknown") == 0)
-		fputs("unknown (running work on the reserved nodes has no runtime)", out);
+		fputs("unknown (work it waits for has no runtime)", out);
 	else
 		sched_cli__put_clean(out, strcmp(start, "-") == 0 ? "not estimated" : start);
 	if (start_rel(rel, sizeof(rel), start, doc_time(doc)) == 0)
 		fprintf(out, " (%s)", rel);
+	if (strcmp(start, "-") != 0 && cJSON_IsString(field(g, "expectedStartFrom"))) {
+		fputs(" by its ", out);
+		sched_cli__put_clean(out, text_field(g, "expectedStartFrom"));
+	}
 	fputc('\n', out);
 }
 

@@ -229,14 +229,37 @@ static void add_reservation(const struct snap *sn, const struct snap_gang *g, cJ
 		cJSON_AddItemToArray(nodes, cJSON_CreateString(sn->nodes[g->resv_nodes[k]].name));
 }
 
+/* expectedStart: a time, "unknown", or null (not estimated); and what
+ * says it: the gang's reservation, or the forecast. */
 static void add_start(const struct snap_gang *g, cJSON *o)
 {
-	if (!g->reserved || g->expected_start_s == 0)
+	bool known = g->expected_start_s != 0 && (g->reserved || g->forecast);
+
+	if (!known)
 		cJSON_AddNullToObject(o, "expectedStart");
 	else if (g->expected_start_s == PLAN_NEVER)
 		cJSON_AddStringToObject(o, "expectedStart", "unknown");
 	else
 		add_time(o, "expectedStart", g->expected_start_s);
+	if (!known)
+		cJSON_AddNullToObject(o, "expectedStartFrom");
+	else
+		cJSON_AddStringToObject(o, "expectedStartFrom",
+		                        g->reserved ? "reservation" : "forecast");
+}
+
+/* How far the cycle's forecast looked: null when it did not run. */
+static void add_forecast(const struct snap *sn, cJSON *doc)
+{
+	cJSON *f;
+
+	if (!sn->forecast_until_s) {
+		cJSON_AddNullToObject(doc, "forecast");
+		return;
+	}
+	f = cJSON_AddObjectToObject(doc, "forecast");
+	add_time(f, "lookedUntil", sn->forecast_until_s);
+	cJSON_AddBoolToObject(f, "complete", !sn->forecast_cut);
 }
 
 static cJSON *gang_json(const struct snap *sn, const struct snap_gang *g)
@@ -296,6 +319,7 @@ static void get_gangs(const struct snap *sn, const struct httpd_request *req,
 	}
 	cJSON_AddNumberToObject(doc, "total", (double)total);
 	cJSON_AddNumberToObject(doc, "returned", (double)n);
+	add_forecast(sn, doc);
 	cJSON_AddItemToObject(doc, "gangs", arr);
 	send_json(r, 200, doc);
 }

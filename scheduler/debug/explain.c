@@ -109,6 +109,7 @@ static void facts(const struct snap *sn, const struct snap_gang *g, cJSON *by, s
 	f->why = g->block.why;
 	f->message = g->message;
 	f->reserved = g->reserved;
+	f->forecast = g->forecast;
 	f->resv_nodes = g->nresv_nodes;
 	f->start_s = g->expected_start_s;
 	cJSON_AddStringToObject(by, "constraint", constraint_name[g->block.why]);

@@ -322,6 +322,7 @@ static int take_gang(const struct snap_input *s, struct snap *sn, struct snap_ga
 	                                                    : 0;
 	o->state = (uint8_t)g->state;
 	o->reserved = g->reserved;
+	o->forecast = g->forecast;
 	o->queue = g->queue;
 	o->priority = g->priority == INT32_MIN ? 0 : g->priority;
 	o->min_member = g->min_member;
@@ -444,6 +445,8 @@ int snap_take(const struct snap_input *s, struct snap *out)
 
 	sn.cycle = s->cycle;
 	sn.time_s = s->now_s;
+	sn.forecast_until_s = s->plan->forecast_until_s;
+	sn.forecast_cut = s->plan->forecast_cut;
 	if ((rc = take_all(s, &sn)) < 0) {
 		snap_free(&sn);
 		return rc;

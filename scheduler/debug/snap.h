@@ -30,7 +30,8 @@ struct snap_gang {
 	uint8_t kind;        /* 0 PodGroup, 1 Volcano PodGroup, 2 single pod, 3 scheduling.k8s.io */
 	uint8_t state;       /* enum plan_state */
 	uint8_t reserved;
-	int queue; /* tree node, or QUEUE_NONE */
+	uint8_t forecast; /* expected_start_s is the forecast's */
+	int queue;        /* tree node, or QUEUE_NONE */
 	int32_t priority;
 	uint32_t min_member, bound, succeeded, npending;
 	uint32_t tried;                    /* 0 not tried this cycle */
@@ -89,6 +90,10 @@ struct snap {
 	int nqueues;
 	struct snap_gang *gangs; /* waiting gangs in order (position 1 first) */
 	size_t ngangs;
+	/* How far the forecast looked (plan.forecast_until_s; 0: it did not
+	 * run) and whether a budget stopped it short of some gang. */
+	int64_t forecast_until_s;
+	uint8_t forecast_cut;
 	size_t admitted_gangs; /* with a member bound or binding */
 	struct snap_node *nodes;
 	size_t nnodes;

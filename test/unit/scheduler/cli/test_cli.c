@@ -120,7 +120,8 @@ static const char explain_fit_doc[] =
     "  'priority': 10, 'minMember': 4, 'members': 4, 'bound': 1, 'pendingMembers': 3,"
     "  'requests': {'cpu': 16, 'memory': 68719476736, 'nvidia.com/gpu': 16},"
     "  'created': '2026-11-21T18:25:00Z', 'waitingSeconds': 7500,"
-    "  'reservation': {'nodes': ['gpu-0', 'gpu-1']}, 'expectedStart': '2026-11-21T21:15:30Z'},"
+    "  'reservation': {'nodes': ['gpu-0', 'gpu-1']}, 'expectedStart': '2026-11-21T21:15:30Z',"
+    "  'expectedStartFrom': 'reservation'},"
     " 'blockedBy': {'constraint': 'fit', 'placed': 2, 'members': 4, 'nodes': 16,"
     "  'shortNodes': 14, 'resource': 'nvidia.com/gpu',"
     "  'rejected': {'Insufficient nvidia.com/gpu': 14, 'untolerated taint': 2}},"
@@ -423,7 +424,7 @@ static void test_explain_fit(void **state)
 	            "  members:        1 bound of minMember 4 (4 exist, 3 pending)\n"
 	            "  requests:       16 cpu, 64Gi memory, 16 nvidia.com/gpu\n"
 	            "  waiting for:    2h5m (created 2026-11-21T18:25:00Z)\n"
-	            "  expected start: 2026-11-21T21:15:30Z (in 45m30s)\n"
+	            "  expected start: 2026-11-21T21:15:30Z (in 45m30s) by its reservation\n"
 	            "  reservation:    gpu-0, gpu-1 (2 nodes)\n"
 	            "  message:        gang b/sweep-17: 2 of 4 members fit\n"
 	            "\n"
@@ -448,11 +449,12 @@ static void test_explain_flat_unknown(void **state)
 
 	(void)state;
 	t = explain_text("{'namespace': 'b', 'name': 'x', 'kind': 'Pod', 'queue': null,"
-	                 " 'expectedStart': 'unknown', 'reservation': {'nodes': []},"
+	                 " 'expectedStart': 'unknown', 'expectedStartFrom': 'forecast',"
+	                 " 'reservation': {'nodes': []},"
 	                 " 'requests': {}, 'blockedBy': {'constraint': 'topology'}, 'pods': []}");
 	assert_non_null(strstr(t, "Gang b/x (Pod)\n  queue:          -, position ?"));
-	assert_non_null(strstr(t, "  expected start: unknown (running work on the reserved "
-	                          "nodes has no runtime)\n"));
+	assert_non_null(strstr(t, "  expected start: unknown (work it waits for has no runtime) "
+	                          "by its forecast\n"));
 	assert_non_null(strstr(t, "  reservation:    no nodes\n"));
 	assert_non_null(strstr(t, "  requests:       none\n"));
 	assert_non_null(strstr(t, "\nBlocked by:\n  topology\n"));
