@@ -1493,7 +1493,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: plan_cycle [NODES] [--sweep] [--reps N] [--mix small|uniform] "
 	                "[--unique-specs] [--preempt] [--reservations N] [--vgpu PCT [--baseline]] "
-	                "[--late] [--forecast PCT]\n");
+	                "[--forecast PCT [--baseline]] "
+	                "[--late]\n");
 	return 2;
 }
 
@@ -1548,26 +1549,36 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	           : -1;
 }
 
-/* --vgpu with --baseline: the cycle on whole GPUs and with fractions,
- * each in a child of its own, BASELINE_ROUNDS times in turn, and how the
- * best CPU times of each compare. Taking turns spreads this machine's
- * noise over both sides instead of landing a burst on one. */
+/* --baseline: the cycle of `base` and of o, each in a child of its own,
+ * BASELINE_ROUNDS times in turn, the best CPU time of each into best[0]
+ * and best[1]. Taking turns spreads this machine's noise over both sides
+ * instead of landing a burst on one. 0, or -1 when a run failed. */
 #define BASELINE_ROUNDS 3
-static int vgpu_against_whole(const struct opts *o)
+static int against(const struct opts *base, const struct opts *o, struct result best[2])
 {
-	struct opts whole = *o;
-	struct result r[2], best[2];
+	struct result r[2];
 
-	whole.vgpu_pct = 0;
 	for (int k = 0; k < BASELINE_ROUNDS; k++) {
-		if (run_child(o->nodes, &whole, &r[0]) < 0 || run_child(o->nodes, o, &r[1]) < 0) {
+		if (run_child(o->nodes, base, &r[0]) < 0 || run_child(o->nodes, o, &r[1]) < 0) {
 			fprintf(stderr, "plan_cycle: a run failed\n");
-			return 1;
+			return -1;
 		}
 		for (int j = 0; j < 2; j++)
 			if (k == 0 || r[j].cpu_min_ms < best[j].cpu_min_ms)
 				best[j] = r[j];
 	}
+	return 0;
+}
+
+/* --vgpu with --baseline: the cycle on whole GPUs and with fractions. */
+static int vgpu_against_whole(const struct opts *o)
+{
+	struct opts whole = *o;
+	struct result best[2];
+
+	whole.vgpu_pct = 0;
+	if (against(&whole, o, best) < 0)
+		return 1;
 	printf("bench=plan_cycle_vgpu nodes=%d vgpu_pct=%d rounds=%d whole_cycle_cpu_min_ms=%.2f "
 	       "vgpu_cycle_cpu_min_ms=%.2f vgpu_over_whole=%.2f whole_admitted_gangs=%zu "
 	       "vgpu_admitted_gangs=%zu fractional_gangs=%ld\n",
@@ -1575,6 +1586,34 @@ static int vgpu_against_whole(const struct opts *o)
 	       best[1].cpu_min_ms / best[0].cpu_min_ms, best[0].st.admitted_gangs,
 	       best[1].st.admitted_gangs, best[1].frac_gangs);
 	return 0;
+}
+
+/* --forecast with --baseline: the cycle without a forecast and with one;
+ * the decisions must be the same (1 otherwise). */
+static int forecast_against_none(const struct opts *o)
+{
+	struct opts none = *o;
+	struct result best[2];
+	int same;
+
+	none.forecast = -1;
+	if (against(&none, o, best) < 0)
+		return 1;
+	same = best[0].digest == best[1].digest;
+	printf("bench=plan_cycle_forecast nodes=%d mode=%s forecast_pct=%d rounds=%d "
+	       "plain_cycle_cpu_min_ms=%.2f forecast_cycle_cpu_min_ms=%.2f "
+	       "forecast_over_plain=%.2f waiting_gangs=%ld forecast_gangs=%zu forecast_known=%ld "
+	       "forecast_unknown=%ld forecast_moments=%zu forecast_tries=%zu "
+	       "forecast_ahead_s=%" PRId64 " forecast_cut=%d same_decisions=%d\n",
+	       o->nodes, o->preempt ? "preempt" : "default", o->forecast, BASELINE_ROUNDS,
+	       best[0].cpu_min_ms, best[1].cpu_min_ms, best[1].cpu_min_ms / best[0].cpu_min_ms,
+	       best[1].wait_nodes + best[1].wait_quota, best[1].st.forecast_gangs,
+	       best[1].forecast_known, best[1].forecast_unknown, best[1].st.forecast_moments,
+	       best[1].st.forecast_tries, best[1].forecast_ahead_s, best[1].forecast_cut, same);
+	if (!same)
+		printf("WARNING: plan_cycle nodes=%d: the forecast changed the decisions\n",
+		       o->nodes);
+	return !same;
 }
 
 int main(int argc, char **argv)
@@ -1589,6 +1628,8 @@ int main(int argc, char **argv)
 	heap_keep_big_blocks(); /* as `muster run` does */
 	if (o.vgpu_pct && o.baseline)
 		return vgpu_against_whole(&o);
+	if (o.forecast >= 0 && o.baseline)
+		return forecast_against_none(&o);
 	if (!o.sweep)
 		return run_size(o.nodes, &o, &res[0]) < 0 || !exercised(&res[0], &o);
 	for (size_t k = 0; k < 4; k++)

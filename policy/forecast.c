@@ -69,8 +69,15 @@ struct fc_gang {
 	uint32_t n;
 	int64_t gpus; /* whole GPUs a member asks when all ask alike, else 0 */
 	int64_t runtime;
-	int64_t start;  /* FC_DONE: when placed, or PLAN_NEVER */
-	int64_t resv_s; /* the start of the reservation it held last; 0 none */
+	int64_t start;                /* FC_DONE: when placed, or PLAN_NEVER */
+	int64_t resv_s;               /* the start of the reservation it held last; 0 none */
+	const struct policy_fit *fit; /* its one spec's, else NULL */
+	/* Its last placement failed (failed) when freed[0..seen) had been
+	 * given back, under reservations of generation gen that it had to
+	 * keep out of (guarded), or none (0). */
+	size_t seen;
+	uint64_t gen;
+	uint8_t failed, guarded;
 	uint8_t state;
 	uint8_t holds; /* holds one of the standing reservations */
 };
@@ -120,7 +127,14 @@ struct forecast {
 	 * table builds on first use, the shares given). */
 	struct backfill b;
 	struct arena *scratch;
-	uint8_t b_stale; /* a gang started since: make them again */
+	/* A gang started since they were made, or one ahead of a holder in
+	 * the order failed while they were all given: make them again. */
+	uint8_t b_stale;
+	size_t last_holder; /* the index of the last gang holding one, + 1 */
+	uint64_t b_gen;     /* counts the times they were made */
+	/* The nodes work ended on, in the order given back. */
+	uint32_t *freed;
+	size_t nfreed, cap_freed;
 	uint32_t *out;
 	const struct policy_held **held;
 	size_t cap_out;
@@ -261,6 +275,14 @@ static void uncharge(struct forecast *f)
 
 /* ---- setting up -------------------------------------------------------- */
 
+/* Does the forecast take g: waiting for room or quota (not for a gate,
+ * a StrictFIFO head or members)? */
+static bool forecast_takes(const struct plan_gang *g)
+{
+	return g->state == PLAN_WAITING && g->npending &&
+	       (g->block.why == PLAN_WHY_FIT || g->block.why == PLAN_WHY_QUOTA);
+}
+
 /* Gang x as the forecast takes it, made when the window first reaches
  * it (most waiting gangs of a large cluster never are): the members that
  * make up minMember, as the cycle's turn tries them, their specs and
@@ -273,8 +295,7 @@ static int prepare(struct forecast *f, struct fc_gang *x)
 	uint32_t need = have < g->min_member ? g->min_member - have : 1;
 
 	x->state = FC_SKIP;
-	if (g->state != PLAN_WAITING || !g->npending ||
-	    (g->block.why != PLAN_WHY_FIT && g->block.why != PLAN_WHY_QUOTA)) {
+	if (!forecast_takes(g)) {
 		f->left--;
 		return 0;
 	}
@@ -289,6 +310,9 @@ static int prepare(struct forecast *f, struct fc_gang *x)
 		return -ENOMEM;
 	plan__request(r, x->req, g->pending, need);
 	x->gpus = g->pending_spec ? policy_spec_gpus(g->pending_spec) : 0;
+	if (g->pending_spec && g->within.level < 0 &&
+	    !(x->fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, g->pending_spec)))
+		return -ENOMEM;
 	/* Each spec's fit made now, in the cycle's arena: a fit the cache
 	 * first met during a search would not outlive its scratch room. */
 	for (uint32_t m = 0; m < need; m++)
@@ -428,8 +452,12 @@ static int reserve(struct forecast *f, struct fc_gang *x)
 	const struct backfill_resv *v;
 	int rc;
 
-	if (backfill_full(&f->b))
+	if (backfill_full(&f->b)) {
+		/* The cycle would give it the reservation a later gang holds:
+		 * from the next moment on. */
+		f->b_stale |= (size_t)(x - f->v) + 1 < f->last_holder;
 		return 0;
+	}
 	f->b.more = f->mine + f->mfirst; /* what the forecast placed ends too */
 	f->b.nmore = f->nmine - f->mfirst;
 	if ((rc = backfill_reserve(&f->b, (uint32_t)(x->g - f->r->p->gangs), &x->g->within,
@@ -443,7 +471,27 @@ static int reserve(struct forecast *f, struct fc_gang *x)
 	}
 	x->resv_s = v->start_s;
 	x->holds = 1;
+	f->last_holder = (size_t)(x - f->v) + 1;
 	return 0;
+}
+
+/* Could x fit now, where its last placement failed? Room only comes
+ * back where work ends, so a placement now that the last failure did not
+ * find must put a member on a node given back since (one of x's one spec
+ * fits there now), unless the reservations it had to keep out of were
+ * made again. Without one spec, or a constraint, it is placed afresh. */
+static bool may_fit_now(struct forecast *f, struct fc_gang *x)
+{
+	if (!x->failed || !x->fit || (x->guarded && x->gen != f->b_gen))
+		return true;
+	for (; x->seen < f->nfreed; x->seen++) {
+		uint32_t i = f->freed[x->seen];
+
+		if ((x->fit->bits[i / 64] >> (i % 64) & 1) &&
+		    policy_fits_free(&f->s, i, x->specs[0]))
+			return true;
+	}
+	return false;
 }
 
 /* Gang x's turn at this moment: within its quota, placed within the
@@ -459,7 +507,7 @@ static int turn(struct forecast *f, struct fc_gang *x)
 		return 0; /* nothing started since: it fits not before its start */
 	if (x->g->queue != QUEUE_NONE && !queue_tree_fits(r->tree, x->g->queue, x->req).fits)
 		return 0; /* as in the cycle: no reservation for a gang short of quota */
-	if (memo_says_no(f, x, kept) || !gpus_may_fit(f, x->gpus, x->n))
+	if (memo_says_no(f, x, kept) || !gpus_may_fit(f, x->gpus, x->n) || !may_fit_now(f, x))
 		return reserve(f, x);
 	memset(f->held, 0, x->n * sizeof(*f->held));
 	r->p->stats.forecast_tries++;
@@ -470,12 +518,19 @@ static int turn(struct forecast *f, struct fc_gang *x)
 	if (rc == 0)
 		return started(f, x);
 	memo_add(f, x, kept);
+	x->failed = 1;
+	x->seen = f->nfreed;
+	x->guarded = kept > 0;
+	x->gen = f->b_gen;
 	return reserve(f, x);
 }
 
 /* The reservations made again when a gang started since they were made
- * (it may be in their way) or one's start has come; else they stand, as
- * the searches would find them again, and only the timeline moves on. */
+ * (it may be in their way), one's start has come, or a gang ahead of a
+ * holder now asks for one (a quota freed: the cycle would give it that
+ * reservation; the moment it was found in kept the old ones); else they
+ * stand, as the searches would find them again, and only the timeline
+ * moves on. */
 static int reservations(struct forecast *f)
 {
 	struct plan_run *r = f->r;
@@ -493,6 +548,8 @@ static int reservations(struct forecast *f)
 			return rc;
 		f->b.table_arena = &r->p->arena; /* the table outlives the room */
 		f->b_stale = 0;
+		f->b_gen++;
+		f->last_holder = 0;
 		for (size_t k = f->first; k < f->n; k++)
 			f->v[k].holds = 0;
 	}
@@ -525,6 +582,20 @@ static int moment(struct forecast *f)
 		if ((rc = turn(f, x)) < 0)
 			return rc;
 	}
+	return 0;
+}
+
+/* Node i's ended pods are all back: its GPU summary, and a note that it
+ * has room again (the node of the end before it, likely, needs none). */
+static int given_back(struct forecast *f, uint32_t i)
+{
+	policy_nodes_settle_node(&f->s, i);
+	if (f->nfreed && f->freed[f->nfreed - 1] == i)
+		return 0;
+	if (arena_grow(&f->r->p->arena, &f->freed, f->nfreed, &f->cap_freed, sizeof(*f->freed),
+	               256) < 0)
+		return -ENOMEM;
+	f->freed[f->nfreed++] = i;
 	return 0;
 }
 
@@ -561,9 +632,11 @@ static int advance(struct forecast *f)
 	}
 	/* Each node's GPU summary once, after all its pods are back. */
 	for (size_t k = from; k < f->at; k++)
-		policy_nodes_settle_node(&f->s, f->ends[k].node);
+		if ((rc = given_back(f, f->ends[k].node)) < 0)
+			return rc;
 	for (size_t k = mfrom; k < f->mfirst; k++)
-		policy_nodes_settle_node(&f->s, f->mine[k].node);
+		if ((rc = given_back(f, f->mine[k].node)) < 0)
+			return rc;
 	return 0;
 }
 
@@ -582,6 +655,10 @@ static void publish(struct forecast *f, bool ended)
 		struct plan_gang *g = x->g;
 		int64_t start = x->state == FC_DONE ? x->start : x->resv_s;
 
+		/* Once no work with a runtime is left to end, the gangs the
+		 * window did not reach wait for work without one, too. */
+		if (x->state == FC_NEW && ended && !spent(f) && forecast_takes(g))
+			x->state = FC_WAITING;
 		if (x->state != FC_DONE && x->state != FC_WAITING)
 			continue;
 		if (!start && ended && x->state == FC_WAITING)
@@ -595,7 +672,7 @@ static void publish(struct forecast *f, bool ended)
 		r->p->stats.forecast_gangs++;
 	}
 	r->p->forecast_until_s = f->t;
-	r->p->forecast_cut = !ended && f->left;
+	r->p->forecast_cut = f->cut || (!ended && f->left);
 }
 
 int plan__forecast(struct plan_run *r)

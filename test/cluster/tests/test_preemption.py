@@ -601,3 +601,65 @@ def test_job_without_runtime_does_not_delay_the_reservation(core, custom, muster
     assert_started_by(muster, core, ns, history, b, start)
     assert not history.nodes_of("long-0"), f"the long job was bound to {history.nodes_of('long-0')}"
     assert not all_bound(core, ns, long_job)
+
+
+# --- the forecast ----------------------------------------------------------------
+
+FORECAST = re.compile(r"; expected start (\S+) \((forecast|reservation on \d+ node\(s\))\)$")
+
+
+def expected_starts(core, ns, names):
+    """name -> (the expected start its PodScheduled message announces,
+    "forecast" or "reservation"), once every pod of `names` waits with a
+    known one; else Not."""
+    got = {}
+    for n, p in pods(core, ns, names).items():
+        c = p and condition(p)
+        m = c and c.status == "False" and FORECAST.search(c.message or "")
+        if p and p.spec.node_name:
+            pytest.fail(f"{n} was bound to {p.spec.node_name} before the test read its forecast")
+        if not m or m.group(1) == "unknown":
+            return Not(f"{n}: PodScheduled condition {c and (c.status, c.message)}")
+        got[n] = (parse_time(m.group(1)), m.group(2).split()[0])
+    return got
+
+
+def test_ten_waiting_gangs_start_when_forecast(core, custom, muster, ns, history):
+    """Queue e2e-backfill, nodes gpu-0003 .. gpu-0007. Running work r0 .. r4
+    (one 8-GPU pod on each node; runtime 30, 36, 42, 48, 54 s, declared on
+    the pod and completed by kwok after as long) fills them; then ten gangs
+    g0 .. g9 of one 8-GPU pod that may go on any of the five (runtime 15 s
+    each) wait behind it, two deep. Every one of the ten gets an expected
+    start in its PodScheduled message: the first from its reservation, the
+    rest from the forecast (the cycle's rules played forward over the ends
+    of r0 .. r4 and of the gangs it starts itself). Each is then bound within
+    START_SLACK seconds of the start announced for it, no earlier than
+    START_SLACK before it; nothing else arrives."""
+    nodes = [f"gpu-000{k}" for k in range(3, 8)]
+    q = "e2e-backfill"
+    running = []
+    for k, node in enumerate(nodes):
+        rt = 30 + 6 * k
+        running += create_gang(core, custom, ns, f"r{k}", q, [(8, node)],
+                               annotations={RUNTIME: str(rt), KWOK_COMPLETE: f"{rt}s"})
+    until(muster, "the running work Running", lambda: all_running(core, ns, running))
+
+    gangs = {}
+    for k in range(10):
+        gangs[f"g{k}"] = create_gang(core, custom, ns, f"g{k}", q, [(8, nodes)],
+                                     annotations={RUNTIME: "15", KWOK_COMPLETE: "15s"})
+    names = [n for ms in gangs.values() for n in ms]
+    said = until(muster, "every gang's expected start", lambda: expected_starts(core, ns, names))
+    starts = {n: t for n, (t, _) in said.items()}
+    kinds = [kind for _, kind in said.values()]
+    assert kinds.count("forecast") >= 8, f"too few starts from the forecast: {said}"
+    first = min(starts.values())
+    assert (first - now_utc()).total_seconds() > 5, f"too slow to test: the first start {first} is near"
+    assert len(set(starts.values())) >= 6, f"the starts do not spread over the timeline: {starts}"
+
+    for g, members in gangs.items():
+        assert_started_by(muster, core, ns, history, members, starts[members[0]])
+    late = {n: history.bound_at(n) - starts[n].timestamp() for n in names}
+    print("bound after the expected start (s):", {n: round(v, 1) for n, v in late.items()})
+    for n, v in late.items():
+        assert v >= -START_SLACK, f"{n} bound {-v:.1f} s before its expected start {starts[n]}"
