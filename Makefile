@@ -220,6 +220,7 @@ bench-plan: all
 	$(BUILD)/bench/plan_cycle --sweep --reps 3
 	$(BUILD)/bench/plan_cycle 5000 --vgpu 30 --baseline
 	$(BUILD)/bench/plan_cycle 50000 --reps 1 --late
+	$(BUILD)/bench/plan_cycle 5000 --preempt --reps 3 --forecast 15 --baseline
 
 # One planner cycle with priority preemption, reclaim and reservations
 # (bench/README.md), then the same across cluster sizes.
