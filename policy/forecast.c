@@ -127,8 +127,8 @@ struct forecast {
 	 * table builds on first use, the shares given). */
 	struct backfill b;
 	struct arena *scratch;
-	/* A gang started since they were made, or one ahead of a holder in
-	 * the order failed while they were all given: make them again. */
+	/* A gang ahead of a holder in the order failed while they were all
+	 * given: make them again. */
 	uint8_t b_stale;
 	size_t last_holder; /* the index of the last gang holding one, + 1 */
 	uint64_t b_gen;     /* counts the times they were made */
@@ -437,7 +437,6 @@ static int started(struct forecast *f, struct fc_gang *x)
 	x->state = FC_DONE;
 	x->start = f->t;
 	f->left--;
-	f->b_stale = 1;
 	for (uint32_t k = 0; k < x->n; k++)
 		rebucket(f, f->out[k]);
 	for (uint32_t k = 0; k < x->n; k++)
@@ -525,12 +524,13 @@ static int turn(struct forecast *f, struct fc_gang *x)
 	return reserve(f, x);
 }
 
-/* The reservations made again when a gang started since they were made
- * (it may be in their way), one's start has come, or a gang ahead of a
- * holder now asks for one (a quota freed: the cycle would give it that
- * reservation; the moment it was found in kept the old ones); else they
- * stand, as the searches would find them again, and only the timeline
- * moves on. */
+/* The reservations made again when one's start has come, or a gang ahead
+ * of a holder now asks for one (a quota freed: the cycle would give it
+ * that reservation; the moment it was found in kept the old ones). Else
+ * they stand as the searches would find them again: a gang the forecast
+ * started since was placed within them (backfill_place()), so it delays
+ * none, and the holders are still the first gangs that do not fit; only
+ * the timeline moves on. */
 static int reservations(struct forecast *f)
 {
 	struct plan_run *r = f->r;

@@ -719,6 +719,18 @@ def test_gangs_lists_the_waiting_gangs_with_their_reasons(scenario, core, custom
         assert g["waitingSeconds"] == (rfc3339(doc["time"]) - rfc3339(g["created"])).total_seconds(), g
         assert g["reservation"] is None or all(isinstance(n, str) for n in g["reservation"]["nodes"]), g
         assert g["expectedStart"] is None or g["expectedStart"] == "unknown" or rfc3339(g["expectedStart"]), g
+        # Where the start comes from: the gang's reservation, or the
+        # forecast, whose words its message then ends with.
+        frm = g["expectedStartFrom"]
+        assert (frm is None) == (g["expectedStart"] is None), g
+        assert frm in (None, "forecast", "reservation") and (frm == "reservation") == (g["reservation"] is not None), g
+        if frm == "forecast":
+            assert g["message"].endswith(f"; expected start {g['expectedStart']} (forecast)"), g
+    # Waiting for members is not forecast; waiting for quota or room is.
+    assert gangs[(ns, "c")]["expectedStartFrom"] is None, gangs[(ns, "c")]
+    assert {gangs[(ns, k)]["expectedStartFrom"] for k in "bde"} <= {"forecast", "reservation"}, gangs
+    f = doc["forecast"]
+    assert f is not None and rfc3339(f["lookedUntil"]) >= rfc3339(doc["time"]) and f["complete"] in (True, False), f
     assert "3 of 4 members exist (minMember 4)" in gangs[(ns, "c")]["message"]
     assert "2 of 3 members fit" in gangs[(ns, "d")]["message"]
 
