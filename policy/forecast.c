@@ -51,6 +51,11 @@
 /* Slots of the failure memo of one moment (direct mapped). */
 #define FORECAST_MEMO 256
 
+/* The most CPU time the cycles between two forecasts set aside for the
+ * next, in cycles: a forecast every 30 s with a share of 15% takes at
+ * most the time of 4 cycles, however many ran since. */
+#define FORECAST_CREDIT_CYCLES 4
+
 /* The clock (a system call) is read after each placement tried, and once
  * per this many gangs looked at without one. */
 #define CLOCK_EVERY 16
@@ -338,11 +343,11 @@ static int setup(struct forecast *f, struct plan_run *r)
 
 	memset(f, 0, sizeof(*f));
 	f->r = r;
-	f->scratch = &r->keep->forecast;
+	f->scratch = &r->keep->forecast.scratch;
 	f->b_stale = 1;
 	if (r->in->forecast_pct || r->in->forecast_min_ns) {
 		f->since_ns = plan__cpu_ns();
-		f->budget_ns = (f->since_ns - r->cpu0_ns) * r->in->forecast_pct / 100;
+		f->budget_ns = r->keep->forecast.credit_ns;
 		if (f->budget_ns < r->in->forecast_min_ns)
 			f->budget_ns = r->in->forecast_min_ns;
 	}
@@ -642,16 +647,47 @@ static int advance(struct forecast *f)
 
 /* ---- the answers --------------------------------------------------------- */
 
-/* Each gang's expected start, in its record and its message. ended: no
- * work was left to end (a gang not started waits for work without a
- * runtime). */
+/* Gang g's expected start: in its record and its message. */
+static void say_start(struct plan_run *r, struct plan_gang *g, int64_t start)
+{
+	char buf[1024];
+
+	g->expected_start_s = start;
+	g->forecast = 1;
+	g->message = plan__strdup(r, plan_words_forecast(g->message, start, buf, sizeof(buf)));
+	r->p->stats.forecast_gangs++;
+}
+
+/* Gang g's start kept for the cycles until the next forecast (a gang left
+ * out when there is no memory for it: it shows no estimate until then). */
+static void keep_start(struct plan_forecast_kept *k, uint64_t key, int64_t start)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 256;
+		uint64_t *keys = realloc(k->keys, cap * sizeof(*keys));
+		int64_t *starts;
+
+		if (keys)
+			k->keys = keys;
+		if (!keys || !(starts = realloc(k->starts, cap * sizeof(*starts))))
+			return;
+		k->starts = starts;
+		k->cap = cap;
+	}
+	k->keys[k->n] = key;
+	k->starts[k->n++] = start;
+}
+
+/* Each gang's expected start, said and kept. ended: no work was left to
+ * end (a gang not started waits for work without a runtime). */
 static void publish(struct forecast *f, bool ended)
 {
 	struct plan_run *r = f->r;
-	char buf[1024];
+	struct plan_forecast_kept *k = &r->keep->forecast;
 
-	for (size_t k = 0; k < f->n; k++) {
-		struct fc_gang *x = &f->v[k];
+	k->n = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		struct fc_gang *x = &f->v[i];
 		struct plan_gang *g = x->g;
 		int64_t start = x->state == FC_DONE ? x->start : x->resv_s;
 
@@ -665,14 +701,48 @@ static void publish(struct forecast *f, bool ended)
 			start = PLAN_NEVER;
 		if (!start || g->reserved)
 			continue; /* not reached; or the cycle's reservation says it */
-		g->expected_start_s = start;
-		g->forecast = 1;
-		g->message =
-		    plan__strdup(r, plan_words_forecast(g->message, start, buf, sizeof(buf)));
-		r->p->stats.forecast_gangs++;
+		say_start(r, g, start);
+		keep_start(k, g->key, start);
 	}
-	r->p->forecast_until_s = f->t;
-	r->p->forecast_cut = f->cut || (!ended && f->left);
+	r->p->forecast_at_s = k->last_s;
+	k->until_s = r->p->forecast_until_s = f->t;
+	k->cut = r->p->forecast_cut = f->cut || (!ended && f->left);
+}
+
+/* A cycle between forecasts: the last one's starts given to the gangs
+ * still waiting for room or quota without a reservation (one whose start
+ * has passed shows none: it was wrong, and the next forecast says anew).
+ * O(gangs it answered). */
+static void carry(struct plan_run *r)
+{
+	const struct plan_forecast_kept *k = &r->keep->forecast;
+
+	for (size_t i = 0; i < k->n; i++) {
+		long at = plan__gang_index(r, k->keys[i]);
+		struct plan_gang *g;
+
+		if (at < 0 || (k->starts[i] != PLAN_NEVER && k->starts[i] < r->in->now_s))
+			continue;
+		g = &r->p->gangs[at];
+		if (forecast_takes(g) && g->tried && !g->reserved)
+			say_start(r, g, k->starts[i]);
+	}
+	r->p->forecast_at_s = k->last_s;
+	r->p->forecast_until_s = k->until_s;
+	r->p->forecast_cut = k->cut;
+}
+
+/* Is a forecast due this cycle? The CPU time the cycles set aside for it
+ * grows by this one's share, up to FORECAST_CREDIT_CYCLES of it. */
+static bool due(struct plan_run *r)
+{
+	struct plan_forecast_kept *k = &r->keep->forecast;
+	int64_t spent_ns = r->cpu0_ns ? plan__cpu_ns() - r->cpu0_ns : 0;
+
+	k->credit_ns += spent_ns * r->in->forecast_pct / 100;
+	if (k->credit_ns > spent_ns * FORECAST_CREDIT_CYCLES)
+		k->credit_ns = spent_ns * FORECAST_CREDIT_CYCLES;
+	return !k->ran || r->in->now_s - k->last_s >= r->in->forecast_every_s;
 }
 
 int plan__forecast(struct plan_run *r)
@@ -680,12 +750,19 @@ int plan__forecast(struct plan_run *r)
 	struct forecast f;
 	int rc;
 
-	r->p->forecast_until_s = 0;
+	r->p->forecast_at_s = r->p->forecast_until_s = 0;
 	r->p->forecast_cut = 0;
 	if (!r->in->forecast || !r->nturns)
 		return 0;
+	if (!due(r)) {
+		carry(r);
+		return 0;
+	}
+	r->keep->forecast.ran = 1;
+	r->keep->forecast.last_s = r->in->now_s;
 	if ((rc = setup(&f, r)) < 0)
 		return rc;
+	r->keep->forecast.credit_ns = 0;
 	while (f.left && !f.cut) {
 		if ((rc = advance(&f)) != 0 || f.t > f.horizon || (rc = moment(&f)) < 0)
 			break;

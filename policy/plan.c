@@ -680,7 +680,9 @@ void plan_memory_free(struct plan_memory *keep)
 	free(keep->counted.names);
 	policy_nodes_release(&keep->base.t);
 	arena_free(&keep->base.arena);
-	arena_free(&keep->forecast);
+	arena_free(&keep->forecast.scratch);
+	free(keep->forecast.keys);
+	free(keep->forecast.starts);
 	memset(keep, 0, sizeof(*keep));
 }
 

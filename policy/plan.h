@@ -116,12 +116,18 @@ struct plan_input {
 	/* The forecast (step 6): when set, every waiting gang the cycle found
 	 * no room for gets an expected start, as far as the forecast gets
 	 * within forecast_depth gangs (0: no limit) and a budget of the
-	 * calling thread's CPU time: forecast_pct percent of what the cycle
-	 * took until then, and at least forecast_min_ns (both 0: no limit). */
+	 * calling thread's CPU time: forecast_pct percent of what the cycles
+	 * took, and at least forecast_min_ns (both 0: no limit). */
 	uint8_t forecast;
 	uint8_t forecast_pct;
 	uint32_t forecast_depth;
 	int64_t forecast_min_ns;
+	/* It runs when at least this many seconds passed since it last did
+	 * (0: every cycle), with what the cycles since set aside (their
+	 * forecast_pct, up to FORECAST_CREDIT_CYCLES times this cycle's
+	 * time); the cycles between carry its answers to the gangs still
+	 * waiting. */
+	int64_t forecast_every_s;
 };
 
 /** An end or start time that is not known (no runtime estimate). */
@@ -385,9 +391,19 @@ struct plan_memory {
 		uint64_t base_gen;
 		uint8_t valid, over;
 	} counted;
-	/* The forecast's room for one moment (policy/forecast.c), emptied
-	 * for the next and kept from cycle to cycle like the plan's arena. */
-	struct arena forecast;
+	/* The forecast (policy/forecast.c): its room for one moment,
+	 * emptied for the next; when it last ran, the CPU time the cycles
+	 * since set aside for it, how far it looked, and what it said (gang
+	 * key -> expected start), which the cycles until the next one give
+	 * the gangs still waiting. */
+	struct plan_forecast_kept {
+		struct arena scratch;
+		int64_t last_s, credit_ns, until_s;
+		uint64_t *keys;
+		int64_t *starts;
+		size_t n, cap;
+		uint8_t ran, cut;
+	} forecast;
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */
@@ -403,10 +419,10 @@ struct plan {
 	struct plan_stats stats;
 	struct plan_reservation *resv; /* this cycle's reservations */
 	size_t nresv;
-	/* How far the forecast looked: the last moment it played (0: it did
-	 * not run), and whether a budget or the horizon stopped it before
-	 * every gang it took had an answer. */
-	int64_t forecast_until_s;
+	/* The forecast whose answers the gangs carry: when it ran (0: none
+	 * has), the last moment it played, and whether a budget or the
+	 * horizon stopped it before every gang it took had an answer. */
+	int64_t forecast_at_s, forecast_until_s;
 	uint8_t forecast_cut;
 };
 

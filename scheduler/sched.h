@@ -77,8 +77,8 @@ struct sched_options {
 	 * rebuild and warns of any difference (plan_input.check_state). */
 	bool check_state;
 	/* The forecast of every waiting gang's start (policy/forecast.c):
-	 * at most this percent of each cycle's CPU time (0: default, 15),
-	 * and at least SCHED_FORECAST_MIN_NS; forecast_off: none at all. */
+	 * at most this percent of the cycles' CPU time (0: default, 15);
+	 * forecast_off: none at all (run.c: how often, and its floor). */
 	unsigned forecast_share;
 	bool forecast_off;
 	/* Leader election (lease.h): without it, this instance always leads. */

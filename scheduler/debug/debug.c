@@ -248,16 +248,17 @@ static void add_start(const struct snap_gang *g, cJSON *o)
 		                        g->reserved ? "reservation" : "forecast");
 }
 
-/* How far the cycle's forecast looked: null when it did not run. */
+/* The forecast the gangs' starts come from: null when none ran. */
 static void add_forecast(const struct snap *sn, cJSON *doc)
 {
 	cJSON *f;
 
-	if (!sn->forecast_until_s) {
+	if (!sn->forecast_at_s) {
 		cJSON_AddNullToObject(doc, "forecast");
 		return;
 	}
 	f = cJSON_AddObjectToObject(doc, "forecast");
+	add_time(f, "at", sn->forecast_at_s);
 	add_time(f, "lookedUntil", sn->forecast_until_s);
 	cJSON_AddBoolToObject(f, "complete", !sn->forecast_cut);
 }

@@ -445,6 +445,7 @@ int snap_take(const struct snap_input *s, struct snap *out)
 
 	sn.cycle = s->cycle;
 	sn.time_s = s->now_s;
+	sn.forecast_at_s = s->plan->forecast_at_s;
 	sn.forecast_until_s = s->plan->forecast_until_s;
 	sn.forecast_cut = s->plan->forecast_cut;
 	if ((rc = take_all(s, &sn)) < 0) {

@@ -90,9 +90,10 @@ struct snap {
 	int nqueues;
 	struct snap_gang *gangs; /* waiting gangs in order (position 1 first) */
 	size_t ngangs;
-	/* How far the forecast looked (plan.forecast_until_s; 0: it did not
-	 * run) and whether a budget stopped it short of some gang. */
-	int64_t forecast_until_s;
+	/* The forecast the gangs' starts come from: when it ran (0: none),
+	 * how far it looked, and whether a budget stopped it short of some
+	 * gang (plan.forecast_*). */
+	int64_t forecast_at_s, forecast_until_s;
 	uint8_t forecast_cut;
 	size_t admitted_gangs; /* with a member bound or binding */
 	struct snap_node *nodes;

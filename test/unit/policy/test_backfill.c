@@ -551,9 +551,14 @@ struct gstate {
 /* One run of a scenario (with one reservations setting): what happened. */
 struct run {
 	int reservations; /* or RES_DEFAULT */
-	int simulated;    /* the run went (its configuration was accepted) */
-	int failed;       /* a check of the simulation failed */
-	int missed;       /* an expectation of the file failed */
+	/* plan_input.forecast_every_s (0: a forecast every cycle), and the
+	 * starts cycles between forecasts carried, each checked against the
+	 * last forecast's. */
+	int64_t forecast_every;
+	int carried;
+	int simulated; /* the run went (its configuration was accepted) */
+	int failed;    /* a check of the simulation failed */
+	int missed;    /* an expectation of the file failed */
 	struct gstate g[MAX_GANGS];
 	struct text trace, fails;
 };
@@ -770,6 +775,27 @@ static int node_index(const struct sim *m, uint32_t id)
 }
 
 /* What the cycle says of gangs that wait: promises and reasons. */
+/* Gang k's expected start from the forecast: one the cycle worked out,
+ * recorded; one it carried from the last forecast, the same as that. */
+static void observe_forecast(struct sim *m, int k, const struct plan_gang *pg)
+{
+	struct gstate *g = &m->run->g[k];
+	int64_t at =
+	    pg->expected_start_s == PLAN_NEVER ? PLAN_NEVER : pg->expected_start_s - EPOCH_S;
+
+	if (m->keep.forecast.last_s != EPOCH_S + m->now) {
+		m->run->carried++;
+		if (at != g->forecast)
+			sim_fail(m, "%s carried a start of %" PRId64 ", the forecast said %" PRId64,
+			         m->sc->gang[k].name, at, g->forecast);
+		return;
+	}
+	g->forecast = at;
+	g->forecast_at = m->now;
+	if (at < m->now)
+		sim_fail(m, "%s forecast to start in the past: %" PRId64, m->sc->gang[k].name, at);
+}
+
 static void observe(struct sim *m)
 {
 	const struct plan *pl = &m->plan;
@@ -790,15 +816,8 @@ static void observe(struct sim *m)
 		if (pg->state == PLAN_WAITING && !pg->reserved)
 			text_add(&m->run->trace, "    %s waits: %s\n", m->sc->gang[k].name,
 			         pg->message ? pg->message : "(no message)");
-		if (pg->state == PLAN_WAITING && pg->forecast) {
-			g->forecast = pg->expected_start_s == PLAN_NEVER
-			                  ? PLAN_NEVER
-			                  : pg->expected_start_s - EPOCH_S;
-			g->forecast_at = m->now;
-			if (g->forecast < m->now)
-				sim_fail(m, "%s forecast to start in the past: %" PRId64,
-				         m->sc->gang[k].name, g->forecast);
-		}
+		if (pg->state == PLAN_WAITING && pg->forecast)
+			observe_forecast(m, k, pg);
 		if (!pg->reserved)
 			continue;
 		at = pg->expected_start_s == PLAN_NEVER ? PLAN_NEVER
@@ -900,6 +919,7 @@ static int cycle(struct sim *m)
 	    .now_s = EPOCH_S + m->now,
 	    .check_state = 1, /* what the planner keeps, against a rebuild */
 	    .forecast = 1,    /* every waiting gang's expected start, unbounded */
+	    .forecast_every_s = m->run->forecast_every,
 	};
 	int rc;
 
@@ -1270,6 +1290,33 @@ static void test_scenario(void **state)
 		fail_msg("%s: %d failed checks", file, failures);
 }
 
+/* A forecast every 50 s of the clock, the cycles between carrying its
+ * starts: starvation.txt's checks hold, and starts were carried. */
+static void test_forecast_carried(void **state)
+{
+	struct scenario *sc = calloc(1, sizeof(*sc));
+	struct run *run = calloc(1, sizeof(*run));
+	char path[512], err[1024] = "";
+	char *text;
+
+	(void)state;
+	assert_non_null(sc);
+	assert_non_null(run);
+	snprintf(path, sizeof(path), "%s/starvation.txt", scenario_dir());
+	assert_non_null(text = read_text(path));
+	assert_int_equal(scenario_parse("starvation.txt", text, sc, err, sizeof(err)), 0);
+	free(text);
+	run->reservations = sc->reservations;
+	run->forecast_every = 50;
+	run_scenario(sc, run);
+	run_report(sc, run); /* its timeline, if it failed */
+	assert_true(run->simulated);
+	assert_false(run->failed);
+	assert_true(run->carried > 0);
+	free(run);
+	free(sc);
+}
+
 /* ---- the parser's own tests ---------------------------------------------- */
 
 /* Every bad line has a message that names the file, the line and the
@@ -1403,7 +1450,7 @@ int main(int argc, char **argv)
 {
 	size_t n;
 	char **files = scenario_files(argc, argv, &n);
-	struct CMUnitTest *tests = calloc(n + 2, sizeof(*tests));
+	struct CMUnitTest *tests = calloc(n + 3, sizeof(*tests));
 	size_t nt = 0;
 	int rc;
 
@@ -1413,6 +1460,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "test_backfill: no scenarios in %s\n", scenario_dir());
 		return 1;
 	}
+	tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_forecast_carried);
 	tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_parse_errors);
 	tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_parse);
 	for (size_t k = 0; k < n; k++)
