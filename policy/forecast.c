@@ -23,16 +23,23 @@
  * comes when forecast.
  *
  * Cost: a copy of the node table; per moment, the ends it gives back (a
- * node row and a queue charge each), a cheap test of each gang in the
- * window against the free GPUs (a histogram of the nodes by free GPUs),
- * and a placement for each that passes, less those a same-shaped gang
- * already failed at that moment (a memo: within one moment room only
- * shrinks); a reservation search only when a gang was started since the
- * last or a reservation's start has come. Bounded by
- * plan_input.forecast_depth (gangs taken), a share of the cycle's own CPU
- * time (forecast_pct, at least forecast_min_ns) and FORECAST_HORIZON_S;
- * a gang the forecast did not reach keeps 0 ("not estimated") and
- * plan.forecast_until_s says how far it looked.
+ * node row and a queue charge each) and, for each gang in the window, a
+ * quota check, then a placement unless a cheap test says no: a
+ * same-shaped gang already failed at that moment (within one moment room
+ * only shrinks), the nodes by free GPUs (a histogram) cannot hold its
+ * members, or its last placement failed and no node given back since
+ * takes one of its members. The reservations are searched again only
+ * when one's start comes or another gang asks for one first. Each
+ * placement is O(members x feasible nodes) (policy.h); at 5,000 nodes
+ * about 10 us, which is what the budget buys.
+ *
+ * Budget: plan_input.forecast_depth (gangs taken), CPU time (what the
+ * cycles since the last forecast set aside, forecast_pct of each, at most
+ * FORECAST_CREDIT_CYCLES of this one's, at least forecast_min_ns) and
+ * FORECAST_HORIZON_S. A gang the forecast did not reach keeps 0 ("not
+ * estimated"), and plan.forecast_until_s says how far it looked. It runs
+ * every forecast_every_s; the cycles between give the gangs still waiting
+ * its answers, kept by gang key in plan_memory.forecast.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,8 +59,9 @@
 #define FORECAST_MEMO 256
 
 /* The most CPU time the cycles between two forecasts set aside for the
- * next, in cycles: a forecast every 30 s with a share of 15% takes at
- * most the time of 4 cycles, however many ran since. */
+ * next, in cycles: a forecast every 10 s with a share of 15% takes at
+ * most the time of 4 cycles, however many ran since (a cycle that
+ * forecasts may take 5 times as long as one that does not). */
 #define FORECAST_CREDIT_CYCLES 4
 
 /* The clock (a system call) is read after each placement tried, and once
@@ -508,7 +516,7 @@ static int turn(struct forecast *f, struct fc_gang *x)
 	int rc;
 
 	if (x->holds)
-		return 0; /* nothing started since: it fits not before its start */
+		return 0; /* its reservation stands: it fits not before its start */
 	if (x->g->queue != QUEUE_NONE && !queue_tree_fits(r->tree, x->g->queue, x->req).fits)
 		return 0; /* as in the cycle: no reservation for a gang short of quota */
 	if (memo_says_no(f, x, kept) || !gpus_may_fit(f, x->gpus, x->n) || !may_fit_now(f, x))

@@ -177,9 +177,7 @@ static void forecast(const struct plan_facts *f, const struct out *o)
 
 static void reservation(const struct plan_facts *f, const struct out *o)
 {
-	char when[32];
-	time_t t = (time_t)f->start_s;
-	struct tm tm;
+	char at[32];
 
 	if (!f->reserved) {
 		forecast(f, o);
@@ -192,12 +190,10 @@ static void reservation(const struct plan_facts *f, const struct out *o)
 		    f->resv_nodes);
 		return;
 	}
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	say(o, PLAN_WORDS_EXPLAIN,
 	    "reservation: it holds %u node(s) and starts there by %s, when running work "
 	    "ends; shorter jobs may backfill until then",
-	    f->resv_nodes, when);
+	    f->resv_nodes, when(f->start_s, at, sizeof(at)));
 }
 
 void plan_words_explain(const struct plan_facts *f, plan_words_fn *line, void *data)
