@@ -33,7 +33,7 @@
  * placement is O(members x feasible nodes) (policy.h); at 5,000 nodes
  * about 10 us, which is what the budget buys.
  *
- * Budget: plan_input.forecast_depth (gangs taken), CPU time (what the
+ * Budget: CPU time (what the
  * cycles since the last forecast set aside, forecast_pct of each, at most
  * FORECAST_CREDIT_CYCLES of this one's, at least forecast_min_ns) and
  * FORECAST_HORIZON_S. A gang the forecast did not reach keeps 0 ("not
@@ -148,9 +148,6 @@ struct forecast {
 	/* The nodes work ended on, in the order given back. */
 	uint32_t *freed;
 	size_t nfreed, cap_freed;
-	uint32_t *out;
-	const struct policy_held **held;
-	size_t cap_out;
 	struct fc_memo memo[FORECAST_MEMO];
 	uint64_t moment;
 	/* The budget: CPU time from `since`, and the gangs looked at. */
@@ -196,7 +193,7 @@ static int by_end_s(const void *a, const void *b)
 	return (x->end_s > y->end_s) - (x->end_s < y->end_s);
 }
 
-/* x's n members, placed on f->out with f->held, all ending at end. */
+/* x's n members, placed on r->turn_out with r->turn_held, all ending at end. */
 static int mine_insert(struct forecast *f, const struct fc_gang *x, int64_t end)
 {
 	size_t lo = f->mfirst, hi = f->nmine;
@@ -213,8 +210,8 @@ static int mine_insert(struct forecast *f, const struct fc_gang *x, int64_t end)
 	}
 	memmove(&f->mine[lo + x->n], &f->mine[lo], (f->nmine - lo) * sizeof(*f->mine));
 	for (uint32_t k = 0; k < x->n; k++)
-		f->mine[lo + k] =
-		    (struct backfill_end){end, f->out[k], x->g->queue, x->specs[k], f->held[k]};
+		f->mine[lo + k] = (struct backfill_end){end, f->r->turn_out[k], x->g->queue,
+		                                        x->specs[k], f->r->turn_held[k]};
 	f->nmine += x->n;
 	return 0;
 }
@@ -332,21 +329,14 @@ static int prepare(struct forecast *f, struct fc_gang *x)
 		if ((m == 0 || x->specs[m] != x->specs[m - 1]) &&
 		    !policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, x->specs[m]))
 			return -ENOMEM;
-	if (need > f->cap_out) {
-		size_t cap = need > 64 ? need : 64;
-
-		if (!(f->out = arena_alloc(&r->p->arena, cap * sizeof(*f->out))) ||
-		    !(f->held = arena_alloc(&r->p->arena, cap * sizeof(*f->held))))
-			return -ENOMEM;
-		f->cap_out = cap;
-	}
+	if (plan__turn_room(r, need) < 0)
+		return -ENOMEM;
 	x->state = FC_WAITING;
 	return 0;
 }
 
 static int setup(struct forecast *f, struct plan_run *r)
 {
-	size_t depth = r->in->forecast_depth ? r->in->forecast_depth : SIZE_MAX;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -361,7 +351,7 @@ static int setup(struct forecast *f, struct plan_run *r)
 	}
 	f->t = r->in->now_s;
 	f->horizon = after(r->in->now_s, FORECAST_HORIZON_S);
-	f->n = r->nturns < depth ? r->nturns : depth;
+	f->n = r->nturns;
 	if (!(f->v = arena_calloc(&r->p->arena, f->n + 1, sizeof(*f->v))))
 		return -ENOMEM;
 	for (size_t k = 0; k < f->n; k++)
@@ -439,7 +429,7 @@ static void memo_add(struct forecast *f, const struct fc_gang *x, size_t kept)
 		*memo_slot(f, x, kept) = (struct fc_memo){x->specs[0], x->n, f->moment, kept};
 }
 
-/* x placed at time t (f->out, f->held, counted into s): its quota
+/* x placed at time t (r->turn_out, turn_held, counted into s): its quota
  * charged, and its members' ends, if it has a runtime, to come; without
  * one they hold their nodes for good. */
 static int started(struct forecast *f, struct fc_gang *x)
@@ -451,9 +441,9 @@ static int started(struct forecast *f, struct fc_gang *x)
 	x->start = f->t;
 	f->left--;
 	for (uint32_t k = 0; k < x->n; k++)
-		rebucket(f, f->out[k]);
+		rebucket(f, f->r->turn_out[k]);
 	for (uint32_t k = 0; k < x->n; k++)
-		if ((rc = charge(f, x->g->queue, x->specs[k], f->out[k], +1)) < 0)
+		if ((rc = charge(f, x->g->queue, x->specs[k], f->r->turn_out[k], +1)) < 0)
 			return rc;
 	return end == PLAN_NEVER ? 0 : mine_insert(f, x, end);
 }
@@ -521,10 +511,11 @@ static int turn(struct forecast *f, struct fc_gang *x)
 		return 0; /* as in the cycle: no reservation for a gang short of quota */
 	if (memo_says_no(f, x, kept) || !gpus_may_fit(f, x->gpus, x->n) || !may_fit_now(f, x))
 		return reserve(f, x);
-	memset(f->held, 0, x->n * sizeof(*f->held));
+	memset(r->turn_held, 0, x->n * sizeof(*r->turn_held));
 	r->p->stats.forecast_tries++;
 	f->tried = 1;
-	rc = backfill_place(&f->b, end, &x->g->within, x->specs, x->n, f->out, f->held, NULL);
+	rc = backfill_place(&f->b, end, &x->g->within, x->specs, x->n, r->turn_out, r->turn_held,
+	                    NULL);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc == 0)
@@ -753,7 +744,7 @@ static bool due(struct plan_run *r)
 	return !k->ran || r->in->now_s - k->last_s >= r->in->forecast_every_s;
 }
 
-int plan__forecast(struct plan_run *r)
+void plan__forecast(struct plan_run *r)
 {
 	struct forecast f;
 	int rc;
@@ -761,24 +752,26 @@ int plan__forecast(struct plan_run *r)
 	r->p->forecast_at_s = r->p->forecast_until_s = 0;
 	r->p->forecast_cut = 0;
 	if (!r->in->forecast || !r->nturns)
-		return 0;
+		return;
 	if (!due(r)) {
 		carry(r);
-		return 0;
+		return;
 	}
 	r->keep->forecast.ran = 1;
 	r->keep->forecast.last_s = r->in->now_s;
-	if ((rc = setup(&f, r)) < 0)
-		return rc;
-	r->keep->forecast.credit_ns = 0;
-	while (f.left && !f.cut) {
-		if ((rc = advance(&f)) != 0 || f.t > f.horizon || (rc = moment(&f)) < 0)
-			break;
+	if ((rc = setup(&f, r)) == 0) {
+		r->keep->forecast.credit_ns = 0;
+		while (f.left && !f.cut)
+			if ((rc = advance(&f)) != 0 || f.t > f.horizon || (rc = moment(&f)) < 0)
+				break;
 	}
 	uncharge(&f);
-	if (rc < 0)
-		return rc;
+	if (rc < 0) {
+		/* Out of memory: the forecast is dropped, never the cycle's
+		 * decisions; the gangs show no estimate until the next. */
+		r->keep->forecast.n = 0;
+		return;
+	}
 	r->p->stats.forecast_tries += f.b.tries;
 	publish(&f, rc == 1);
-	return 0;
 }

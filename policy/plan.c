@@ -279,11 +279,8 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
 /* Place and bind: 1 admitted, 0 not, or -ENOMEM. The nodes and shares
  * go into the cycle's one room for them, made larger when a gang needs
  * it: nothing keeps the arrays (the binds copy what they say). */
-static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
-                 size_t n)
+int plan__turn_room(struct plan_run *r, size_t n)
 {
-	int rc;
-
 	if (n > r->cap_turn) {
 		size_t cap = n > 64 ? n : 64;
 
@@ -293,6 +290,16 @@ static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_p
 		r->cap_turn = cap;
 	}
 	memset(r->turn_held, 0, n * sizeof(*r->turn_held));
+	return 0;
+}
+
+static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
+                 size_t n)
+{
+	int rc;
+
+	if ((rc = plan__turn_room(r, n)) < 0)
+		return rc;
 	if ((rc = plan__place(r, g, pods, n, r->turn_out, r->turn_held)) <= 0)
 		return rc;
 	return (rc = plan__add_binds(r, g, pods, n, r->turn_out, r->turn_held)) < 0 ? rc : 1;
@@ -634,7 +641,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 		if (r.preemption)
 			plan__protect(&r);
 		if ((rc = schedule(&r)) == 0)
-			rc = plan__forecast(&r);
+			plan__forecast(&r);
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);

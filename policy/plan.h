@@ -115,12 +115,11 @@ struct plan_input {
 	uint8_t check_state;
 	/* The forecast (step 6): when set, every waiting gang the cycle found
 	 * no room for gets an expected start, as far as the forecast gets
-	 * within forecast_depth gangs (0: no limit) and a budget of the
-	 * calling thread's CPU time: forecast_pct percent of what the cycles
-	 * took, and at least forecast_min_ns (both 0: no limit). */
+	 * within a budget of the calling thread's CPU time: forecast_pct
+	 * percent of what the cycles took, and at least forecast_min_ns
+	 * (both 0: no limit). */
 	uint8_t forecast;
 	uint8_t forecast_pct;
-	uint32_t forecast_depth;
 	int64_t forecast_min_ns;
 	/* It runs when at least this many seconds passed since it last did
 	 * (0: every cycle), with what the cycles since set aside (their

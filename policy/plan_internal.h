@@ -356,6 +356,9 @@ long plan__gang_index(const struct plan_run *r, uint64_t key);
  * members stand for theirs), whole: see plan.c. */
 int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                 size_t n, uint32_t *out, const struct policy_held **held);
+/* Room for n members' nodes and shares in r->turn_out and r->turn_held
+ * (the shares cleared), reused turn after turn: 0 or -ENOMEM. */
+int plan__turn_room(struct plan_run *r, size_t n);
 int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeapi_pod *const *pods,
                     size_t n, const uint32_t *out, const struct policy_held *const *held);
 
@@ -389,9 +392,10 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 /* The timeline of ends in r->bf, built if it is not yet: 0 or -ENOMEM. */
 int plan__timeline(struct plan_run *r);
 
-/* forecast.c: step 6, after the turns. 0 or -ENOMEM. plan__cpu_ns: the
- * calling thread's CPU time, its budget's clock. */
-int plan__forecast(struct plan_run *r);
+/* forecast.c: step 6, after the turns (out of memory, it is dropped and
+ * the cycle stands). plan__cpu_ns: the calling thread's CPU time, its
+ * budget's clock. */
+void plan__forecast(struct plan_run *r);
 int64_t plan__cpu_ns(void);
 
 /* podgroup.c */
