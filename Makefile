@@ -55,7 +55,7 @@ endif
 
 # pkg-config is evaluated lazily: `make deps` may be what installs it.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
 TEST_CFLAGS = $(shell pkg-config --cflags cmocka)
 TEST_LIBS = $(shell pkg-config --libs cmocka)
 

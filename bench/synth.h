@@ -362,12 +362,11 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 }
 
 /* A scheduler-plugins PodGroup created at unix time created_s, with
- * annotations (the inside of metadata.annotations, or NULL), replacing
- * the PodGroup of that key, if any. */
-static inline const struct kubeapi_podgroup *synth_group_at(struct synth *s, const char *ns,
-                                                            const char *name, int min_member,
-                                                            int64_t created_s,
-                                                            const char *annotations)
+ * annotations and labels (the inside of metadata.annotations and
+ * metadata.labels, or NULL), replacing the PodGroup of that key, if any. */
+static inline const struct kubeapi_podgroup *
+synth_group_labeled_at(struct synth *s, const char *ns, const char *name, int min_member,
+                       int64_t created_s, const char *annotations, const char *labels)
 {
 	struct kubeapi_podgroup *g = calloc(1, sizeof(*g)), *old;
 	struct kubeapi_decode_error err;
@@ -376,11 +375,12 @@ static inline const struct kubeapi_podgroup *synth_group_at(struct synth *s, con
 	cJSON *o =
 	    synth_parse("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
 	                "\"uid\":\"00000000-0000-0000-0000-%012lx\",\"resourceVersion\":\"1\","
-	                "\"creationTimestamp\":\"%s\"%s%s%s},"
+	                "\"creationTimestamp\":\"%s\"%s%s%s%s%s%s},"
 	                "\"spec\":{\"minMember\":%d}}",
 	                name, ns, ++s->seq, synth_time(t, sizeof(t), created_s),
 	                annotations ? ",\"annotations\":{" : "", annotations ? annotations : "",
-	                annotations ? "}" : "", min_member);
+	                annotations ? "}" : "", labels ? ",\"labels\":{" : "", labels ? labels : "",
+	                labels ? "}" : "", min_member);
 
 	if (!g ||
 	    kubeapi_podgroup_decode(s->model, KUBEAPI_PG_SCHEDULER_PLUGINS, o, g, &err) != 0) {
@@ -396,6 +396,15 @@ static inline const struct kubeapi_podgroup *synth_group_at(struct synth *s, con
 	if (idmap_put(&s->groups, key, g) < 0)
 		abort();
 	return g;
+}
+
+/* synth_group_labeled_at() without labels. */
+static inline const struct kubeapi_podgroup *synth_group_at(struct synth *s, const char *ns,
+                                                            const char *name, int min_member,
+                                                            int64_t created_s,
+                                                            const char *annotations)
+{
+	return synth_group_labeled_at(s, ns, name, min_member, created_s, annotations, NULL);
 }
 
 #endif /* MUSTER_BENCH_SYNTH_H */

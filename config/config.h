@@ -155,6 +155,17 @@ struct config_backfill {
 	int64_t reservations; /**< 0..CONFIG_MAX_RESERVATIONS, default 1 */
 };
 
+/** Fair sharing: how the queue order weighs what queues used before.
+ *  With halfLife, a queue's share counts its past use, halved every
+ *  halfLife (queue/quota.h); 0, the default, counts only what it holds. */
+struct config_fair_sharing {
+	int64_t half_life_ms; /**< 0 (off), or at least a minute */
+};
+
+/** Shortest halfLife accepted: memory is brought up to date each cycle and
+ *  written out at most once a minute, so less would remember nothing. */
+#define CONFIG_MIN_HALF_LIFE_MS (60 * 1000)
+
 struct config_topology {
 	struct config_strings levels; /**< node label keys, coarse to fine */
 };
@@ -174,6 +185,7 @@ struct config {
 	struct config_topology topology;
 	char *default_queue; /**< NULL when not given */
 	struct config_backfill backfill;
+	struct config_fair_sharing fair_sharing;
 	struct config_cohort *cohorts;
 	size_t n_cohorts;
 	struct config_queue *queues; /**< the queues outside any cohort */

@@ -1,6 +1,6 @@
 /*
  * The format itself: one table per kind of mapping (root, flavor,
- * topology, backfill, cohort, queue, preemption, quota entry) and the
+ * topology, backfill, fairSharing, cohort, queue, preemption, quota entry) and the
  * handlers for the values that are more than a scalar: the lists of
  * flavors, cohorts and queues, and node labels. Quota maps are
  * quota_map.c's.
@@ -338,6 +338,29 @@ static const struct config__field backfill_fields[] = {
 };
 static const struct config__table backfill_table = {"backfill", FIELDS(backfill_fields)};
 
+/* 0 turns memory off; anything else must be long enough to remember. */
+static void set_half_life(struct config__loader *l, const yaml_node_t *n, void *obj)
+{
+	int64_t ms;
+
+	if (!config__expect(l, n, YAML_SCALAR_NODE, "halfLife"))
+		return;
+	if (units_duration_ms((const char *)n->data.scalar.value, n->data.scalar.length, &ms) ||
+	    (ms != 0 && ms < CONFIG_MIN_HALF_LIFE_MS)) {
+		config__error(l, n,
+		              "expected 0 (no memory) or a duration of at least 1m such as 6h "
+		              "or 168h for 'halfLife', got '%s'",
+		              n->data.scalar.value);
+		return;
+	}
+	((struct config *)obj)->fair_sharing.half_life_ms = ms;
+}
+
+static const struct config__field fair_sharing_fields[] = {
+    {.key = "halfLife", .kind = CONFIG__CUSTOM, .fn = set_half_life},
+};
+static const struct config__table fair_sharing_table = {"fairSharing", FIELDS(fair_sharing_fields)};
+
 /* Resources and flavors come before cohorts and queues: the walk follows
  * this order, whatever the file's, so quotas can refer to both. */
 static const struct config__field root_fields[] = {
@@ -352,6 +375,7 @@ static const struct config__field root_fields[] = {
      .kind = CONFIG__STRING,
      .offset = offsetof(struct config, default_queue)},
     {.key = "backfill", .kind = CONFIG__MAP, .sub = &backfill_table},
+    {.key = "fairSharing", .kind = CONFIG__MAP, .sub = &fair_sharing_table},
     {.key = "cohorts", .kind = CONFIG__CUSTOM, .fn = set_root_cohorts},
     {.key = "queues", .kind = CONFIG__CUSTOM, .fn = set_root_queues},
 };

@@ -4,8 +4,10 @@
  * reservation. The cycle's own rules are played forward over the timeline
  * of expected ends. At each moment some work ends (the cycle's timeline,
  * then what the forecast itself started), its room and its quota come
- * back, and the waiting gangs are tried again in the order the cycle gave
- * them their turns: each must fit its quota and be placed whole; the
+ * back, and the waiting gangs are tried again in the order a cycle would
+ * give them their turns then (the cycle's own while they share a queue;
+ * across queues fair share moves as usage does, so the queue module
+ * orders them again): each must fit its quota and be placed whole; the
  * first ones that do not fit hold the configuration's reservations, and a
  * later gang may use reserved nodes only as far as it cannot delay them
  * (backfill.h). A gang's expected start is the moment it is placed; one
@@ -14,9 +16,9 @@
  * no runtime, or fits nowhere.
  *
  * What an expected start assumes: no gang arrives and none ends before
- * or after its runtime; no preemption makes room; the order of turns
- * stays the cycle's; and, so that a moment costs a bounded amount, only
- * the first FORECAST_WINDOW gangs still waiting take part in it (the
+ * or after its runtime; no preemption makes room; fair sharing's memory
+ * of past usage stays as the cycle found it; and, so that a moment costs
+ * a bounded amount, only the first FORECAST_WINDOW gangs still waiting take part in it (the
  * cycle gives every waiting gang a turn): a gang deeper in the order
  * than that is taken to wait for some ahead of it to start, so its start
  * may come earlier than forecast, where a gang within the window's
@@ -93,6 +95,10 @@ struct fc_gang {
 	uint8_t failed, guarded;
 	uint8_t state;
 	uint8_t holds; /* holds one of the standing reservations */
+	/* Its place in the order of the last moment it was in the window
+	 * (stamp: that moment), or, stamp 0, its place in the cycle's. */
+	uint32_t rank;
+	uint64_t stamp;
 };
 
 /* A shape that did not fit at this moment: (one spec, members, the
@@ -133,6 +139,10 @@ struct forecast {
 	/* The gangs in turn order; [first, n) may still wait. */
 	struct fc_gang *v;
 	size_t n, first, left;
+	/* One moment's window (indexes into v) and, when its gangs come
+	 * from more than one queue, their queue items. */
+	uint32_t *win;
+	struct queue_item *items;
 	struct fc_charge *log;
 	size_t nlog, cap_log;
 	/* The standing reservations, made in `scratch` (emptied when they
@@ -354,9 +364,14 @@ static int setup(struct forecast *f, struct plan_run *r)
 	f->n = r->nturns;
 	if (!(f->v = arena_calloc(&r->p->arena, f->n + 1, sizeof(*f->v))))
 		return -ENOMEM;
-	for (size_t k = 0; k < f->n; k++)
+	for (size_t k = 0; k < f->n; k++) {
 		f->v[k].g = &r->p->gangs[r->turns[k]];
+		f->v[k].rank = (uint32_t)k;
+	}
 	f->left = f->n;
+	if (!(f->win = arena_alloc(&r->p->arena, FORECAST_WINDOW * sizeof(*f->win))) ||
+	    !(f->items = arena_alloc(&r->p->arena, FORECAST_WINDOW * sizeof(*f->items))))
+		return -ENOMEM;
 	if ((rc = plan__timeline(r)) < 0 ||
 	    (rc = policy_nodes_copy(&f->s, &r->p->nodes, &r->p->arena)) < 0)
 		return rc;
@@ -448,6 +463,17 @@ static int started(struct forecast *f, struct fc_gang *x)
 	return end == PLAN_NEVER ? 0 : mine_insert(f, x, end);
 }
 
+/* Is x ahead of the last gang given a reservation, in this moment's
+ * order? Yes, too, when the holder's place is of another order (it left
+ * the window, or the order was worked out afresh since): the holders may
+ * then not be the first that do not fit, so they are made again. */
+static bool ahead_of_holder(const struct forecast *f, const struct fc_gang *x)
+{
+	const struct fc_gang *h = f->last_holder ? &f->v[f->last_holder - 1] : NULL;
+
+	return h && (h->stamp != x->stamp || x->rank < h->rank);
+}
+
 /* x does not fit now: a reservation if one is left to give. */
 static int reserve(struct forecast *f, struct fc_gang *x)
 {
@@ -457,7 +483,7 @@ static int reserve(struct forecast *f, struct fc_gang *x)
 	if (backfill_full(&f->b)) {
 		/* The cycle would give it the reservation a later gang holds:
 		 * from the next moment on. */
-		f->b_stale |= (size_t)(x - f->v) + 1 < f->last_holder;
+		f->b_stale |= ahead_of_holder(f, x);
 		return 0;
 	}
 	f->b.more = f->mine + f->mfirst; /* what the forecast placed ends too */
@@ -562,10 +588,45 @@ static int reservations(struct forecast *f)
 	return 0;
 }
 
-/* The gangs in the window tried at time t, in turn order. */
+/* The window's gangs in the order a cycle would give them their turns now
+ * (the queue module's, queue.h): fair share moves as work ends and as
+ * the forecast starts gangs, so across queues the cycle's order does not
+ * stand. Each gang's rank says its place. O(w log w) a moment for w
+ * gangs, and O(w x depth x siblings) per turn. The memory of a half-life
+ * stays as the cycle found it. */
+static int fair_turns(struct forecast *f, size_t nwin)
+{
+	struct queue_cycle *c;
+	uint32_t rank = 0;
+	int i, rc = 0;
+
+	for (size_t w = 0; w < nwin; w++) {
+		const struct plan_gang *g = f->v[f->win[w]].g;
+
+		f->items[w] = (struct queue_item){g->queue, g->priority, g->submitted_s,
+		                                  g->kept->seen, f->v[f->win[w]].req};
+	}
+	if ((rc = queue_cycle_new(f->r->in->qs, f->items, nwin, &c)) < 0)
+		return rc;
+	while (!spent(f) && (i = queue_cycle_next(c)) >= 0) {
+		struct fc_gang *x = &f->v[f->win[i]];
+
+		x->rank = rank++;
+		x->stamp = f->moment;
+		if ((rc = turn(f, x)) < 0)
+			break;
+		queue_cycle_done(c, i, x->state == FC_DONE && x->start == f->t);
+	}
+	queue_cycle_free(&c);
+	return rc;
+}
+
+/* The gangs in the window tried at time t: in the cycle's turn order
+ * while they share a queue, else in the fair order of the moment. */
 static int moment(struct forecast *f)
 {
-	size_t seen = 0;
+	size_t nwin = 0;
+	bool mixed = false;
 	int rc;
 
 	f->moment++;
@@ -575,14 +636,23 @@ static int moment(struct forecast *f)
 	while (f->first < f->n &&
 	       (f->v[f->first].state == FC_SKIP || f->v[f->first].state == FC_DONE))
 		f->first++;
-	for (size_t k = f->first; k < f->n && seen < FORECAST_WINDOW && !spent(f); k++) {
+	for (size_t k = f->first; k < f->n && nwin < FORECAST_WINDOW && !spent(f); k++) {
 		struct fc_gang *x = &f->v[k];
 
 		if (x->state == FC_NEW && (rc = prepare(f, x)) < 0)
 			return rc;
 		if (x->state != FC_WAITING)
 			continue;
-		seen++;
+		mixed |= nwin && x->g->queue != f->v[f->win[0]].g->queue;
+		f->win[nwin++] = (uint32_t)k;
+	}
+	if (mixed)
+		return fair_turns(f, nwin);
+	for (size_t w = 0; w < nwin && !spent(f); w++) {
+		struct fc_gang *x = &f->v[f->win[w]];
+
+		x->rank = f->win[w];
+		x->stamp = 0;
 		if ((rc = turn(f, x)) < 0)
 			return rc;
 	}

@@ -58,7 +58,7 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
 	const struct queue_slot *s = queue_set_slot(r->in->qs, v->slot);
 	int64_t demand = queue_tree_demand(r->tree, v->node, v->slot);
 
-	plan__slot_name(r, v->slot, slot, 160);
+	queue_set_slot_name(r->in->qs, v->slot, slot, 160);
 	*f = (struct plan_facts){.why = (uint8_t)why,
 	                         .cohort = queue_tree_is_cohort(r->tree, v->node),
 	                         .at = queue_tree_name(r->tree, v->node),
@@ -577,6 +577,7 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 		    r->cfg->all_queues[k]->preemption.within_queue != CONFIG_WITHIN_QUEUE_NEVER ||
 		    r->cfg->all_queues[k]->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER;
 	queue_tree_reset_usage(r->tree);
+	queue_tree_age(r->tree, in->now_s); /* fair-share memory, if any: up to now */
 	policy_nodes_release(&p->nodes);
 	arena_reset(&p->arena);
 	if (presize(r, p->ngangs, p->stats.bound_pods) < 0)
@@ -640,8 +641,10 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 	    (rc = plan__enqueue(&r)) == 0) {
 		if (r.preemption)
 			plan__protect(&r);
-		if ((rc = schedule(&r)) == 0)
+		if ((rc = schedule(&r)) == 0) {
+			queue_tree_hold(r.tree); /* what stands until the next cycle */
 			plan__forecast(&r);
+		}
 	}
 	if (rc == 0)
 		rc = publish_resv(&r);

@@ -17,7 +17,9 @@
  *      tried (Volcano shows this as the phase Inqueue);
  *   3. queue usage counted again from the bound and assumed members of
  *      every gang, so usage is always what runs (a reload of the
- *      configuration loses nothing);
+ *      configuration loses nothing); with fairSharing.halfLife, the
+ *      tree's memory of usage is brought up to now_s first, and takes
+ *      the usage the cycle leaves after step 5 (queue/quota.h);
  *   4. preemptors holding room (plan_memory.holds) go first: placed as if their
  *      victims were gone, bound once they are (holds.c);
  *   5. the gangs with members to place, in the queue module's order: each

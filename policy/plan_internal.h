@@ -311,8 +311,6 @@ void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_
 /* What pods[0..n) ask together, unplaced, per queue slot, into req. */
 void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_pod *const *pods,
                    size_t n);
-/* The name of queue slot `slot` ("nvidia.com/gpu", "cpu@spot"). */
-void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len);
 /* Add the amounts e[0..n) (a pod's requests, a PodGroup's minResources),
  * on a node of flavor f (POLICY_NO_FLAVOR: not placed yet), to the slot
  * vector req. O(configured resources x n). */

@@ -63,17 +63,6 @@ void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_
 	plan__add_amounts(r, req, kubeapi_podspec_requests(s), s->nrequests, f);
 }
 
-void plan__slot_name(const struct plan_run *r, unsigned slot, char *buf, size_t len)
-{
-	const struct queue_slot *s = queue_set_slot(r->in->qs, slot);
-
-	if (s->flavor == CONFIG_NO_FLAVOR)
-		snprintf(buf, len, "%s", r->cfg->resources.v[s->resource]);
-	else
-		snprintf(buf, len, "%s@%s", r->cfg->resources.v[s->resource],
-		         r->cfg->flavors[s->flavor].name);
-}
-
 /* ---- nodes ----------------------------------------------------------- */
 
 struct name_order {

@@ -74,6 +74,22 @@ int queue_set_find(const struct queue_set *qs, const char *name);
 void queue_set_add_request(const struct queue_set *qs, int64_t *req, const int64_t *amount,
                            size_t flavor);
 
+/** A slot's name: "gpu", or "gpu@a100" for a flavor's. */
+void queue_set_slot_name(const struct queue_set *qs, unsigned slot, char *buf, size_t len);
+
+/** The slot called name, or -ENOENT. O(slots). */
+int queue_set_find_slot(const struct queue_set *qs, const char *name);
+
+/** The tree node (queue or cohort, "root" for the root) called name, or
+ *  -ENOENT. O(nodes): for reloads and restores, not cycles. */
+int queue_set_find_node(const struct queue_set *qs, const char *name);
+
+/** Give set `to` (a new configuration's) the fair-sharing memory of
+ *  `from` for every queue and cohort, and every slot, that has the same
+ *  name in both; the rest start from nothing. Nothing when `to` has no
+ *  half-life. */
+void queue_set_carry(struct queue_set *to, const struct queue_set *from);
+
 /* ---- which queue ---------------------------------------------------- */
 
 /** Where a gang's queue came from. */

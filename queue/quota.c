@@ -5,11 +5,23 @@
  * comes before its children: finalize() computes the cohorts' pools in one
  * backward pass. A request's effect climbs the path to the root as a delta
  * of draws: at each node only the part above its reserve reaches the
- * parent. Memory: 5 x nslots x 8 bytes per node.
+ * parent. Memory: 7 x nslots x 8 bytes per node.
+ *
+ * The memory (fair sharing with a half-life) is an exponential average of
+ * each node's demand: over a span dt in which the node held demand h,
+ *
+ *   mem <- mem x 2^(-dt / halfLife) + h x (1 - 2^(-dt / halfLife))
+ *
+ * so a node that held h for long remembers h, and one that stopped
+ * remembers half as much every half-life. Demand is what the planner
+ * counts each cycle; the span is from one cycle to the next, over which
+ * the demand the last cycle left (held) stood. Nothing here reads a clock:
+ * the caller says what time it is.
  */
 #include "queue/quota.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +34,8 @@ struct node {
 	int64_t *nominal, *borrow, *lend; /* as configured (queues) */
 	int64_t *quota;                   /* Q: nominal, or the cohort's pool */
 	int64_t *demand;
+	int64_t *held; /* the demand the last cycle left: what stood since */
+	double *mem;   /* remembered demand (see the top of this file) */
 	/* Bumped whenever demand is written (here or under it): what lets a
 	 * cycle keep a share it worked out until something under it moved. */
 	uint64_t version;
@@ -29,6 +43,8 @@ struct node {
 
 struct queue_tree {
 	unsigned nslots;
+	int64_t half_life_ms; /* 0: no memory */
+	int64_t mem_at_s;     /* when mem was last brought up to date; QUEUE_NO_TIME */
 	struct node *nodes;
 	int n, cap;
 };
@@ -54,13 +70,13 @@ static int64_t add_sat(int64_t a, int64_t b)
 static void node_free(struct node *n)
 {
 	free(n->name);
-	free(n->nominal); /* one block holds all five vectors */
+	free(n->nominal); /* one block holds all seven vectors */
 }
 
 static int node_init(struct node *n, unsigned nslots, int parent, bool cohort, const char *name,
                      double weight)
 {
-	int64_t *v = calloc(5 * (size_t)nslots, sizeof(*v));
+	int64_t *v = calloc(7 * (size_t)nslots, sizeof(*v));
 	unsigned s;
 
 	n->name = strdup(name ? name : "");
@@ -78,6 +94,10 @@ static int node_init(struct node *n, unsigned nslots, int parent, bool cohort, c
 	n->lend = v + 2 * nslots;
 	n->quota = v + 3 * nslots;
 	n->demand = v + 4 * nslots;
+	n->held = v + 5 * nslots;
+	/* A double is 8 bytes like an int64 (static_assert below); 0 bits
+	 * are 0.0. */
+	n->mem = (double *)(void *)(v + 6 * nslots);
 	for (s = 0; s < nslots; s++) {
 		n->borrow[s] = parent == QUEUE_NONE ? 0 : QUEUE_UNLIMITED;
 		n->lend[s] = QUEUE_UNLIMITED;
@@ -114,6 +134,7 @@ int queue_tree_new(unsigned nslots, struct queue_tree **out)
 	if (!t)
 		return -ENOMEM;
 	t->nslots = nslots;
+	t->mem_at_s = QUEUE_NO_TIME;
 	if (add_node(t, QUEUE_NONE, true, "root", 1.0) < 0) {
 		free(t);
 		return -ENOMEM;
@@ -280,6 +301,16 @@ static bool contains(const struct queue_tree *t, int c, int q)
 	return false;
 }
 
+/* What node n counts as its use of slot s in a share: its demand with
+ * the request's part d added, or with memory on, the larger of that and
+ * what it remembers. */
+static double used(const struct queue_tree *t, const struct node *n, unsigned s, int64_t d)
+{
+	double now = (double)(n->demand[s] + d);
+
+	return t->half_life_ms > 0 && n->mem[s] > now ? n->mem[s] : now;
+}
+
 double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t *req)
 {
 	const struct node *n = &t->nodes[c], *p;
@@ -305,9 +336,9 @@ double queue_tree_share(const struct queue_tree *t, int c, int q, const int64_t 
 		}
 	}
 	for (s = 0; s < t->nslots; s++) {
-		double over = (double)max64(0, n->demand[s] + (d ? d[s] : 0) - n->quota[s]);
+		double over = used(t, n, s, d ? d[s] : 0) - (double)n->quota[s];
 
-		if (p->quota[s] > 0 && over / (double)p->quota[s] > share)
+		if (over > 0 && p->quota[s] > 0 && over / (double)p->quota[s] > share)
 			share = over / (double)p->quota[s];
 	}
 	return share / n->weight;
@@ -354,4 +385,80 @@ int64_t queue_tree_demand(const struct queue_tree *t, int node, unsigned slot)
 int queue_tree_size(const struct queue_tree *t)
 {
 	return t->n;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+_Static_assert(sizeof(double) == sizeof(int64_t), "mem shares the nodes' int64 block");
+
+void queue_tree_set_half_life(struct queue_tree *t, int64_t half_life_ms)
+{
+	t->half_life_ms = half_life_ms > 0 ? half_life_ms : 0;
+}
+
+int64_t queue_tree_half_life(const struct queue_tree *t)
+{
+	return t->half_life_ms;
+}
+
+void queue_tree_age(struct queue_tree *t, int64_t now_s)
+{
+	double keep;
+
+	if (t->half_life_ms <= 0)
+		return;
+	if (t->mem_at_s == QUEUE_NO_TIME || now_s <= t->mem_at_s) {
+		/* The first time, or a clock that went back: start from here. */
+		if (t->mem_at_s == QUEUE_NO_TIME || now_s < t->mem_at_s)
+			t->mem_at_s = now_s;
+		return;
+	}
+	keep = exp2(-(double)(now_s - t->mem_at_s) * 1000.0 / (double)t->half_life_ms);
+	for (int i = 0; i < t->n; i++) {
+		struct node *n = &t->nodes[i];
+
+		for (unsigned s = 0; s < t->nslots; s++)
+			n->mem[s] = n->mem[s] * keep + (double)n->held[s] * (1.0 - keep);
+		n->version++;
+	}
+	t->mem_at_s = now_s;
+}
+
+void queue_tree_hold(struct queue_tree *t)
+{
+	if (t->half_life_ms <= 0)
+		return;
+	for (int i = 0; i < t->n; i++)
+		memcpy(t->nodes[i].held, t->nodes[i].demand, t->nslots * sizeof(int64_t));
+}
+
+int64_t queue_tree_memory_at(const struct queue_tree *t)
+{
+	return t->mem_at_s;
+}
+
+double queue_tree_remembered(const struct queue_tree *t, int node, unsigned slot)
+{
+	return node >= 0 && node < t->n && slot < t->nslots ? t->nodes[node].mem[slot] : 0;
+}
+
+int64_t queue_tree_held(const struct queue_tree *t, int node, unsigned slot)
+{
+	return node >= 0 && node < t->n && slot < t->nslots ? t->nodes[node].held[slot] : 0;
+}
+
+int queue_tree_recall(struct queue_tree *t, int node, unsigned slot, double mem, int64_t held,
+                      int64_t at_s)
+{
+	struct node *n;
+
+	if (node < 0 || node >= t->n || slot >= t->nslots || !(mem >= 0) || isinf(mem) ||
+	    held < 0 || at_s == QUEUE_NO_TIME)
+		return -EINVAL;
+	n = &t->nodes[node];
+	n->mem[slot] = mem;
+	n->held[slot] = held;
+	n->version++;
+	t->mem_at_s = at_s;
+	return 0;
 }

@@ -39,6 +39,17 @@
  * below its fair share goes ahead of one that already borrows a lot.
  * Shares are computed with the candidate gang's request added, so a large
  * request does not jump ahead of small ones for free.
+ *
+ * With a half-life set (fairSharing.halfLife), every node also remembers
+ * its past demand, decayed (quota.c: the average), and the share counts
+ *
+ *   use(c,s)  = max(demand(c,s) + request, remembered(c,s))
+ *
+ * in place of demand + request: a child that borrowed the whole pool
+ * yesterday ranks behind one that borrowed nothing, as if it still held
+ * part of what it held, until that has decayed below what it uses now.
+ * A child that stayed within its quota is not held back by its past.
+ * Admission (fits) never looks at memory: only the order does.
  */
 #ifndef MUSTER_QUEUE_QUOTA_H
 #define MUSTER_QUEUE_QUOTA_H
@@ -49,6 +60,7 @@
 #define QUEUE_UNLIMITED INT64_MAX
 #define QUEUE_MAX_SLOTS 64
 #define QUEUE_NONE      (-1)
+#define QUEUE_NO_TIME   INT64_MIN
 
 struct queue_tree;
 
@@ -108,5 +120,32 @@ int64_t queue_tree_demand(const struct queue_tree *t, int node, unsigned slot); 
 /** Changes whenever the demand of node or of any node under it does. */
 uint64_t queue_tree_version(const struct queue_tree *t, int node);
 int queue_tree_size(const struct queue_tree *t);
+
+/* ---- memory ---------------------------------------------------------- */
+
+/** Turn memory on with this half-life (> 0), or off (0, the default):
+ *  off, shares are exactly as without it and the calls below do nothing. */
+void queue_tree_set_half_life(struct queue_tree *t, int64_t half_life_ms);
+int64_t queue_tree_half_life(const struct queue_tree *t);
+
+/** Bring the memory up to now_s (unix seconds): the demand held since the
+ *  last call (queue_tree_hold()) is averaged in over the seconds between.
+ *  The first call only starts the clock. O(nodes x slots). */
+void queue_tree_age(struct queue_tree *t, int64_t now_s);
+
+/** The demand as it is now is what stands until the next age(): call at
+ *  the end of a cycle. */
+void queue_tree_hold(struct queue_tree *t);
+
+/** When the memory was last brought up to date, or QUEUE_NO_TIME. */
+int64_t queue_tree_memory_at(const struct queue_tree *t);
+double queue_tree_remembered(const struct queue_tree *t, int node, unsigned slot);
+int64_t queue_tree_held(const struct queue_tree *t, int node, unsigned slot);
+
+/** Put back what a node remembered and held at at_s (after a restart, or
+ *  into the tree of a new configuration). 0, or -EINVAL for a node or
+ *  slot out of range, mem negative or not finite, held < 0. */
+int queue_tree_recall(struct queue_tree *t, int node, unsigned slot, double mem, int64_t held,
+                      int64_t at_s);
 
 #endif /* MUSTER_QUEUE_QUOTA_H */

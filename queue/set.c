@@ -159,6 +159,7 @@ static int build(struct queue_set *qs, const struct config *c)
 		if ((rc = add_queue(qs, 0, &c->queues[i])) < 0)
 			return rc;
 	queue_tree_finalize(qs->tree);
+	queue_tree_set_half_life(qs->tree, c->fair_sharing.half_life_ms);
 	qsort(qs->queues, qs->n_queues, sizeof(*qs->queues), cmp_ref);
 	qsort(qs->namespaces, qs->n_namespaces, sizeof(*qs->namespaces), cmp_ref);
 	qs->default_node =
@@ -311,4 +312,65 @@ const char *queue_source_name(enum queue_source s)
 	};
 
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+void queue_set_slot_name(const struct queue_set *qs, unsigned slot, char *buf, size_t len)
+{
+	const struct queue_slot *s = queue_set_slot(qs, slot);
+
+	if (!s)
+		snprintf(buf, len, "?");
+	else if (s->flavor == CONFIG_NO_FLAVOR)
+		snprintf(buf, len, "%s", qs->cfg->resources.v[s->resource]);
+	else
+		snprintf(buf, len, "%s@%s", qs->cfg->resources.v[s->resource],
+		         qs->cfg->flavors[s->flavor].name);
+}
+
+int queue_set_find_slot(const struct queue_set *qs, const char *name)
+{
+	char buf[2 * CONFIG_MAX_STRING + 2];
+
+	for (unsigned k = 0; k < qs->nslots; k++) {
+		queue_set_slot_name(qs, k, buf, sizeof(buf));
+		if (!strcmp(buf, name))
+			return (int)k;
+	}
+	return -ENOENT;
+}
+
+int queue_set_find_node(const struct queue_set *qs, const char *name)
+{
+	int n = queue_tree_size(qs->tree);
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(queue_tree_name(qs->tree, i), name))
+			return i;
+	return -ENOENT;
+}
+
+/* O(nodes x (nodes + slots x slots)) name matching: a reload's cost, once
+ * per configuration change, for trees of hundreds of nodes. */
+void queue_set_carry(struct queue_set *to, const struct queue_set *from)
+{
+	const struct queue_tree *ft = from->tree;
+	int64_t at = queue_tree_memory_at(ft);
+	int map[QUEUE_MAX_SLOTS];
+	char buf[2 * CONFIG_MAX_STRING + 2];
+
+	if (at == QUEUE_NO_TIME || !queue_tree_half_life(to->tree))
+		return;
+	for (unsigned k = 0; k < to->nslots; k++) {
+		queue_set_slot_name(to, k, buf, sizeof(buf));
+		map[k] = queue_set_find_slot(from, buf);
+	}
+	for (int i = 0; i < queue_tree_size(to->tree); i++) {
+		int f = queue_set_find_node(from, queue_tree_name(to->tree, i));
+
+		for (unsigned k = 0; f >= 0 && k < to->nslots; k++)
+			if (map[k] >= 0)
+				queue_tree_recall(to->tree, i, k,
+				                  queue_tree_remembered(ft, f, (unsigned)map[k]),
+				                  queue_tree_held(ft, f, (unsigned)map[k]), at);
+	}
 }

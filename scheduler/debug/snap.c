@@ -158,12 +158,9 @@ static int take_queues(const struct snap_input *s, struct snap *sn)
 	for (unsigned k = 0; k < sn->nslots; k++) {
 		const struct queue_slot *sl = queue_set_slot(s->qs, k);
 		const char *res = s->cfg->resources.v[sl->resource];
-		char buf[512];
+		char buf[2 * CONFIG_MAX_STRING + 2];
 
-		if (sl->flavor == CONFIG_NO_FLAVOR)
-			snprintf(buf, sizeof(buf), "%s", res);
-		else
-			snprintf(buf, sizeof(buf), "%s@%s", res, s->cfg->flavors[sl->flavor].name);
+		queue_set_slot_name(s->qs, k, buf, sizeof(buf));
 		if (!(sn->slot_name[k] = dup_str(&sn->arena, buf)) ||
 		    !(sn->slot_res[k] = dup_str(&sn->arena, res)))
 			return -ENOMEM;

@@ -315,6 +315,31 @@ static void test_backfill_keys(void **state)
 	}
 }
 
+static void test_fair_sharing_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		int64_t want;
+	} rows[] = {
+	    {"fairSharing: {halfLife: 6h}\n", 6 * 3600 * 1000},
+	    {"fairSharing: {halfLife: 1m}\n", 60 * 1000},
+	    {"fairSharing: {halfLife: 0}\n", 0},
+	    {"fairSharing: {}\n", 0},
+	    {"queues: [{name: q}]\n", 0},
+	};
+	struct config *c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (parse(rows[i].text, &c, NULL) != 0)
+			fail_msg("rejected: %s", rows[i].text);
+		if (c->fair_sharing.half_life_ms != rows[i].want)
+			fail_msg("%s: halfLife %lld ms, want %lld", rows[i].text,
+			         (long long)c->fair_sharing.half_life_ms, (long long)rows[i].want);
+		config_free(&c);
+	}
+}
+
 /* ---- durations --------------------------------------------------------- */
 
 static const struct {
@@ -499,6 +524,7 @@ int main(void)
 	    TEST(test_scheduler_names),
 	    TEST(test_preemption_keys),
 	    TEST(test_backfill_keys),
+	    TEST(test_fair_sharing_keys),
 	    TEST(test_durations),
 	    TEST(test_duration_parse),
 	    TEST(test_duration_parse_len),

@@ -66,7 +66,7 @@ struct bad {
 static const struct bad bad_files[] = {
     {"unknown key at the root", "colour: blue\n",
      {"t.yaml:1:1: unknown key 'colour' in the configuration; expected schedulerName, schedulerNames, "
-      "resources, flavors, topology, defaultQueue, backfill, cohorts or queues"}},
+      "resources, flavors, topology, defaultQueue, backfill, fairSharing, cohorts or queues"}},
     {"unknown key in a queue", Q1 "    wieght: 2\n",
      {"t.yaml:3:5: unknown key 'wieght' in queue; expected name, namespaces, weight, "
       "ordering, quota, preemption, gangTimeout or defaultRuntime"}},
@@ -140,6 +140,14 @@ static const struct bad bad_files[] = {
     {"negative minRuntime", "queues: [{name: q, preemption: {minRuntime: -5m}}]\n",
      {"t.yaml:1:45: expected a duration such as 90s, 10m, 1h30m or 500ms for "
       "'minRuntime', got '-5m'"}},
+    {"halfLife too short", "fairSharing: {halfLife: 30s}\n",
+     {"t.yaml:1:25: expected 0 (no memory) or a duration of at least 1m such as 6h or 168h "
+      "for 'halfLife', got '30s'"}},
+    {"halfLife in days", "fairSharing:\n  halfLife: 7d\n",
+     {"t.yaml:2:13: expected 0 (no memory) or a duration of at least 1m such as 6h or 168h "
+      "for 'halfLife', got '7d'"}},
+    {"unknown key in fairSharing", "fairSharing: {halfTime: 6h}\n",
+     {"t.yaml:1:15: unknown key 'halfTime' in fairSharing; expected halfLife"}},
     {"preemptible not a boolean", "queues: [{name: q, preemption: {preemptible: yes}}]\n",
      {"t.yaml:1:46: expected true or false for 'preemptible', got 'yes'"}},
     {"preemptible a list", "queues: [{name: q, preemption: {preemptible: [true]}}]\n",
@@ -237,7 +245,7 @@ static void test_many_errors_in_one_file(void **state)
 	static const char *const want[] = {
 	    "t.yaml:2:1: unknown key 'colour' in the configuration; expected schedulerName, "
 	    "schedulerNames, "
-	    "resources, flavors, topology, defaultQueue, backfill, cohorts or "
+	    "resources, flavors, topology, defaultQueue, backfill, fairSharing, cohorts or "
 	    "queues",
 	    "t.yaml:5:13: expected an integer from 1 to 1000000 for 'weight', got '0'",
 	    "t.yaml:9:32: expected a quantity such as 16, 500m or 2Ti for 'nominal', got 'x'",

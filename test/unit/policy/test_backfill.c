@@ -15,8 +15,13 @@
  *                               10m, 1h30m)
  *   tick S                      also plan every S seconds while a gang waits
  *                               (default: only at arrivals and completions)
+ *   queues NAME:GPUS ...        in place of the one queue: these (up to 4)
+ *                               in one cohort, each with that nominal GPU
+ *                               quota; a gang names its own with a last
+ *                               `queue NAME` (its label muster.dev/queue)
+ *   half-life D                 fairSharing.halfLife: the order remembers
  *   gang NAME at T pods N gpus G runtime R [declared D | declared none |
- *        group-declared D | deadline D]
+ *        group-declared D | deadline D] [queue Q]
  *                               a PodGroup NAME (minMember N) and N pods of G
  *                               GPUs (and 1 CPU), created at second T, each
  *                               running R seconds once bound. What the
@@ -89,6 +94,7 @@
 #define MAX_NODES   64
 #define MAX_EXPECT  128
 #define MAX_RUNS    4
+#define MAX_QUEUES  4
 #define MAX_TOKENS  24
 #define MAX_TIME    (30 * 24 * 3600) /* a scenario's clock stops here */
 #define MAX_CYCLES  100000
@@ -108,6 +114,7 @@ struct sgang {
 	enum declared decl;
 	char declared[32];  /* the annotation value as written */
 	int64_t declared_s; /* its seconds; 0 for DECL_NONE */
+	char queue[24];     /* `queue Q`: its label muster.dev/queue; "" for none */
 };
 
 enum expect_kind {
@@ -132,6 +139,10 @@ struct scenario {
 	int reservations; /* or RES_DEFAULT */
 	char default_runtime[32];
 	int64_t tick;
+	char half_life[32];          /* fairSharing.halfLife, "" for none */
+	char queue[MAX_QUEUES][24];  /* `queues`: their names */
+	int64_t nominal[MAX_QUEUES]; /* and GPU quotas */
+	int nqueues;                 /* 0: the one queue "sim" */
 	struct sgang gang[MAX_GANGS];
 	int ngangs;
 	struct expect expect[MAX_EXPECT];
@@ -287,6 +298,59 @@ static int d_tick(struct line *l)
 	return num_at(l, 1, "tick", 3600, &l->sc->tick);
 }
 
+/* queues NAME:GPUS ... : one cohort of these queues, each with that
+ * nominal GPU quota (and CPU and memory nobody reaches). */
+static int d_queues(struct line *l)
+{
+	struct scenario *sc = l->sc;
+
+	if (l->n < 2 || l->n > 1 + MAX_QUEUES)
+		return bad(l, "usage: queues NAME:GPUS ... (1 to %d)", MAX_QUEUES);
+	if (sc->nqueues)
+		return bad(l, "queues given twice");
+	for (int k = 1; k < l->n; k++) {
+		char *colon = strchr(l->tok[k], ':');
+
+		if (!colon || colon == l->tok[k] || colon - l->tok[k] >= 24 ||
+		    strspn(l->tok[k], "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+		        (size_t)(colon - l->tok[k]) ||
+		    number(colon + 1, 100000, &sc->nominal[sc->nqueues]) < 0)
+			return bad(l, "queue '%s': NAME:GPUS, the name of [a-z0-9-]", l->tok[k]);
+		*colon = 0;
+		snprintf(sc->queue[sc->nqueues++], sizeof(sc->queue[0]), "%s", l->tok[k]);
+	}
+	return 0;
+}
+
+static int d_half_life(struct line *l)
+{
+	int64_t v;
+
+	if (l->n != 2)
+		return bad(l, "usage: half-life D");
+	if (duration(l->tok[1], &v) < 0 || strlen(l->tok[1]) >= sizeof(l->sc->half_life))
+		return bad(l, "half-life: not a duration: '%s'", l->tok[1]);
+	snprintf(l->sc->half_life, sizeof(l->sc->half_life), "%s", l->tok[1]);
+	return 0;
+}
+
+/* A gang line's last two words `queue Q`, if there: taken off the line. */
+static int gang_queue(struct line *l, struct sgang *g)
+{
+	const struct scenario *sc = l->sc;
+	int k;
+
+	if (l->n < 12 || strcmp(l->tok[l->n - 2], "queue") != 0)
+		return 0;
+	for (k = 0; k < sc->nqueues && strcmp(sc->queue[k], l->tok[l->n - 1]) != 0; k++)
+		;
+	if (k == sc->nqueues)
+		return bad(l, "queue %s: not one of the `queues` line before", l->tok[l->n - 1]);
+	snprintf(g->queue, sizeof(g->queue), "%s", l->tok[l->n - 1]);
+	l->n -= 2;
+	return 0;
+}
+
 /* The optional tail of a gang line: what the planner is told. */
 static int gang_declared(struct line *l, struct sgang *g)
 {
@@ -337,6 +401,8 @@ static int d_gang(struct line *l)
 		return bad(l, "gang %s defined twice", l->tok[1]);
 	memset(g, 0, sizeof(*g));
 	snprintf(g->name, sizeof(g->name), "%s", l->tok[1]);
+	if ((rc = gang_queue(l, g)) < 0)
+		return rc;
 	if ((rc = word_at(l, 2, "at")) < 0 || (rc = num_at(l, 3, "at", MAX_TIME, &g->at)) < 0 ||
 	    (rc = word_at(l, 4, "pods")) < 0 || (rc = num_at(l, 5, "pods", MAX_PODS, &v)) < 0)
 		return rc;
@@ -436,6 +502,8 @@ static const struct directive {
     {"reservations", d_reservations},
     {"default-runtime", d_default_runtime},
     {"tick", d_tick},
+    {"queues", d_queues},
+    {"half-life", d_half_life},
     {"gang", d_gang},
     {"expect", d_expect},
 };
@@ -596,39 +664,62 @@ static __attribute__((format(printf, 2, 3))) void sim_fail(struct sim *m, const 
 	text_add(&m->run->trace, "    !! %s\n", msg);
 }
 
-/* The configuration: one queue that every gang fits the quota of. */
-#define YAML_FMT                                                                                   \
+/* The configuration: one queue that every gang fits the quota of, or the
+ * scenario's queues in one cohort. */
+#define YAML_HEAD                                                                                  \
 	"resources: [cpu, memory, nvidia.com/gpu]\n"                                               \
 	"topology:\n"                                                                              \
-	"  levels: [muster.dev/rack, kubernetes.io/hostname]\n"                                    \
-	"queues:\n"                                                                                \
-	"  - name: sim\n"                                                                          \
-	"    namespaces: [" NS "]\n"                                                               \
-	"    quota: {nvidia.com/gpu: {nominal: 100000}, cpu: {nominal: 100000}, memory: "          \
-	"{nominal: "                                                                               \
-	"1Pi}}\n"                                                                                  \
-	"%s%s%s%s%s%s"
+	"  levels: [muster.dev/rack, kubernetes.io/hostname]\n"
+#define YAML_QUEUE                                                                                 \
+	"  - name: %s\n"                                                                           \
+	"    namespaces: [%s]\n"                                                                   \
+	"    quota: {nvidia.com/gpu: {nominal: %" PRId64 "}, cpu: {nominal: 100000}, "             \
+	"memory: {nominal: 1Pi}}\n"                                                                \
+	"%s%s%s"
+
+static void sim_queues(const struct scenario *sc, struct text *y)
+{
+	const char *rt = sc->default_runtime;
+
+	if (!sc->nqueues) {
+		text_add(y, "queues:\n" YAML_QUEUE, "sim", NS, (int64_t)100000,
+		         rt[0] ? "    defaultRuntime: " : "", rt, rt[0] ? "\n" : "");
+		return;
+	}
+	/* The queues are reached by their label; the namespace goes to the
+	 * first. */
+	text_add(y, "cohorts:\n- name: lab\n  queues:\n");
+	for (int k = 0; k < sc->nqueues; k++) {
+		char ns[40];
+
+		snprintf(ns, sizeof(ns), "%s%s", k ? "unused-" : NS, k ? sc->queue[k] : "");
+		text_add(y, YAML_QUEUE, sc->queue[k], ns, sc->nominal[k],
+		         rt[0] ? "    defaultRuntime: " : "", rt, rt[0] ? "\n" : "");
+	}
+}
 
 static int sim_config(struct sim *m)
 {
 	const struct scenario *sc = m->sc;
-	char yaml[2048], res[16] = "";
+	struct text y = {0};
 	struct config_errors errs;
 	int rc;
 
+	text_add(&y, YAML_HEAD);
 	if (m->run->reservations != RES_DEFAULT)
-		snprintf(res, sizeof(res), "%d", m->run->reservations);
-	snprintf(yaml, sizeof(yaml), YAML_FMT, sc->default_runtime[0] ? "    defaultRuntime: " : "",
-	         sc->default_runtime, sc->default_runtime[0] ? "\n" : "",
-	         res[0] ? "backfill: {reservations: " : "", res, res[0] ? "}\n" : "");
+		text_add(&y, "backfill: {reservations: %d}\n", m->run->reservations);
+	if (sc->half_life[0])
+		text_add(&y, "fairSharing: {halfLife: %s}\n", sc->half_life);
+	sim_queues(sc, &y);
 	config_errors_init(&errs);
-	rc = config_parse("sim.yaml", yaml, strlen(yaml), &m->cfg, &errs);
+	rc = y.buf && !y.dropped ? config_parse("sim.yaml", y.buf, y.len, &m->cfg, &errs) : -ENOMEM;
 	if (rc < 0) {
 		for (size_t k = 0; k < errs.n; k++)
 			sim_fail(m, "config: %s", errs.v[k].msg);
 		sim_fail(m, "the configuration was refused (%d)", rc);
 	}
 	config_errors_clear(&errs);
+	free(y.buf);
 	if (rc == 0 && (rc = queue_set_build(m->cfg, &m->qs)) < 0)
 		sim_fail(m, "queue_set_build: %d", rc);
 	return rc;
@@ -719,11 +810,12 @@ static void write_pod(struct sim *m, int k, int p, const char *phase)
 static void arrive(struct sim *m, int k)
 {
 	const struct sgang *sg = &m->sc->gang[k];
-	char ann[128];
+	char ann[128], label[64];
 
 	snprintf(ann, sizeof(ann), "\"muster.dev/expected-runtime\":\"%s\"", sg->declared);
-	synth_group_at(&m->s, NS, sg->name, sg->pods, EPOCH_S + sg->at,
-	               sg->decl == DECL_GROUP ? ann : NULL);
+	snprintf(label, sizeof(label), "\"muster.dev/queue\":\"%s\"", sg->queue);
+	synth_group_labeled_at(&m->s, NS, sg->name, sg->pods, EPOCH_S + sg->at,
+	                       sg->decl == DECL_GROUP ? ann : NULL, sg->queue[0] ? label : NULL);
 	for (int p = 0; p < sg->pods; p++)
 		write_pod(m, k, p, NULL);
 	m->run->g[k].arrived = 1;

@@ -482,6 +482,112 @@ static void test_touch(void **state)
 	teardown(&f);
 }
 
+/*
+ * Memory: a and b, 8 GPUs each in one cohort (pool 16); a held all 16
+ * for a day, b nothing. Each offers four gangs of 4, a's submitted
+ * first. Without memory both are at 0 and the order alternates, a
+ * first (written first, then the one less full of its own quota):
+ * a b a b a b a b. With a half-life of 6 h, a remembers 16 x (1 - 2^-4)
+ * = 15, so its share is (15 - 8) / 16 = 0.4375 until its own usage
+ * passes 15. b's is (usage + 4 - 8) / 16: 0, 0, 0.25 for its first
+ * three, 0.5 for its fourth; so b b b, then a a a (0.4375 each), then
+ * a's fourth ties b's fourth at 0.5 and a, written first, goes:
+ * b b b a a a a b.
+ */
+static void test_memory_orders_the_other_team_first(void **state)
+{
+	static const char yaml[] = "resources: [nvidia.com/gpu]\n"
+	                           "%s"
+	                           "cohorts:\n"
+	                           "  - name: lab\n"
+	                           "    queues:\n"
+	                           "      - {name: a, quota: {nvidia.com/gpu: {nominal: 8}}}\n"
+	                           "      - {name: b, quota: {nvidia.com/gpu: {nominal: 8}}}\n";
+	static const int64_t four[1] = {4}, all[1] = {16};
+	static const int plain[] = {0, 4, 1, 5, 2, 6, 3, 7};
+	static const int remembered[] = {4, 5, 6, 0, 1, 2, 3, 7};
+	char text[512];
+
+	(void)state;
+	for (int mem = 0; mem < 2; mem++) {
+		struct fixture f;
+		struct queue_tree *t;
+		struct queue_item items[8];
+		int a, b, got[8];
+		size_t n;
+
+		snprintf(text, sizeof(text), yaml, mem ? "fairSharing: {halfLife: 6h}\n" : "");
+		setup(&f, text);
+		t = queue_set_tree(f.qs);
+		a = node_of(&f, "a");
+		b = node_of(&f, "b");
+		/* A day of a holding everything, then its gangs end. */
+		queue_tree_age(t, 0);
+		assert_int_equal(queue_tree_charge(t, a, all, +1), 0);
+		queue_tree_hold(t);
+		queue_tree_reset_usage(t);
+		queue_tree_age(t, 24 * 3600);
+		assert_float_equal(queue_tree_remembered(t, a, 0), mem ? 15.0 : 0.0, 1e-9);
+		for (int i = 0; i < 8; i++)
+			items[i] = (struct queue_item){i < 4 ? a : b, 0, i, 0, four};
+		n = run_cycle(&f, items, 8, 0, got);
+		expect_order(got, n, mem ? remembered : plain, 8);
+		teardown(&f);
+	}
+}
+
+/* A reload keeps the memory of what keeps its name: queue a and the
+ * cohort, and the GPU slot; b is new and starts from nothing. */
+static void test_memory_carried_over_a_reload(void **state)
+{
+	static const char before[] = "resources: [nvidia.com/gpu]\n"
+	                             "fairSharing: {halfLife: 1h}\n"
+	                             "cohorts:\n"
+	                             "  - name: lab\n"
+	                             "    queues:\n"
+	                             "      - {name: a, quota: {nvidia.com/gpu: {nominal: 8}}}\n"
+	                             "      - {name: old, quota: {nvidia.com/gpu: {nominal: 8}}}\n";
+	static const char after[] = "resources: [cpu, nvidia.com/gpu]\n"
+	                            "fairSharing: {halfLife: 2h}\n"
+	                            "cohorts:\n"
+	                            "  - name: lab\n"
+	                            "    queues:\n"
+	                            "      - {name: b, quota: {nvidia.com/gpu: {nominal: 8}}}\n"
+	                            "      - {name: a, quota: {nvidia.com/gpu: {nominal: 8}}}\n";
+	static const int64_t six[1] = {6};
+	struct fixture f, g;
+	struct queue_tree *t;
+	int gpu;
+
+	(void)state;
+	setup(&f, before);
+	t = queue_set_tree(f.qs);
+	queue_tree_age(t, 100);
+	assert_int_equal(queue_tree_charge(t, node_of(&f, "a"), six, +1), 0);
+	queue_tree_hold(t);
+	queue_tree_age(t, 100 + 3600);
+	assert_float_equal(queue_tree_remembered(t, node_of(&f, "a"), 0), 3.0, 1e-9);
+	setup(&g, after);
+	queue_set_carry(g.qs, f.qs);
+	gpu = queue_set_find_slot(g.qs, "nvidia.com/gpu");
+	assert_int_equal(gpu, 1);
+	assert_int_equal(queue_set_find_slot(g.qs, "nvidia.com/gpu@h100"), -ENOENT);
+	t = queue_set_tree(g.qs);
+	assert_int_equal(queue_tree_memory_at(t), 100 + 3600);
+	assert_float_equal(queue_tree_remembered(t, node_of(&g, "a"), (unsigned)gpu), 3.0, 1e-9);
+	assert_int_equal(queue_tree_held(t, node_of(&g, "a"), (unsigned)gpu), 6);
+	assert_float_equal(
+	    queue_tree_remembered(t, queue_set_find_node(g.qs, "lab"), (unsigned)gpu), 3.0, 1e-9);
+	assert_float_equal(queue_tree_remembered(t, node_of(&g, "b"), (unsigned)gpu), 0.0, 1e-12);
+	assert_float_equal(queue_tree_remembered(t, node_of(&g, "a"), 0), 0.0, 1e-12); /* cpu */
+	/* Two more hours at 6 under the new half-life of 2 h: 3 + (6 - 3) / 2. */
+	queue_tree_age(t, 100 + 3600 + 7200);
+	assert_float_equal(queue_tree_remembered(t, node_of(&g, "a"), (unsigned)gpu), 4.5, 1e-9);
+	assert_int_equal(queue_set_find_node(g.qs, "old"), -ENOENT);
+	teardown(&g);
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +599,8 @@ int main(void)
 	    cmocka_unit_test(test_fair_share_weights),
 	    cmocka_unit_test(test_fair_share_two_levels),
 	    cmocka_unit_test(test_touch),
+	    cmocka_unit_test(test_memory_orders_the_other_team_first),
+	    cmocka_unit_test(test_memory_carried_over_a_reload),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

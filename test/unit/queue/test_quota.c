@@ -215,6 +215,63 @@ static void test_fair_share_with_weights(void **state)
 	queue_tree_free(&t);
 }
 
+/*
+ * Memory with a half-life of 1 h (3,600,000 ms), one cohort of a and b
+ * with 8 each (pool 16). a holds 16 from t = 0 to t = 7200 (two
+ * half-lives): it remembers 16 x (1 - 1/4) = 12. Then it holds nothing:
+ * an hour later, 6; b never held anything and remembers 0.
+ */
+static void test_memory_decays_by_half_lives(void **state)
+{
+	struct queue_tree *t;
+	int lab, a, b;
+
+	(void)state;
+	assert_int_equal(queue_tree_new(1, &t), 0);
+	lab = queue_tree_add_cohort(t, 0, "lab", 1);
+	a = queue_tree_add_queue(t, lab, "a", 1);
+	b = queue_tree_add_queue(t, lab, "b", 1);
+	assert_int_equal(queue_tree_set_quota(t, a, 0, 8, U, U), 0);
+	assert_int_equal(queue_tree_set_quota(t, b, 0, 8, U, U), 0);
+	queue_tree_finalize(t);
+	queue_tree_set_half_life(t, 3600 * 1000);
+
+	queue_tree_age(t, 1000); /* starts the clock */
+	assert_int_equal(queue_tree_memory_at(t), 1000);
+	use1(t, a, 16);
+	queue_tree_hold(t);
+	queue_tree_reset_usage(t);
+	queue_tree_age(t, 1000 + 7200);
+	assert_float_equal(queue_tree_remembered(t, a, 0), 12.0, 1e-9);
+	assert_float_equal(queue_tree_remembered(t, lab, 0), 12.0, 1e-9); /* its draw, 16 */
+	assert_float_equal(queue_tree_remembered(t, b, 0), 0.0, 1e-12);
+	queue_tree_hold(t); /* now a holds nothing */
+	queue_tree_age(t, 1000 + 7200 + 3600);
+	assert_float_equal(queue_tree_remembered(t, a, 0), 6.0, 1e-9);
+
+	/* The share counts max(usage + request, memory): a at 0 asking 2
+	 * counts 6, within its 8: 0. Put back 14 and it counts 14: (14 - 8)
+	 * / 16. b asking 10 counts 10: 2 / 16 < a's, so b goes first. */
+	assert_float_equal(queue_tree_share(t, a, a, (int64_t[]){2}), 0.0, 1e-12);
+	assert_int_equal(queue_tree_recall(t, a, 0, 14.0, 0, 1000 + 7200 + 3600), 0);
+	assert_float_equal(queue_tree_share(t, a, a, (int64_t[]){2}), 6.0 / 16, 1e-12);
+	assert_float_equal(queue_tree_share(t, b, b, (int64_t[]){10}), 2.0 / 16, 1e-12);
+	/* Admission never looks at memory: a may still take all 16. */
+	assert_true(fits1(t, a, 16));
+	/* Off, the share is as without memory. */
+	queue_tree_set_half_life(t, 0);
+	assert_float_equal(queue_tree_share(t, a, a, (int64_t[]){2}), 0.0, 1e-12);
+	/* A clock that goes back restarts from there; nothing decays. */
+	queue_tree_set_half_life(t, 3600 * 1000);
+	queue_tree_age(t, 500);
+	assert_int_equal(queue_tree_memory_at(t), 500);
+	assert_float_equal(queue_tree_remembered(t, a, 0), 14.0, 1e-12);
+	assert_int_equal(queue_tree_recall(t, a, 0, -1.0, 0, 500), -22);
+	assert_int_equal(queue_tree_recall(t, a, 1, 1.0, 0, 500), -22);
+	assert_int_equal(queue_tree_recall(t, 99, 0, 1.0, 0, 500), -22);
+	queue_tree_free(&t);
+}
+
 static void test_bad_input_is_refused(void **state)
 {
 	struct queue_tree *t;
@@ -248,6 +305,7 @@ int main(void)
 	    cmocka_unit_test(test_three_levels),
 	    cmocka_unit_test(test_the_verdict_names_the_slot),
 	    cmocka_unit_test(test_fair_share_with_weights),
+	    cmocka_unit_test(test_memory_decays_by_half_lives),
 	    cmocka_unit_test(test_bad_input_is_refused),
 	};
 
