@@ -78,6 +78,7 @@ enum kubeapi_method {
 	KUBEAPI_PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
 	KUBEAPI_PATCH_JSON,      /* application/json-patch+json */
 	KUBEAPI_DELETE,
+	KUBEAPI_PATCH_APPLY, /* server-side apply: application/apply-patch+yaml (JSON is YAML) */
 };
 
 struct kubeapi_http_options {

@@ -142,6 +142,7 @@ static const struct kubeapi_http_method_info methods[] = {
     [KUBEAPI_PATCH_STRATEGIC] = {"PATCH", "PATCH", "application/strategic-merge-patch+json", 1, 1},
     [KUBEAPI_PATCH_JSON] = {"PATCH", "PATCH", "application/json-patch+json", 1, 1},
     [KUBEAPI_DELETE] = {"DELETE", "DELETE", "application/json", 1, 0},
+    [KUBEAPI_PATCH_APPLY] = {"PATCH", "PATCH", "application/apply-patch+yaml", 1, 1},
 };
 
 const struct kubeapi_http_method_info *kubeapi_http_method_info(enum kubeapi_method m)

@@ -300,6 +300,36 @@ int kubeapi_lease_get(struct kubeapi_http *h, const char *ns, const char *name,
 	return submit_json(h, KUBEAPI_GET, path, NULL, KUBEAPI_REQ_RETRY, cb, data);
 }
 
+int kubeapi_configmap_get(struct kubeapi_http *h, const char *ns, const char *name,
+                          kubeapi_http_done_cb cb, void *data)
+{
+	char path[640];
+
+	if (!valid_name(ns) || !valid_name(name))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
+	return submit_json(h, KUBEAPI_GET, path, NULL, KUBEAPI_REQ_RETRY, cb, data);
+}
+
+int kubeapi_configmap_apply(struct kubeapi_http *h, const char *ns, const char *name,
+                            const char *key, const char *value, kubeapi_http_done_cb cb, void *data)
+{
+	char path[704];
+	cJSON *o, *d;
+
+	if (!valid_name(ns) || !valid_name(name) || !key || !*key || !value)
+		return -EINVAL;
+	o = object("v1", "ConfigMap", ns, name);
+	d = o ? cJSON_AddObjectToObject(o, "data") : NULL;
+	if (!d || !cJSON_AddStringToObject(d, key, value)) {
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path),
+	         "/api/v1/namespaces/%s/configmaps/%s?fieldManager=muster&force=true", ns, name);
+	return submit_json(h, KUBEAPI_PATCH_APPLY, path, o, KUBEAPI_REQ_RETRY, cb, data);
+}
+
 int kubeapi_lease_put(struct kubeapi_http *h, const struct kubeapi_lease *l,
                       kubeapi_http_done_cb cb, void *data)
 {

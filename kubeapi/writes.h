@@ -99,6 +99,17 @@ int kubeapi_lease_get(struct kubeapi_http *h, const char *ns, const char *name,
 int kubeapi_lease_put(struct kubeapi_http *h, const struct kubeapi_lease *l,
                       kubeapi_http_done_cb cb, void *data);
 
+/** GET a ConfigMap (404 when absent). */
+int kubeapi_configmap_get(struct kubeapi_http *h, const char *ns, const char *name,
+                          kubeapi_http_done_cb cb, void *data);
+
+/** Server-side apply of a ConfigMap holding data key = value (field
+ *  manager "muster", forced): creates it when absent, and leaves keys
+ *  other managers own alone. Retried like every write. */
+int kubeapi_configmap_apply(struct kubeapi_http *h, const char *ns, const char *name,
+                            const char *key, const char *value, kubeapi_http_done_cb cb,
+                            void *data);
+
 /** RFC 3339 with microseconds and Z, as Kubernetes' MicroTime: 28 bytes. */
 void kubeapi_format_microtime(struct timespec t, char out[32]);
 

@@ -110,6 +110,12 @@ static const char run_usage[] =
     "                          at most PCT percent of the cycles' CPU time since\n"
     "                          (at least 2 ms, at most 4 cycles' time; default 15;\n"
     "                          0: no forecast, only reservations say)\n"
+    "  --usage-namespace NS    where fair sharing's memory is kept (fairSharing.halfLife):\n"
+    "                          a ConfigMap in NS (default: $POD_NAMESPACE, else\n"
+    "                          muster-system) ...\n"
+    "  --usage-configmap NAME  ... called NAME (default muster-fair-share); read when\n"
+    "                          this instance starts leading, written by the leader\n"
+    "  --usage-write-period S  at most every S seconds (1..3600, default 60)\n"
     "  --check-state           debug: each cycle checks the state the planner keeps\n"
     "                          across cycles against a rebuild, and warns if they differ\n"
     "  --help                  this text\n"
@@ -206,6 +212,21 @@ static int lease_defaults(struct sched_options *o, char *id, size_t n)
 	return -EINVAL;
 }
 
+/* Where fair sharing's memory is kept: beside the Lease by default. */
+static void usage_defaults(struct sched_options *o)
+{
+	const char *ns = getenv("POD_NAMESPACE");
+
+	if (!o->usage_ns)
+		o->usage_ns = o->lease_namespace ? o->lease_namespace
+		              : ns && *ns        ? ns
+		                                 : "muster-system";
+	if (!o->usage_name)
+		o->usage_name = "muster-fair-share";
+	if (!o->usage_period_ms)
+		o->usage_period_ms = 60 * 1000;
+}
+
 static const struct option run_longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"kubeconfig", required_argument, NULL, 'k'},
@@ -223,6 +244,9 @@ static const struct option run_longopts[] = {
     {"cycle-delay-ms", required_argument, NULL, 'Y'},
     {"check-state", no_argument, NULL, 'S'},
     {"forecast-share", required_argument, NULL, 'G'},
+    {"usage-namespace", required_argument, NULL, 'u'},
+    {"usage-configmap", required_argument, NULL, 'U'},
+    {"usage-write-period", required_argument, NULL, 'W'},
     {"leader-elect", no_argument, NULL, 'E'},
     {"lease-namespace", required_argument, NULL, 'N'},
     {"lease-name", required_argument, NULL, 'M'},
@@ -247,15 +271,25 @@ static const struct {
     {'C', offsetof(struct sched_options, debug_cert)},
     {'K', offsetof(struct sched_options, debug_key)},
     {'T', offsetof(struct sched_options, debug_token)},
+    {'u', offsetof(struct sched_options, usage_ns)},
+    {'U', offsetof(struct sched_options, usage_name)},
 };
 
-/* --period-ms, --cycle-delay-ms, --forecast-share and --max-object-bytes: 0, or -EINVAL
- * (said on stderr). */
+/* --period-ms, --cycle-delay-ms, --forecast-share, --usage-write-period and
+ * --max-object-bytes: 0, or -EINVAL (said on stderr). */
 static int number_option(struct sched_options *o, int c, const char *arg)
 {
 	char *end;
 	long v = strtol(arg, &end, 10);
 
+	if (c == 'W') {
+		if (end == arg || *end || v < 1 || v > 3600) {
+			fprintf(stderr, "muster run: --usage-write-period wants 1..3600\n");
+			return -EINVAL;
+		}
+		o->usage_period_ms = (unsigned)v * 1000;
+		return 0;
+	}
 	if (c == 'Y') {
 		if (end == arg || *end || v < 0 || v > 60000) {
 			fprintf(stderr, "muster run: --cycle-delay-ms wants 0..60000\n");
@@ -313,6 +347,7 @@ static int run_option(struct sched_options *o, int c, const char *arg)
 	case 'B':
 	case 'Y':
 	case 'G':
+	case 'W':
 		return number_option(o, c, arg);
 	case 'E':
 		o->leader_elect = true;
@@ -356,6 +391,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (o.leader_elect && lease_defaults(&o, identity, sizeof(identity)) < 0)
 		return 2;
+	usage_defaults(&o);
 	return sched_run(&o);
 }
 

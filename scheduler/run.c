@@ -133,6 +133,7 @@ static void apply_config(struct sched *s)
 		config_free(&fresh);
 		return;
 	}
+	queue_set_carry(qs, s->qs); /* fair sharing's memory, by name */
 	queue_set_free(&s->qs);
 	config_free(&s->cfg);
 	s->cfg = fresh;
@@ -425,6 +426,7 @@ static void cycle_done(uv_work_t *w, int status)
 	else if (leading(s)) {
 		s->plan_now_s = y->in.now_s;
 		carry_out(s, y->t0);
+		sched_usage_write(s);
 	}
 	cycle_free(y);
 	s->draining = true;
@@ -445,7 +447,7 @@ static void cycle(struct sched *s)
 	}
 	/* A standby keeps its cache warm and decides nothing; a leader past
 	 * its renew deadline neither, even before the lease says so. */
-	if (s->stopping || !leading(s) || !kubeapi_cache_synced(s->cache))
+	if (s->stopping || !leading(s) || !kubeapi_cache_synced(s->cache) || !sched_usage_ready(s))
 		return;
 	y->t0 = uv_hrtime();
 	y->number = s->n.cycles + 1;
@@ -737,6 +739,7 @@ static void lease_changed(void *data, bool leader)
 	s->leader = leader;
 	if (leader) {
 		sched_log(s, "became leader as %s", s->opt.identity);
+		sched_usage_read(s); /* the last leader's memory, before a cycle */
 		sched_kick(s);
 		return;
 	}
@@ -805,6 +808,8 @@ static int start(struct sched *s)
 		return rc;
 	if ((rc = start_lease(s)) < 0)
 		return rc;
+	if (!s->opt.leader_elect)
+		sched_usage_read(s); /* it leads from the start */
 	uv_timer_init(s->loop, &s->debounce);
 	uv_timer_init(s->loop, &s->period);
 	uv_signal_init(s->loop, &s->sigterm);

@@ -14,6 +14,7 @@
  *   evict.c   the planner's victims: DisruptionTarget, eviction, Event
  *   log.c     leveled logs, text or JSON, naming pod and gang
  *   lease.c   leader election (lease.h): only the leader runs cycles
+ *   usage.c   fair sharing's memory, read from and written to a ConfigMap
  *
  * and beside them, each a folder of its own:
  *
@@ -81,6 +82,10 @@ struct sched_options {
 	 * forecast_off: none at all (run.c: how often, and its floor). */
 	unsigned forecast_share;
 	bool forecast_off;
+	/* Fair sharing's memory (usage.c): the ConfigMap, and how often the
+	 * leader writes it (ms, default 60000). */
+	const char *usage_ns, *usage_name;
+	unsigned usage_period_ms;
 	/* Leader election (lease.h): without it, this instance always leads. */
 	bool leader_elect;
 	const char *lease_namespace, *lease_name, *identity;
@@ -173,6 +178,13 @@ struct sched_counters {
 	double last_cycle_ms;
 };
 
+/* usage.c's state: the read done (or given up), a write in flight. */
+struct sched_usage {
+	bool reading, ready, writing;
+	uint64_t written_ms; /* when the last write was started, 0: never */
+	uint64_t writes;     /* that succeeded */
+};
+
 struct sched {
 	uv_loop_t *loop;
 	struct sched_options opt;
@@ -222,6 +234,7 @@ struct sched {
 	struct debug_source debug; /* how the debug servers see this struct */
 	uint64_t snap_at_ms;       /* when it was taken */
 	int64_t plan_now_s;        /* the last cycle's clock */
+	struct sched_usage usage;
 };
 
 enum sched_log_level { SCHED_DEBUG, SCHED_INFO, SCHED_WARN, SCHED_ERROR };
@@ -275,6 +288,17 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
                  const char *reason, const char *action, const char *note);
 void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
                   char uid[40]);
+
+/* usage.c. sched_usage_read: once this instance leads, the memory from
+ * the ConfigMap; no cycle runs until sched_usage_ready(). sched_usage_write:
+ * after a cycle, when a write is due. The document's encoding, for tests:
+ * encode 0, -ENOENT (nothing remembered), -EFBIG, -ENOMEM; decode 0 with
+ * the amounts taken in *kept, or -EPROTO (the tree may have taken some). */
+void sched_usage_read(struct sched *s);
+bool sched_usage_ready(const struct sched *s);
+void sched_usage_write(struct sched *s);
+int sched_usage_encode(const struct queue_set *qs, char **out);
+int sched_usage_decode(struct queue_set *qs, const char *text, size_t len, size_t *kept);
 
 /* run.c (log.c): sched_log() logs at SCHED_INFO. */
 void sched_log(struct sched *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -145,6 +145,8 @@ static cJSON *queue_resources(const struct snap *sn, const struct snap_queue *q)
 			add_amount(r, "lendingLimit", u, q->lending[k]);
 		}
 		add_amount(r, "usage", u, q->usage[k]);
+		if (sn->half_life_ms)
+			add_amount(r, "remembered", u, q->remembered[k]);
 		add_amount(r, "borrowed", u, q->borrowed[k]);
 		add_amount(r, "lent", u, q->lent[k]);
 	}
@@ -178,6 +180,15 @@ static void get_queues(const struct snap *sn, const struct httpd_request *req,
 	(void)req;
 	for (unsigned k = 0; k < sn->nslots; k++)
 		cJSON_AddItemToArray(res, cJSON_CreateString(sn->slot_name[k]));
+	if (sn->half_life_ms) {
+		cJSON *fs = cJSON_AddObjectToObject(doc, "fairSharing");
+
+		cJSON_AddNumberToObject(fs, "halfLifeSeconds", (double)sn->half_life_ms / 1000);
+		if (sn->remembered_at_s == QUEUE_NO_TIME)
+			cJSON_AddNullToObject(fs, "rememberedAt");
+		else
+			add_time(fs, "rememberedAt", sn->remembered_at_s);
+	}
 	cJSON_AddItemToObject(doc, "root", queue_json(sn, 0));
 	send_json(r, 200, doc);
 }

@@ -199,6 +199,10 @@ static void queues(struct mbuf *b, const struct snap *sn)
 	              offsetof(struct snap_queue, nominal));
 	queue_amounts(b, sn, "muster_queue_borrowed", "Usage above nominal quota.",
 	              offsetof(struct snap_queue, borrowed));
+	if (sn->half_life_ms)
+		queue_amounts(b, sn, "muster_queue_remembered_usage",
+		              "Usage as fair sharing remembers it (fairSharing.halfLife).",
+		              offsetof(struct snap_queue, remembered));
 	family(b, "muster_queue_fair_share", "gauge",
 	       "Weighted share of its quota in use; above 1 it borrows.");
 	for (int i = 1; i < sn->nqueues; i++) {

@@ -13,6 +13,7 @@
  * the same quantity per cohort; this spreads it over the lenders.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,7 +84,7 @@ static int queue_node(const struct snap_input *s, struct snap *sn, int node)
 	            : node ? cohort_weight(s->cfg->cohorts, s->cfg->n_cohorts, q->name)
 	                   : 1;
 	q->share = node ? queue_tree_share(t, node, node, NULL) : 0;
-	q->nominal = arena_calloc(a, 6, bytes);
+	q->nominal = arena_calloc(a, 7, bytes);
 	if (!q->name || !q->nominal)
 		return -ENOMEM;
 	q->borrowing = q->nominal + sn->nslots;
@@ -91,11 +92,13 @@ static int queue_node(const struct snap_input *s, struct snap *sn, int node)
 	q->usage = q->lending + sn->nslots;
 	q->borrowed = q->usage + sn->nslots;
 	q->lent = q->borrowed + sn->nslots;
+	q->remembered = q->lent + sn->nslots;
 	for (unsigned k = 0; k < sn->nslots; k++) {
 		const struct config_quota *cfg = quota_of(cq, queue_set_slot(s->qs, k));
 
 		q->nominal[k] = queue_tree_quota(t, node, k);
 		q->usage[k] = queue_tree_demand(t, node, k);
+		q->remembered[k] = llround(queue_tree_remembered(t, node, k));
 		q->borrowing[k] = cfg && cq ? cfg->borrowing_limit : QUEUE_UNLIMITED;
 		q->lending[k] = cfg && cq ? cfg->lending_limit : QUEUE_UNLIMITED;
 		if (q->borrowing[k] == CONFIG_UNLIMITED)
@@ -149,6 +152,8 @@ static int take_queues(const struct snap_input *s, struct snap *sn)
 	int rc;
 
 	sn->nslots = queue_set_nslots(s->qs);
+	sn->half_life_ms = queue_tree_half_life(t);
+	sn->remembered_at_s = queue_tree_memory_at(t);
 	sn->nqueues = queue_tree_size(t);
 	sn->slot_name = arena_calloc(&sn->arena, sn->nslots + 1, sizeof(char *));
 	sn->slot_res = arena_calloc(&sn->arena, sn->nslots + 1, sizeof(char *));

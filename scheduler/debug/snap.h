@@ -71,6 +71,7 @@ struct snap_queue {
 	double share;
 	uint32_t pending, admitted;
 	int64_t *nominal, *borrowing, *lending, *usage, *borrowed, *lent; /* nslots each */
+	int64_t *remembered; /* fair sharing's memory of usage, rounded; nslots */
 };
 
 struct snap {
@@ -88,6 +89,9 @@ struct snap {
 	const char **level_name;   /* topology label keys */
 	struct snap_queue *queues; /* by tree node; 0 is the root */
 	int nqueues;
+	/* fairSharing.halfLife (0: no memory) and when the memory was last
+	 * brought up to date (QUEUE_NO_TIME: not yet). */
+	int64_t half_life_ms, remembered_at_s;
 	struct snap_gang *gangs; /* waiting gangs in order (position 1 first) */
 	size_t ngangs;
 	/* The forecast the gangs' starts come from: when it ran (0: none),

@@ -240,6 +240,7 @@ static void test_method_table(void **state)
 	     1},
 	    {KUBEAPI_PATCH_JSON, "PATCH", "PATCH", "application/json-patch+json", 1, 1},
 	    {KUBEAPI_DELETE, "DELETE", "DELETE", "application/json", 1, 0},
+	    {KUBEAPI_PATCH_APPLY, "PATCH", "PATCH", "application/apply-patch+yaml", 1, 1},
 	};
 
 	(void)state;
@@ -259,7 +260,7 @@ static void test_method_table(void **state)
 		assert_int_equal(m->write, rows[i].write);
 		assert_int_equal(m->body_required, rows[i].body);
 	}
-	assert_null(kubeapi_http_method_info((enum kubeapi_method)(KUBEAPI_DELETE + 1)));
+	assert_null(kubeapi_http_method_info((enum kubeapi_method)(KUBEAPI_PATCH_APPLY + 1)));
 	assert_null(kubeapi_http_method_info((enum kubeapi_method) - 1));
 }
 
