@@ -73,7 +73,7 @@ CFLAGS += -I$(LLHTTP_DIR)/include
 
 # One folder per module (sub-folders are modules of their own); each
 # module's .c files go into libmuster.a.
-MODULES := base kubeapi queue policy config scheduler scheduler/httpd scheduler/cli scheduler/debug
+MODULES := base kubeapi queue policy config sim scheduler scheduler/httpd scheduler/cli scheduler/debug
 LIB_SRC := $(filter-out scheduler/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmuster.a

@@ -1,8 +1,8 @@
 /*
  * policy/plan over time: reservations and backfill as a policy, checked
- * by a small discrete-event simulator around plan_cycle() that text
- * scenarios drive (test/unit/policy/scenarios/, one .txt file each, and
- * a README).
+ * by running text scenarios (test/unit/policy/scenarios/, one .txt file
+ * each, and a README) through the simulator `muster simulate` runs
+ * (sim/sim.h), with the checks below as its hooks.
  *
  * A scenario, one directive a line, `#` to the end of a line a comment:
  *
@@ -43,13 +43,11 @@
  *   Any expectation but later-than may end in `when reservations N`: it is
  *   then about that run of the scenario instead of the scenario's own.
  *
- * The simulation: a virtual clock in whole seconds from 2026-01-01T00:00Z
- * (plan_input.now_s). Events are arrivals and completions (and ticks). At
- * each event time the finished pods become Succeeded (or Failed, past a
- * deadline), the arrivals are created Pending, and plan_cycle() runs; its
- * binds are applied at once (each pod written again bound, Running, with
- * status.startTime now), and the cycle runs again at the same time until
- * it binds nothing. A gang runs its R seconds from its bind.
+ * The simulation is sim/sim.h's: a virtual clock in whole seconds from
+ * 2026-01-01T00:00Z (plan_input.now_s); arrivals, completions and ticks
+ * are its events; the binds of a cycle are applied at once and a cycle
+ * runs again at the same time until one binds nothing. A gang runs its R
+ * seconds from its bind.
  *
  * Checks, for every run of every scenario:
  *   1. the expectations of the file, exactly;
@@ -79,16 +77,14 @@
 
 #include <cmocka.h>
 
-#include "bench/synth.h"
 #include "config/config.h"
 #include "queue/queue.h"
 #include "policy/plan.h"
+#include "sim/sim.h"
 
 #define SCENARIOS "test/unit/policy/scenarios/"
 
 #define EPOCH_S     1767225600 /* 2026-01-01T00:00:00Z: second 0 of a scenario */
-#define NS          "sim"
-#define SCHED       "muster"
 #define MAX_GANGS   64
 #define MAX_PODS    64
 #define MAX_NODES   64
@@ -97,10 +93,9 @@
 #define MAX_QUEUES  4
 #define MAX_TOKENS  24
 #define MAX_TIME    (30 * 24 * 3600) /* a scenario's clock stops here */
-#define MAX_CYCLES  100000
-#define TEXT_CAP    (1 << 20) /* trace and failure text of one run */
-#define RES_DEFAULT -1        /* no `backfill:` key in the config */
-#define RES_BASE    -2        /* an expectation about the scenario's own run */
+#define TEXT_CAP    (1 << 20)        /* trace and failure text of one run */
+#define RES_DEFAULT -1               /* no `backfill:` key in the config */
+#define RES_BASE    -2               /* an expectation about the scenario's own run */
 #define NO_TIME     INT64_MIN
 
 /* ---- scenarios --------------------------------------------------------- */
@@ -631,24 +626,16 @@ struct run {
 	struct text trace, fails;
 };
 
+/* A run of a scenario through the simulator (sim/sim.h): the scenario
+ * as its nodes and gangs, and what the hooks saw. */
 struct sim {
 	const struct scenario *sc;
 	struct run *run;
-	struct synth s;
 	struct config *cfg;
-	struct queue_set *qs;
-	struct plan plan;
-	struct plan_memory keep;
+	struct sim_node node[MAX_NODES];
+	char node_name[MAX_NODES][32], rack[MAX_NODES][16];
+	struct sim_gang gang[MAX_GANGS];
 	int64_t now;
-	long cycles;
-	int fatal;   /* the run cannot go on */
-	uint32_t ns; /* interned NS */
-	int nnodes;
-	struct {
-		char name[32];
-		uint32_t id;
-		int free; /* GPUs */
-	} node[MAX_NODES];
 };
 
 static __attribute__((format(printf, 2, 3))) void sim_fail(struct sim *m, const char *fmt, ...)
@@ -682,7 +669,7 @@ static void sim_queues(const struct scenario *sc, struct text *y)
 	const char *rt = sc->default_runtime;
 
 	if (!sc->nqueues) {
-		text_add(y, "queues:\n" YAML_QUEUE, "sim", NS, (int64_t)100000,
+		text_add(y, "queues:\n" YAML_QUEUE, "sim", SIM_NAMESPACE, (int64_t)100000,
 		         rt[0] ? "    defaultRuntime: " : "", rt, rt[0] ? "\n" : "");
 		return;
 	}
@@ -692,7 +679,8 @@ static void sim_queues(const struct scenario *sc, struct text *y)
 	for (int k = 0; k < sc->nqueues; k++) {
 		char ns[40];
 
-		snprintf(ns, sizeof(ns), "%s%s", k ? "unused-" : NS, k ? sc->queue[k] : "");
+		snprintf(ns, sizeof(ns), "%s%s", k ? "unused-" : SIM_NAMESPACE,
+		         k ? sc->queue[k] : "");
 		text_add(y, YAML_QUEUE, sc->queue[k], ns, sc->nominal[k],
 		         rt[0] ? "    defaultRuntime: " : "", rt, rt[0] ? "\n" : "");
 	}
@@ -720,8 +708,6 @@ static int sim_config(struct sim *m)
 	}
 	config_errors_clear(&errs);
 	free(y.buf);
-	if (rc == 0 && (rc = queue_set_build(m->cfg, &m->qs)) < 0)
-		sim_fail(m, "queue_set_build: %d", rc);
 	return rc;
 }
 
@@ -729,95 +715,80 @@ static void sim_nodes(struct sim *m)
 {
 	const struct scenario *sc = m->sc;
 	int per_rack = sc->nodes / sc->racks;
-	char rack[16];
 
 	for (int k = 0; k < sc->nodes; k++) {
-		snprintf(m->node[k].name, sizeof(m->node[k].name), "n-%d-%d", k / per_rack,
+		snprintf(m->node_name[k], sizeof(m->node_name[k]), "n-%d-%d", k / per_rack,
 		         k % per_rack);
-		snprintf(rack, sizeof(rack), "r%d", k / per_rack);
-		synth_node(&m->s, m->node[k].name, NULL, rack, sc->gpus, NULL);
-		m->node[k].id = synth_id(&m->s, m->node[k].name);
-		m->node[k].free = sc->gpus;
+		snprintf(m->rack[k], sizeof(m->rack[k]), "r%d", k / per_rack);
+		m->node[k] = (struct sim_node){m->node_name[k], m->rack[k], sc->gpus};
 	}
-	m->nnodes = sc->nodes;
+}
+
+/* The scenario's gangs as the simulator takes them. */
+static void sim_gangs(struct sim *m)
+{
+	static const enum sim_declared as[] = {
+	    [DECL_POD] = SIM_DECLARED_POD,
+	    [DECL_GROUP] = SIM_DECLARED_GROUP,
+	    [DECL_DEADLINE] = SIM_DECLARED_DEADLINE,
+	    [DECL_NONE] = SIM_DECLARED_NONE,
+	};
+
+	for (int k = 0; k < m->sc->ngangs; k++) {
+		const struct sgang *sg = &m->sc->gang[k];
+
+		m->gang[k] = (struct sim_gang){
+		    .name = sg->name,
+		    .queue = sg->queue[0] ? sg->queue : NULL,
+		    .at_s = sg->at,
+		    .pods = (uint32_t)sg->pods,
+		    .gpus = sg->gpus,
+		    .runtime_s = sg->runtime,
+		    .declared = as[sg->decl],
+		    .declared_value = sg->declared,
+		    .deadline_s = sg->decl == DECL_DEADLINE ? sg->declared_s : 0,
+		};
+	}
 }
 
 static int sim_init(struct sim *m, const struct scenario *sc, struct run *run)
 {
-	char name[64];
-
 	memset(m, 0, sizeof(*m));
 	m->sc = sc;
 	m->run = run;
-	for (int k = 0; k < sc->ngangs; k++)
-		run->g[k].start = run->g[k].end = run->g[k].promise = NO_TIME;
-	if (synth_init(&m->s) != 0 || sim_config(m) < 0)
-		return -EINVAL;
-	sim_nodes(m);
-	m->ns = synth_id(&m->s, NS);
 	for (int k = 0; k < sc->ngangs; k++) {
 		struct gstate *g = &run->g[k];
 
 		memset(g, 0, sizeof(*g));
-		g->name = synth_id(&m->s, sc->gang[k].name);
-		for (int p = 0; p < sc->gang[k].pods; p++) {
-			snprintf(name, sizeof(name), "%s-%d", sc->gang[k].name, p);
-			g->pod[p] = synth_id(&m->s, name);
-			g->node[p] = -1;
-		}
 		g->start = g->end = g->promise = g->last_promise = NO_TIME;
 		g->forecast = g->forecast_at = NO_TIME;
 	}
+	if (sim_config(m) < 0)
+		return -EINVAL;
+	sim_nodes(m);
+	sim_gangs(m);
 	return 0;
 }
 
 static void sim_free(struct sim *m)
 {
-	plan_free(&m->plan);
-	plan_memory_free(&m->keep);
-	queue_set_free(&m->qs);
 	config_free(&m->cfg);
-	synth_free(&m->s);
 }
 
-/* Member p of gang k as the API server would show it now: pending, or on
- * its node in `phase`, started at the gang's start. */
-static void write_pod(struct sim *m, int k, int p, const char *phase)
+/* Past a deadline shorter than its run, a pod is killed: Failed then. */
+static int killed(const struct sgang *sg)
 {
-	const struct sgang *sg = &m->sc->gang[k];
-	const struct gstate *g = &m->run->g[k];
-	char name[64], ann[128] = "";
-	struct synth_pod_desc d = {
-	    .ns = NS,
-	    .name = name,
-	    .group = sg->name,
-	    .sched = SCHED,
-	    .cpu_m = 1000,
-	    .gpus = sg->gpus,
-	    .node = g->node[p] >= 0 ? m->node[g->node[p]].name : NULL,
-	    .phase = phase,
-	    .created_s = EPOCH_S + sg->at,
-	    .started_s = g->start != NO_TIME ? EPOCH_S + g->start : 0,
-	    .deadline_s = sg->decl == DECL_DEADLINE ? sg->declared_s : 0,
-	    .annotations = sg->decl == DECL_POD ? ann : NULL,
-	};
-
-	snprintf(name, sizeof(name), "%s-%d", sg->name, p);
-	snprintf(ann, sizeof(ann), "\"muster.dev/expected-runtime\":\"%s\"", sg->declared);
-	synth_pod_at(&m->s, &d);
+	return sg->decl == DECL_DEADLINE && sg->declared_s < sg->runtime;
 }
 
-static void arrive(struct sim *m, int k)
-{
-	const struct sgang *sg = &m->sc->gang[k];
-	char ann[128], label[64];
+/* ---- the simulator's hooks ----------------------------------------------- */
 
-	snprintf(ann, sizeof(ann), "\"muster.dev/expected-runtime\":\"%s\"", sg->declared);
-	snprintf(label, sizeof(label), "\"muster.dev/queue\":\"%s\"", sg->queue);
-	synth_group_labeled_at(&m->s, NS, sg->name, sg->pods, EPOCH_S + sg->at,
-	                       sg->decl == DECL_GROUP ? ann : NULL, sg->queue[0] ? label : NULL);
-	for (int p = 0; p < sg->pods; p++)
-		write_pod(m, k, p, NULL);
+static void on_arrived(void *data, int64_t now, size_t k)
+{
+	struct sim *m = data;
+	const struct sgang *sg = &m->sc->gang[k];
+
+	m->now = now;
 	m->run->g[k].arrived = 1;
 	text_add(&m->run->trace,
 	         "  t=%" PRId64 ": %s arrives (%d x %d GPUs, runtime %" PRId64 ", declared %s%s)\n",
@@ -828,54 +799,52 @@ static void arrive(struct sim *m, int k)
 	                                     : "");
 }
 
-/* Past a deadline shorter than its run, a pod is killed: Failed then. */
-static int killed(const struct sgang *sg)
+static void on_started(void *data, int64_t now, size_t k, const uint32_t *node)
 {
-	return sg->decl == DECL_DEADLINE && sg->declared_s < sg->runtime;
-}
-
-static void complete(struct sim *m, int k)
-{
+	struct sim *m = data;
 	const struct sgang *sg = &m->sc->gang[k];
 	struct gstate *g = &m->run->g[k];
+	char where[512] = "";
+	size_t len = 0;
 
-	for (int p = 0; p < sg->pods; p++) {
-		write_pod(m, k, p, killed(sg) ? "Failed" : "Succeeded");
-		m->node[g->node[p]].free += sg->gpus;
-	}
-	g->finished = 1;
-	text_add(&m->run->trace, "  t=%" PRId64 ": %s %s\n", m->now, sg->name,
-	         killed(sg) ? "fails at its deadline" : "ends");
+	m->now = now;
+	g->start = now;
+	g->end = now + (killed(sg) ? sg->declared_s : sg->runtime);
+	for (int p = 0; p < sg->pods && len < sizeof(where); p++)
+		len += (size_t)snprintf(where + len, sizeof(where) - len, " %s",
+		                        node[p] < (uint32_t)m->sc->nodes ? m->node_name[node[p]]
+		                                                         : "?");
+	text_add(&m->run->trace, "    %s starts on%s\n", sg->name, where);
 }
 
-static int sim_gang_of(const struct sim *m, uint32_t ns, uint32_t name)
+static void on_ended(void *data, int64_t now, size_t k, bool failed)
 {
-	if (ns != m->ns)
-		return -1;
-	for (int k = 0; k < m->sc->ngangs; k++)
-		if (m->run->g[k].name == name)
-			return k;
-	return -1;
+	struct sim *m = data;
+
+	m->now = now;
+	m->run->g[k].finished = 1;
+	text_add(&m->run->trace, "  t=%" PRId64 ": %s %s\n", m->now, m->sc->gang[k].name,
+	         failed ? "fails at its deadline" : "ends");
 }
 
-static int node_index(const struct sim *m, uint32_t id)
+static void on_violation(void *data, int64_t now, const char *what)
 {
-	for (int i = 0; i < m->nnodes; i++)
-		if (m->node[i].id == id)
-			return i;
-	return -1;
+	struct sim *m = data;
+
+	m->now = now;
+	sim_fail(m, "%s", what);
 }
 
-/* What the cycle says of gangs that wait: promises and reasons. */
 /* Gang k's expected start from the forecast: one the cycle worked out,
  * recorded; one it carried from the last forecast, the same as that. */
-static void observe_forecast(struct sim *m, int k, const struct plan_gang *pg)
+static void observe_forecast(struct sim *m, const struct plan_memory *keep, int k,
+                             const struct plan_gang *pg)
 {
 	struct gstate *g = &m->run->g[k];
 	int64_t at =
 	    pg->expected_start_s == PLAN_NEVER ? PLAN_NEVER : pg->expected_start_s - EPOCH_S;
 
-	if (m->keep.forecast.last_s != EPOCH_S + m->now) {
+	if (keep->forecast.last_s != EPOCH_S + m->now) {
 		m->run->carried++;
 		if (at != g->forecast)
 			sim_fail(m, "%s carried a start of %" PRId64 ", the forecast said %" PRId64,
@@ -888,15 +857,17 @@ static void observe_forecast(struct sim *m, int k, const struct plan_gang *pg)
 		sim_fail(m, "%s forecast to start in the past: %" PRId64, m->sc->gang[k].name, at);
 }
 
-static void observe(struct sim *m)
+/* What a cycle says of gangs that wait: promises and reasons. */
+static void on_cycled(void *data, int64_t now, uint64_t cycle, const struct plan *pl,
+                      const struct plan_memory *keep, const long *gang)
 {
-	const struct plan *pl = &m->plan;
+	struct sim *m = data;
 
-	if (pl->nevictions)
-		sim_fail(m, "%zu evictions in a scenario without preemption", pl->nevictions);
+	m->now = now;
+	text_add(&m->run->trace, "  t=%" PRId64 ": cycle %" PRIu64 "\n", m->now, cycle);
 	for (size_t i = 0; i < pl->ngangs; i++) {
 		const struct plan_gang *pg = &pl->gangs[i];
-		int k = sim_gang_of(m, pg->ns, pg->name);
+		int k = (int)gang[i];
 		struct gstate *g;
 		int64_t at;
 
@@ -909,7 +880,7 @@ static void observe(struct sim *m)
 			text_add(&m->run->trace, "    %s waits: %s\n", m->sc->gang[k].name,
 			         pg->message ? pg->message : "(no message)");
 		if (pg->state == PLAN_WAITING && pg->forecast)
-			observe_forecast(m, k, pg);
+			observe_forecast(m, keep, k, pg);
 		if (!pg->reserved)
 			continue;
 		at = pg->expected_start_s == PLAN_NEVER ? PLAN_NEVER
@@ -933,149 +904,6 @@ static void observe(struct sim *m)
 		g->last_promise = at;
 		g->reserved_cycles++;
 	}
-}
-
-/* The binds of the cycle: checked (whole gangs, capacity), then applied
- * (pods bound and Running). Returns how many pods were bound. */
-static int apply_binds(struct sim *m)
-{
-	const struct plan *pl = &m->plan;
-	int count[MAX_GANGS] = {0};
-	int nb = 0;
-
-	for (size_t b = 0; b < pl->nbinds; b++) {
-		const struct kubeapi_pod *pod = pl->binds[b].pod;
-		int k = sim_gang_of(m, pod->ns, pod->group), p = -1, i;
-		struct gstate *g;
-
-		if (k < 0) {
-			sim_fail(m, "bind of a pod of no gang of the scenario");
-			continue;
-		}
-		g = &m->run->g[k];
-		for (int q = 0; q < m->sc->gang[k].pods; q++)
-			if (g->pod[q] == pod->name)
-				p = q;
-		i = node_index(m, pl->binds[b].node);
-		if (p < 0 || i < 0 || g->node[p] >= 0 || g->start != NO_TIME) {
-			sim_fail(m, "%s: bind of an unknown or already bound member",
-			         m->sc->gang[k].name);
-			continue;
-		}
-		g->node[p] = i;
-		m->node[i].free -= m->sc->gang[k].gpus;
-		if (m->node[i].free < 0)
-			sim_fail(m, "node %s over-committed by %d GPUs", m->node[i].name,
-			         -m->node[i].free);
-		count[k]++;
-		nb++;
-	}
-	for (int k = 0; k < m->sc->ngangs; k++) {
-		const struct sgang *sg = &m->sc->gang[k];
-		struct gstate *g = &m->run->g[k];
-		char where[512] = "";
-		size_t len = 0;
-
-		if (!count[k])
-			continue;
-		if (count[k] != sg->pods)
-			sim_fail(m, "%s: %d of %d members bound in one cycle", sg->name, count[k],
-			         sg->pods);
-		g->start = m->now;
-		g->end = m->now + (killed(sg) ? sg->declared_s : sg->runtime);
-		for (int p = 0; p < sg->pods; p++) {
-			if (g->node[p] < 0)
-				continue;
-			write_pod(m, k, p, NULL);
-			if (len < sizeof(where))
-				len += (size_t)snprintf(where + len, sizeof(where) - len, " %s",
-				                        m->node[g->node[p]].name);
-		}
-		text_add(&m->run->trace, "    %s starts on%s\n", sg->name, where);
-	}
-	return nb;
-}
-
-/* One cycle at m->now; returns the pods it bound, or -1. */
-static int cycle(struct sim *m)
-{
-	struct plan_input in = {
-	    .model = m->s.model,
-	    .nodes = &m->s.nodes,
-	    .pods = &m->s.pods,
-	    .groups = &m->s.groups,
-	    .vcgroups = &m->s.vcgroups,
-	    .qs = m->qs,
-	    .schedulers = (const uint32_t[]){synth_id(&m->s, SCHED)},
-	    .nschedulers = 1,
-	    .now_s = EPOCH_S + m->now,
-	    .check_state = 1, /* what the planner keeps, against a rebuild */
-	    .forecast = 1,    /* every waiting gang's expected start, unbounded */
-	    .forecast_every_s = m->run->forecast_every,
-	};
-	int rc;
-
-	if (++m->cycles > MAX_CYCLES) {
-		sim_fail(m, "more than %d cycles", MAX_CYCLES);
-		m->fatal = 1;
-		return -1;
-	}
-	if ((rc = plan_cycle(&m->plan, &in, &m->keep)) != 0) {
-		sim_fail(m, "plan_cycle: %d", rc);
-		m->fatal = 1;
-		return -1;
-	}
-	if (m->plan.stats.state_mismatches) {
-		sim_fail(m, "cycle %ld: %zu kept records unlike a rebuild's", m->cycles,
-		         m->plan.stats.state_mismatches);
-		m->fatal = 1;
-		return -1;
-	}
-	text_add(&m->run->trace, "  t=%" PRId64 ": cycle %ld\n", m->now, m->cycles);
-	observe(m);
-	return apply_binds(m);
-}
-
-/* The next event after m->now (arrival, completion, tick), or NO_TIME. */
-static int64_t next_event(const struct sim *m)
-{
-	int64_t t = NO_TIME;
-	int waiting = 0;
-
-	for (int k = 0; k < m->sc->ngangs; k++) {
-		const struct gstate *g = &m->run->g[k];
-		int64_t e = !g->arrived                           ? m->sc->gang[k].at
-		            : g->start != NO_TIME && !g->finished ? g->end
-		                                                  : NO_TIME;
-
-		waiting |= g->arrived && g->start == NO_TIME;
-		if (e != NO_TIME && (t == NO_TIME || e < t))
-			t = e;
-	}
-	if (waiting && m->sc->tick && (t == NO_TIME || m->now + m->sc->tick < t))
-		t = m->now + m->sc->tick;
-	return t;
-}
-
-static void sim_step(struct sim *m)
-{
-	int rounds = 0;
-
-	for (int k = 0; k < m->sc->ngangs; k++) {
-		struct gstate *g = &m->run->g[k];
-
-		if (g->start != NO_TIME && !g->finished && g->end <= m->now)
-			complete(m, k);
-	}
-	for (int k = 0; k < m->sc->ngangs; k++)
-		if (!m->run->g[k].arrived && m->sc->gang[k].at <= m->now)
-			arrive(m, k);
-	/* Binds are watch events: they bring another cycle, at the same time. */
-	while (cycle(m) > 0)
-		if (++rounds == 16) {
-			sim_fail(m, "still binding after %d cycles at one time", rounds);
-			break;
-		}
 }
 
 /* Does some gang run longer than the planner was told? */
@@ -1153,22 +981,6 @@ static void sim_finish(struct sim *m)
 	}
 }
 
-static void sim_run(struct sim *m)
-{
-	int64_t t;
-
-	while ((t = next_event(m)) != NO_TIME && !m->fatal) {
-		if (t > MAX_TIME) {
-			sim_fail(m, "the clock passed %d s", MAX_TIME);
-			m->fatal = 1;
-			break;
-		}
-		m->now = t;
-		sim_step(m);
-	}
-	sim_finish(m);
-}
-
 static const char *run_name(int reservations, char *buf, size_t len)
 {
 	if (reservations == RES_DEFAULT)
@@ -1178,14 +990,33 @@ static const char *run_name(int reservations, char *buf, size_t len)
 	return buf;
 }
 
-/* One run of sc, into run. */
+/* One run of sc, into run, through the simulator (sim/sim.h). */
 static void run_scenario(const struct scenario *sc, struct run *run)
 {
 	struct sim m;
+	struct sim_result res;
+	struct sim_options o = {
+	    .nnodes = (size_t)sc->nodes,
+	    .ngangs = (size_t)sc->ngangs,
+	    .epoch_s = EPOCH_S,
+	    .tick_s = sc->tick,
+	    .stop_s = MAX_TIME,
+	    .forecast = true,    /* every waiting gang's expected start, unbounded */
+	    .check_state = true, /* what the planner keeps, against a rebuild */
+	    .forecast_every_s = run->forecast_every,
+	    .hooks = {on_arrived, on_cycled, on_started, on_ended, on_violation, &m},
+	};
+	int rc;
 
 	if (sim_init(&m, sc, run) == 0) {
+		o.cfg = m.cfg;
+		o.nodes = m.node;
+		o.gangs = m.gang;
 		run->simulated = 1;
-		sim_run(&m);
+		if ((rc = sim_run(&o, &res)) < 0)
+			sim_fail(&m, "the simulation stopped: %s", strerror(-rc));
+		sim_result_free(&res);
+		sim_finish(&m);
 		if (underestimated(sc))
 			text_add(&run->trace,
 			         "  (a runtime is under-estimated: no guarantee checked)\n");

@@ -1,0 +1,40 @@
+/*
+ * Inside sim/: the in-memory cluster (world.c) the clock (sim.c) moves.
+ */
+#ifndef MUSTER_SIM_INTERNAL_H
+#define MUSTER_SIM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "base/idmap.h"
+#include "kubeapi/model.h"
+#include "sim/sim.h"
+
+/* The scheduler name simulated pods ask for. */
+#define SIM_SCHEDULER "muster"
+
+/* The stores the planner reads (plan_input), and the model behind them. */
+struct sim_world {
+	struct kubeapi_model *model;
+	struct idmap nodes, pods, groups, vcgroups;
+	uint64_t seq; /* uids */
+	int64_t epoch_s;
+};
+
+int sim__world_init(struct sim_world *w, int64_t epoch_s);
+void sim__world_free(struct sim_world *w);
+uint32_t sim__id(struct sim_world *w, const char *s);
+/* The cache's key of an object: namespace id << 32 | name id. */
+uint64_t sim__key(struct sim_world *w, const char *ns, const char *name);
+
+/* Each writes the object as the API server would send it now, decoded,
+ * replacing the one of the same key. 0, -EINVAL (the decoder refused
+ * it), -ENOMEM. */
+int sim__put_node(struct sim_world *w, const struct sim_node *n);
+int sim__put_group(struct sim_world *w, const struct sim_gang *g);
+/* Member p of g: pending (node NULL), else on node in phase (NULL:
+ * Running) since start_s (seconds from the start). */
+int sim__put_pod(struct sim_world *w, const struct sim_gang *g, uint32_t p, const char *node,
+                 const char *phase, int64_t start_s);
+
+#endif /* MUSTER_SIM_INTERNAL_H */

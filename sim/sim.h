@@ -1,0 +1,127 @@
+/*
+ * The simulator's face: the planner (policy/plan.h), unchanged, driven by
+ * a virtual clock over a cluster that lives only in memory. `muster
+ * simulate` runs it over a trace of arrivals; the backfill scenarios'
+ * tests (test/unit/policy/test_backfill.c) run every scenario through it.
+ *
+ *   world.c   the cluster: Nodes, PodGroups and Pods written as the API
+ *             server would send them and read by kubeapi's own decoders,
+ *             so the planner sees what it would see from a cache
+ *   sim.c     the clock: arrivals and completions are events; at each,
+ *             the pods that finished turn Succeeded (or Failed past a
+ *             deadline), the arrivals are created Pending, and a cycle
+ *             runs; its binds are applied at once (the pods bound and
+ *             Running from now), and a cycle runs again at the same time
+ *             until one binds nothing, as the watch of a bind brings one
+ *   trace.c   arrivals from a CSV file (`muster simulate --trace`)
+ *   report.c  what a run comes to: waits per queue, utilisation, GPUs
+ *             left idle while gangs waited
+ *
+ * Nothing here does I/O but trace.c's one read of its file; nothing reads
+ * the wall clock. A gang runs exactly its runtime from its bind; nothing
+ * fails but at a deadline; no preemption evicts (a run whose plan evicts
+ * says so as a violation).
+ */
+#ifndef MUSTER_SIM_SIM_H
+#define MUSTER_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "policy/plan.h"
+
+/** Every simulated object's namespace: a queue that lists it takes the
+ *  gangs that name no queue. */
+#define SIM_NAMESPACE "sim"
+
+/** A time that did not come (a gang that never started or ended). */
+#define SIM_NO_TIME INT64_MIN
+
+/** A node: 96 CPUs, 1 TiB, 110 pods and `gpus` whole GPUs (tainted
+ *  nvidia.com/gpu, which every simulated pod tolerates), labelled with its
+ *  hostname and, when rack is given, muster.dev/rack. */
+struct sim_node {
+	const char *name; /* DNS-1123, unique */
+	const char *rack; /* or NULL */
+	int64_t gpus;
+};
+
+/** What the planner is told of a gang's runtime. */
+enum sim_declared {
+	SIM_DECLARED_POD,      /* annotation muster.dev/expected-runtime on each pod */
+	SIM_DECLARED_GROUP,    /* the same annotation on its PodGroup */
+	SIM_DECLARED_DEADLINE, /* spec.activeDeadlineSeconds: the pod fails there */
+	SIM_DECLARED_NONE,     /* nothing */
+};
+
+/** A gang: a scheduler-plugins PodGroup (minMember = pods) and its pods,
+ *  each asking 1 CPU, 1 GiB and `gpus` GPUs. */
+struct sim_gang {
+	const char *name;  /* DNS-1123 label, unique */
+	const char *queue; /* its PodGroup's label muster.dev/queue, or NULL */
+	int64_t at_s;      /* arrival, seconds from the start */
+	uint32_t pods;
+	int64_t gpus;      /* per pod */
+	int64_t runtime_s; /* what each pod really runs */
+	enum sim_declared declared;
+	/* The annotation's value as written (SIM_DECLARED_POD and _GROUP);
+	 * the deadline's seconds (SIM_DECLARED_DEADLINE). */
+	const char *declared_value;
+	int64_t deadline_s;
+};
+
+/** What a run reports as it goes; every hook may be NULL. now_s counts
+ *  from the start. */
+struct sim_hooks {
+	void (*arrived)(void *data, int64_t now_s, size_t gang);
+	/* After each cycle, before its binds are applied: the plan, what
+	 * the planner keeps (its forecast, say), and gang[i], the index of
+	 * plan gang p->gangs[i] among the simulated gangs (-1: none). */
+	void (*cycled)(void *data, int64_t now_s, uint64_t cycle, const struct plan *p,
+	               const struct plan_memory *keep, const long *gang);
+	/* node[k]: the index of member k's node. */
+	void (*started)(void *data, int64_t now_s, size_t gang, const uint32_t *node);
+	void (*ended)(void *data, int64_t now_s, size_t gang, bool failed);
+	/* Something the planner must never do (bind a gang in part, bind a
+	 * member twice, over-commit a node, evict), or a cycle that failed. */
+	void (*violation)(void *data, int64_t now_s, const char *what);
+	void *data;
+};
+
+struct sim_options {
+	const struct config *cfg; /* outlives the run */
+	const struct sim_node *nodes;
+	size_t nnodes;
+	const struct sim_gang *gangs;
+	size_t ngangs;
+	int64_t epoch_s; /* the unix time of second 0 */
+	int64_t tick_s;  /* also plan every tick_s while a gang waits; 0: at events only */
+	int64_t stop_s;  /* no event after this (0: 30 days) */
+	/* The forecast (plan_input.forecast), unbounded in CPU, every
+	 * forecast_every_s (0: every cycle); check_state: what the planner
+	 * keeps, against a rebuild, every cycle (a mismatch is a violation). */
+	bool forecast, check_state;
+	int64_t forecast_every_s;
+	struct sim_hooks hooks;
+};
+
+struct sim_result {
+	int64_t *start_s, *end_s; /* per gang, SIM_NO_TIME when it did not */
+	int64_t now_s;            /* where the clock stopped */
+	uint64_t cycles;
+	size_t violations;
+};
+
+/**
+ * Run o to its end: until nothing is left to arrive or end, or stop_s.
+ * Returns 0 and r (free it with sim_result_free()), -EINVAL (a node or
+ * gang the decoders refuse, a gang larger than the cluster's GPUs, names
+ * not unique), -ENOMEM, or a cycle's error (the run stops there; r holds
+ * what came before).
+ */
+int sim_run(const struct sim_options *o, struct sim_result *r);
+void sim_result_free(struct sim_result *r);
+
+#endif /* MUSTER_SIM_SIM_H */
