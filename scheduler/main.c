@@ -18,6 +18,7 @@
 #include "scheduler/cli/cli.h"
 #include "scheduler/sched.h"
 #include "scheduler/version.h"
+#include "sim/sim.h"
 
 struct command {
 	const char *name;
@@ -29,6 +30,7 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_check_config(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
+static int cmd_simulate(int argc, char **argv);
 
 static const struct command commands[] = {
     {"run", "run the scheduler (muster run --help for its flags)", cmd_run},
@@ -38,6 +40,8 @@ static const struct command commands[] = {
      sched_cli_status},
     {"explain", "why a gang waits and what would let it in: muster explain NS/NAME",
      sched_cli_explain},
+    {"simulate", "play a trace of gangs through the planner under queue files, side by side",
+     cmd_simulate},
     {"help", "show this help", cmd_help},
 };
 
@@ -47,6 +51,12 @@ static int cmd_version(int argc, char **argv)
 	(void)argv;
 	printf("muster %s\n", MUSTER_VERSION);
 	return 0;
+}
+
+/* The work is sim/'s, so its tests can run it. */
+static int cmd_simulate(int argc, char **argv)
+{
+	return sim_main(argc, argv, stdout, stderr);
 }
 
 /* The work is config_check()'s, so the unit tests can run it. */

@@ -13,9 +13,12 @@
  *             runs; its binds are applied at once (the pods bound and
  *             Running from now), and a cycle runs again at the same time
  *             until one binds nothing, as the watch of a bind brings one
- *   trace.c   arrivals from a CSV file (`muster simulate --trace`)
+ *   trace.c   arrivals from a CSV file (`muster simulate --trace`), each
+ *             error at its FILE:LINE:COLUMN
  *   report.c  what a run comes to: waits per queue, utilisation, GPUs
  *             left idle while gangs waited
+ *   cli.c     `muster simulate`: a trace under one queue file or several,
+ *             side by side
  *
  * Nothing here does I/O but trace.c's one read of its file; nothing reads
  * the wall clock. A gang runs exactly its runtime from its bind; nothing
@@ -28,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config/config.h"
 #include "policy/plan.h"
@@ -123,5 +127,57 @@ struct sim_result {
  */
 int sim_run(const struct sim_options *o, struct sim_result *r);
 void sim_result_free(struct sim_result *r);
+
+/* ---- traces (trace.c) ----------------------------------------------------- */
+
+#define SIM_TRACE_MAX_BYTES  (256u << 20)
+#define SIM_TRACE_MAX_GANGS  1000000
+#define SIM_TRACE_MAX_ERRORS 20
+
+/** Gangs read from a CSV file (trace.c says the format); each is told
+ *  its runtime (SIM_DECLARED_POD). */
+struct sim_trace {
+	struct sim_gang *gangs;
+	size_t ngangs;
+	/* "FILE:LINE:COLUMN: message" (or "FILE: message"), the first
+	 * SIM_TRACE_MAX_ERRORS, and how many more. */
+	char **errors;
+	size_t nerrors, dropped;
+};
+
+/** 0, or -EINVAL with every problem in t->errors, -ENOMEM. Free t with
+ *  sim_trace_free() either way. */
+int sim_trace_read(const char *path, struct sim_trace *t);
+void sim_trace_free(struct sim_trace *t);
+
+/* ---- what a run comes to (report.c) --------------------------------------- */
+
+/** Waits of one queue's gangs, in seconds (started ones only). */
+struct sim_queue_report {
+	const char *queue; /* the gangs' queue label; NULL: no label */
+	size_t gangs, started;
+	int64_t p50, p90, p99, max;
+};
+
+struct sim_report {
+	struct sim_queue_report *queues; /* by name, unlabelled first */
+	size_t nqueues;
+	int64_t makespan_s; /* from the first arrival to the last end */
+	/* GPU-seconds run over capacity x makespan, and the GPUs idle, on
+	 * average, over the seconds some gang was waiting (stranded). */
+	double utilisation, stranded_gpus;
+	int64_t waiting_s; /* seconds with at least one gang waiting */
+};
+
+/** What run r of options o comes to. O(gangs log gangs). 0 or -ENOMEM;
+ *  free with sim_report_free(). */
+int sim_report(const struct sim_options *o, const struct sim_result *r, struct sim_report *out);
+void sim_report_free(struct sim_report *rep);
+
+/* ---- the command (cli.c) ----------------------------------------------------- */
+
+/** `muster simulate` with argv[0] = "simulate": the exit status (0; 1 a
+ *  file refused or a run that failed; 2 usage). */
+int sim_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif /* MUSTER_SIM_SIM_H */

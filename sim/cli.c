@@ -1,0 +1,329 @@
+/*
+ * `muster simulate`: a trace of arrivals played through the planner under
+ * one queue file or several, side by side: per queue the waits, and for
+ * the whole run the makespan, utilisation and GPUs left idle while gangs
+ * waited; with --gangs, every gang's start under each.
+ *
+ * The cluster is uniform (--nodes of --gpus GPUs, in --racks); gangs run
+ * exactly their runtime, and the planner is told it. Output goes to out,
+ * errors to err; exit status 0, 1 (a file refused, a run that failed or
+ * broke an invariant), 2 (usage).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+#define MAX_CONFIGS  4
+#define MAX_NODES    100000
+#define EPOCH_S      1767225600 /* 2026-01-01T00:00:00Z: second 0 */
+#define COLUMN_WIDTH 16
+
+static const char usage[] =
+    "usage: muster simulate --trace FILE --nodes N --gpus G [--racks R]\n"
+    "                       --config FILE [--config FILE]... [--gangs]\n"
+    "\n"
+    "Play a trace of gang arrivals through the planner, under each queue\n"
+    "configuration given (up to 4), and print them side by side.\n"
+    "\n"
+    "  --trace FILE    CSV, one gang a line: name,at,pods,gpus,runtime[,queue]\n"
+    "                  (at and runtime: seconds or durations such as 90s, 2h)\n"
+    "  --nodes N       nodes in the cluster (1..100000) ...\n"
+    "  --gpus G        ... of G GPUs each (0..1024), 96 CPUs and 1 TiB\n"
+    "  --racks R       spread over R racks (label muster.dev/rack; default 1)\n"
+    "  --config FILE   a queue file (config/README.md); gangs without a queue\n"
+    "                  go to the queue listing namespace \"sim\", else defaultQueue\n"
+    "  --gangs         also every gang's start under each configuration\n";
+
+struct opts {
+	const char *trace;
+	const char *configs[MAX_CONFIGS];
+	size_t nconfigs;
+	long nodes, gpus, racks;
+	bool gangs;
+};
+
+/* One configuration's run. */
+struct column {
+	struct config *cfg;
+	struct sim_result res;
+	struct sim_report rep;
+	int rc;
+};
+
+static int parse(int argc, char **argv, struct opts *o, FILE *err)
+{
+	static const struct option longopts[] = {
+	    {"trace", required_argument, NULL, 't'},  {"nodes", required_argument, NULL, 'n'},
+	    {"gpus", required_argument, NULL, 'g'},   {"racks", required_argument, NULL, 'r'},
+	    {"config", required_argument, NULL, 'c'}, {"gangs", no_argument, NULL, 'G'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->racks = 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		char *end = NULL;
+		long *num = c == 'n'   ? &o->nodes
+		            : c == 'g' ? &o->gpus
+		            : c == 'r' ? &o->racks
+		                       : NULL;
+
+		if (num) {
+			*num = strtol(optarg, &end, 10);
+			if (end == optarg || *end)
+				*num = -1;
+		} else if (c == 't') {
+			o->trace = optarg;
+		} else if (c == 'c' && o->nconfigs < MAX_CONFIGS) {
+			o->configs[o->nconfigs++] = optarg;
+		} else if (c == 'G') {
+			o->gangs = true;
+		} else {
+			fputs(usage, c == 'h' ? stdout : err);
+			return c == 'h' ? 1 : -EINVAL;
+		}
+	}
+	if (optind != argc || !o->trace || !o->nconfigs || o->nodes < 1 || o->nodes > MAX_NODES ||
+	    o->gpus < 0 || o->gpus > 1024 || o->racks < 1 || o->nodes % o->racks) {
+		fprintf(err, "muster simulate: %s\n\n%s",
+		        o->nodes % (o->racks > 0 ? o->racks : 1)
+		            ? "--nodes must split evenly into --racks"
+		            : "missing or bad arguments",
+		        usage);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The uniform cluster, names and racks in one block. */
+static struct sim_node *cluster(const struct opts *o, char **names)
+{
+	struct sim_node *v = calloc((size_t)o->nodes, sizeof(*v));
+	char *s = calloc((size_t)o->nodes, 48);
+	long per = o->nodes / o->racks;
+
+	if (!v || !s) {
+		free(v);
+		free(s);
+		return NULL;
+	}
+	for (long i = 0; i < o->nodes; i++) {
+		char *name = s + i * 48, *rack = name + 24;
+
+		snprintf(name, 24, "n-%d-%d", (int)(i / per % 100000), (int)(i % per % 100000));
+		snprintf(rack, 24, "r%d", (int)(i / per % 100000));
+		v[i] = (struct sim_node){name, o->racks > 1 ? rack : NULL, o->gpus};
+	}
+	*names = s;
+	return v;
+}
+
+static void duration(char *buf, size_t len, int64_t s)
+{
+	if (s >= 3600)
+		snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m", s / 3600, s / 60 % 60);
+	else if (s >= 60)
+		snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%" PRId64 "s", s);
+}
+
+static const struct sim_queue_report *queue_in(const struct sim_report *r, const char *q)
+{
+	for (size_t k = 0; k < r->nqueues; k++)
+		if (!r->queues[k].queue == !q && (!q || !strcmp(r->queues[k].queue, q)))
+			return &r->queues[k];
+	return NULL;
+}
+
+/* One row: a label, then each column's cell from fn. */
+static void row(FILE *out, const char *label, const struct column *col, size_t n,
+                void (*fn)(char *, size_t, const struct column *, const void *), const void *arg)
+{
+	fprintf(out, "%-26s", label);
+	for (size_t k = 0; k < n; k++) {
+		char cell[64] = "failed";
+
+		if (col[k].rc == 0)
+			fn(cell, sizeof(cell), &col[k], arg);
+		fprintf(out, " %*s", COLUMN_WIDTH, cell);
+	}
+	fputc('\n', out);
+}
+
+static void cell_makespan(char *b, size_t n, const struct column *c, const void *a)
+{
+	(void)a;
+	duration(b, n, c->rep.makespan_s);
+}
+
+static void cell_util(char *b, size_t n, const struct column *c, const void *a)
+{
+	(void)a;
+	snprintf(b, n, "%.1f%%", 100 * c->rep.utilisation);
+}
+
+static void cell_stranded(char *b, size_t n, const struct column *c, const void *a)
+{
+	(void)a;
+	snprintf(b, n, "%.2f", c->rep.stranded_gpus);
+}
+
+static void cell_cycles(char *b, size_t n, const struct column *c, const void *a)
+{
+	(void)a;
+	snprintf(b, n, "%" PRIu64, c->res.cycles);
+}
+
+/* Which figure of which queue a cell shows. */
+struct qcell {
+	const char *queue;
+	int which; /* 0 started/gangs, 50, 90, 99, 100 */
+};
+
+static void cell_queue(char *b, size_t n, const struct column *c, const void *a)
+{
+	const struct qcell *q = a;
+	const struct sim_queue_report *r = queue_in(&c->rep, q->queue);
+	int64_t v;
+
+	if (!r) {
+		snprintf(b, n, "-");
+		return;
+	}
+	if (q->which == 0) {
+		snprintf(b, n, "%zu/%zu", r->started, r->gangs);
+		return;
+	}
+	v = q->which == 50 ? r->p50 : q->which == 90 ? r->p90 : q->which == 99 ? r->p99 : r->max;
+	duration(b, n, v);
+}
+
+static void cell_start(char *b, size_t n, const struct column *c, const void *a)
+{
+	size_t k = *(const size_t *)a;
+
+	if (c->res.start_s[k] == SIM_NO_TIME)
+		snprintf(b, n, "never");
+	else
+		duration(b, n, c->res.start_s[k]);
+}
+
+static void print(FILE *out, const struct opts *o, const struct sim_trace *t,
+                  const struct column *col)
+{
+	const struct sim_report *first = NULL;
+
+	fprintf(out, "trace %s: %zu gangs; %ld nodes x %ld GPUs (%ld)%s\n\n%-26s", o->trace,
+	        t->ngangs, o->nodes, o->gpus, o->nodes * o->gpus, o->racks > 1 ? ", in racks" : "",
+	        "");
+	for (size_t k = 0; k < o->nconfigs; k++) {
+		const char *base = strrchr(o->configs[k], '/');
+
+		fprintf(out, " %*.*s", COLUMN_WIDTH, COLUMN_WIDTH, base ? base + 1 : o->configs[k]);
+		if (!first && col[k].rc == 0)
+			first = &col[k].rep;
+	}
+	fputc('\n', out);
+	row(out, "makespan", col, o->nconfigs, cell_makespan, NULL);
+	row(out, "GPU utilisation", col, o->nconfigs, cell_util, NULL);
+	row(out, "GPUs idle while gangs wait", col, o->nconfigs, cell_stranded, NULL);
+	row(out, "planner cycles", col, o->nconfigs, cell_cycles, NULL);
+	for (size_t q = 0; first && q < first->nqueues; q++) {
+		static const int which[] = {0, 50, 90, 99, 100};
+		static const char *const what[] = {"started", "wait p50", "wait p90", "wait p99",
+		                                   "wait max"};
+		const char *name = first->queues[q].queue;
+
+		fprintf(out, "queue %s\n", name ? name : "(none given)");
+		for (size_t w = 0; w < 5; w++) {
+			struct qcell qc = {name, which[w]};
+			char label[64];
+
+			snprintf(label, sizeof(label), "  %s", what[w]);
+			row(out, label, col, o->nconfigs, cell_queue, &qc);
+		}
+	}
+	if (!o->gangs)
+		return;
+	fprintf(out, "\nstart of each gang (from second 0)\n");
+	for (size_t k = 0; k < t->ngangs; k++) {
+		char label[64];
+
+		snprintf(label, sizeof(label), "  %.23s", t->gangs[k].name);
+		row(out, label, col, o->nconfigs, cell_start, &k);
+	}
+}
+
+static int run_one(const struct opts *o, const struct sim_trace *t, const struct sim_node *nodes,
+                   const char *path, struct column *c, FILE *err)
+{
+	struct config_errors errs;
+	struct sim_options so = {.nodes = nodes,
+	                         .nnodes = (size_t)o->nodes,
+	                         .gangs = t->gangs,
+	                         .ngangs = t->ngangs,
+	                         .epoch_s = EPOCH_S,
+	                         .stop_s = 366 * 86400};
+
+	config_errors_init(&errs);
+	if ((c->rc = config_load(path, &c->cfg, &errs)) < 0) {
+		config_errors_print(&errs, err);
+		config_errors_clear(&errs);
+		return c->rc;
+	}
+	so.cfg = c->cfg;
+	if ((c->rc = sim_run(&so, &c->res)) < 0) {
+		fprintf(err, "muster simulate: %s: the run failed: %s\n", path, strerror(-c->rc));
+		return c->rc;
+	}
+	if (c->res.violations)
+		fprintf(err, "muster simulate: %s: %zu violations of the planner's invariants\n",
+		        path, c->res.violations);
+	return c->rc = sim_report(&so, &c->res, &c->rep);
+}
+
+int sim_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct column col[MAX_CONFIGS] = {0};
+	struct sim_trace t;
+	struct sim_node *nodes = NULL;
+	char *names = NULL;
+	struct opts o;
+	int rc = parse(argc, argv, &o, err), status = 0;
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (sim_trace_read(o.trace, &t) < 0) {
+		for (size_t k = 0; k < t.nerrors; k++)
+			fprintf(err, "%s\n", t.errors[k]);
+		if (t.dropped)
+			fprintf(err, "%zu more errors\n", t.dropped);
+		sim_trace_free(&t);
+		return 1;
+	}
+	if (!(nodes = cluster(&o, &names))) {
+		sim_trace_free(&t);
+		return 1;
+	}
+	for (size_t k = 0; k < o.nconfigs; k++)
+		if (run_one(&o, &t, nodes, o.configs[k], &col[k], err) < 0 || col[k].res.violations)
+			status = 1;
+	print(out, &o, &t, col);
+	for (size_t k = 0; k < o.nconfigs; k++) {
+		sim_report_free(&col[k].rep);
+		sim_result_free(&col[k].res);
+		config_free(&col[k].cfg);
+	}
+	free(nodes);
+	free(names);
+	sim_trace_free(&t);
+	return status;
+}

@@ -1,0 +1,322 @@
+/*
+ * sim/: traces read (and refused where they are wrong, at FILE:LINE:COLUMN),
+ * runs through the planner whose starts and figures are worked out by hand
+ * in the comments, and `muster simulate` itself on files.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config/config.h"
+#include "sim/sim.h"
+
+static const char one_queue[] = "resources: [nvidia.com/gpu]\n"
+                                "queues:\n"
+                                "  - name: q\n"
+                                "    namespaces: [sim]\n"
+                                "    quota: {nvidia.com/gpu: {nominal: 1000}}\n";
+
+static char *write_tmp(const char *text, const char *suffix)
+{
+	char *path;
+	FILE *f;
+	int fd;
+
+	if (asprintf(&path, "/tmp/muster-sim-XXXXXX%s", suffix) < 0)
+		fail();
+	fd = mkstemps(path, (int)strlen(suffix));
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static struct config *load(const char *yaml)
+{
+	struct config_errors errs;
+	struct config *c;
+
+	config_errors_init(&errs);
+	if (config_parse("t.yaml", yaml, strlen(yaml), &c, &errs) != 0)
+		fail_msg("config: %s", errs.n ? errs.v[0].msg : "?");
+	return c;
+}
+
+/* ---- traces ------------------------------------------------------------- */
+
+static void test_trace_read(void **state)
+{
+	char *path = write_tmp("name,at,pods,gpus,runtime,queue\n"
+	                       "# a comment\n"
+	                       "\n"
+	                       "train-1,0,4,8,2h,team-a\r\n"
+	                       "eval,90s,1,0,600\n"
+	                       "x,1h30m,2,1,30,\n",
+	                       ".csv");
+	struct sim_trace t;
+
+	(void)state;
+	assert_int_equal(sim_trace_read(path, &t), 0);
+	assert_int_equal(t.ngangs, 3);
+	assert_string_equal(t.gangs[0].name, "train-1");
+	assert_string_equal(t.gangs[0].queue, "team-a");
+	assert_int_equal(t.gangs[0].pods, 4);
+	assert_int_equal(t.gangs[0].gpus, 8);
+	assert_int_equal(t.gangs[0].runtime_s, 7200);
+	assert_int_equal(t.gangs[0].declared, SIM_DECLARED_POD);
+	assert_string_equal(t.gangs[0].declared_value, "2h");
+	assert_int_equal(t.gangs[1].at_s, 90);
+	assert_null(t.gangs[1].queue);
+	assert_int_equal(t.gangs[2].at_s, 5400);
+	assert_null(t.gangs[2].queue);
+	sim_trace_free(&t);
+	unlink(path);
+	free(path);
+}
+
+static void test_trace_errors_name_their_place(void **state)
+{
+	static const char *const want[] = {
+	    ":1:1: 3 fields; expected name,at,pods,gpus,runtime[,queue]",
+	    ":2:1: name: a DNS-1123 label of at most 40 bytes",
+	    ":2:7: pods: a whole number from 1 to 10000",
+	    ":3:6: at: seconds or a duration such as 90s or 1h30m, at most a year",
+	    ":3:13: runtime: seconds or a duration such as 600 or 2h, at most a year",
+	    ":4:10: gpus: a whole number from 0 to 1024",
+	    ":5:15: queue: a queue's name",
+	};
+	char *path = write_tmp("a,b,c\n"
+	                       "Bad,0,0,1,5\n"
+	                       "good,-5,1,1,1.5h\n"
+	                       "fine,0,1,2000,5\n"
+	                       "also,0,1,1,10,Team\n",
+	                       ".csv");
+	struct sim_trace t;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(sim_trace_read(path, &t), -EINVAL);
+	assert_int_equal(t.nerrors, 7);
+	for (size_t k = 0; k < 7; k++) {
+		snprintf(buf, sizeof(buf), "%s%s", path, want[k]);
+		assert_string_equal(t.errors[k], buf);
+	}
+	sim_trace_free(&t);
+	unlink(path);
+	free(path);
+	path = write_tmp("a,0,1,1,5\nb,0,1,1,5\na,1,1,1,5\n", ".csv");
+	assert_int_equal(sim_trace_read(path, &t), -EINVAL);
+	assert_int_equal(t.nerrors, 1);
+	snprintf(buf, sizeof(buf), "%s: gang a is given twice", path);
+	assert_string_equal(t.errors[0], buf);
+	sim_trace_free(&t);
+	unlink(path);
+	free(path);
+	assert_int_equal(sim_trace_read("/nonexistent/t.csv", &t), -EINVAL);
+	assert_string_equal(t.errors[0], "/nonexistent/t.csv: No such file or directory");
+	sim_trace_free(&t);
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+static const struct sim_node two_nodes[] = {{"n0", NULL, 8}, {"n1", NULL, 8}};
+
+/*
+ * x (1 x 4 GPUs) runs 0..100 on one node; y (2 x 8) arrives at 1 and needs
+ * both nodes whole: it waits until 100 with 12 GPUs idle all along, then
+ * runs to 110. z (1 x 4) arrives at 2 and backfills beside x (it ends at
+ * 52, before y could start): y's start does not move.
+ *
+ *   makespan 110; GPU-seconds 4 x 100 + 16 x 10 + 4 x 50 = 760, over
+ *   16 x 110: 0.4318; y waits from 1 to 100 (99 s): 12 GPUs idle from 1
+ *   to 2, 8 while z runs (2 to 52), 12 again to 100:
+ *   (12 + 8 x 50 + 12 x 48) / 99 = 9.98.
+ */
+static void test_a_run_and_its_report(void **state)
+{
+	const struct sim_gang gangs[] = {
+	    {.name = "x",
+	     .at_s = 0,
+	     .pods = 1,
+	     .gpus = 4,
+	     .runtime_s = 100,
+	     .declared = SIM_DECLARED_POD,
+	     .declared_value = "100"},
+	    {.name = "y",
+	     .at_s = 1,
+	     .pods = 2,
+	     .gpus = 8,
+	     .runtime_s = 10,
+	     .declared = SIM_DECLARED_POD,
+	     .declared_value = "10"},
+	    {.name = "z",
+	     .at_s = 2,
+	     .pods = 1,
+	     .gpus = 4,
+	     .runtime_s = 50,
+	     .declared = SIM_DECLARED_POD,
+	     .declared_value = "50"},
+	};
+	struct config *cfg = load(one_queue);
+	struct sim_options o = {.cfg = cfg,
+	                        .nodes = two_nodes,
+	                        .nnodes = 2,
+	                        .gangs = gangs,
+	                        .ngangs = 3,
+	                        .epoch_s = 1767225600,
+	                        .check_state = true};
+	struct sim_result r;
+	struct sim_report rep;
+
+	(void)state;
+	assert_int_equal(sim_run(&o, &r), 0);
+	assert_int_equal(r.violations, 0);
+	assert_int_equal(r.start_s[0], 0);
+	assert_int_equal(r.start_s[1], 100);
+	assert_int_equal(r.start_s[2], 2);
+	assert_int_equal(r.end_s[1], 110);
+	assert_int_equal(sim_report(&o, &r, &rep), 0);
+	assert_int_equal(rep.makespan_s, 110);
+	assert_float_equal(rep.utilisation, 760.0 / (16 * 110), 1e-9);
+	assert_int_equal(rep.waiting_s, 99);
+	assert_float_equal(rep.stranded_gpus, (12.0 + 8 * 50 + 12 * 48) / 99, 1e-9);
+	assert_int_equal(rep.nqueues, 1);
+	assert_null(rep.queues[0].queue);
+	assert_int_equal(rep.queues[0].started, 3);
+	assert_int_equal(rep.queues[0].p50, 0); /* waits 0, 0, 99 */
+	assert_int_equal(rep.queues[0].p90, 99);
+	assert_int_equal(rep.queues[0].max, 99);
+	sim_report_free(&rep);
+	sim_result_free(&r);
+	config_free(&cfg);
+}
+
+/* A gang larger than the cluster, and names that meet, are refused. */
+static void test_bad_runs_refused(void **state)
+{
+	const struct sim_gang big[] = {
+	    {.name = "big", .pods = 3, .gpus = 8, .runtime_s = 1, .declared = SIM_DECLARED_NONE}};
+	const struct sim_gang twice[] = {
+	    {.name = "a", .pods = 1, .gpus = 1, .runtime_s = 1, .declared = SIM_DECLARED_NONE},
+	    {.name = "a", .pods = 1, .gpus = 1, .runtime_s = 1, .declared = SIM_DECLARED_NONE}};
+	struct config *cfg = load(one_queue);
+	struct sim_options o = {
+	    .cfg = cfg, .nodes = two_nodes, .nnodes = 2, .gangs = big, .ngangs = 1};
+	struct sim_result r;
+
+	(void)state;
+	assert_int_equal(sim_run(&o, &r), -EINVAL);
+	sim_result_free(&r);
+	o.gangs = twice;
+	o.ngangs = 2;
+	assert_int_equal(sim_run(&o, &r), -EINVAL);
+	sim_result_free(&r);
+	config_free(&cfg);
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static char *run_cli(int argc, char **argv, int *status, char **errtext)
+{
+	char *out = NULL, *err = NULL;
+	size_t on = 0, en = 0;
+	FILE *fo = open_memstream(&out, &on), *fe = open_memstream(&err, &en);
+
+	*status = sim_main(argc, argv, fo, fe);
+	fclose(fo);
+	fclose(fe);
+	*errtext = err;
+	return out;
+}
+
+/* Does out hold a line that reads `want` once runs of spaces are one? */
+static bool has_row(const char *out, const char *want)
+{
+	char line[512];
+
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		size_t n = 0;
+
+		for (const char *c = p; *c && *c != '\n' && n + 1 < sizeof(line); c++)
+			if (*c != ' ' || (n && line[n - 1] != ' '))
+				line[n++] = *c;
+		line[n] = 0;
+		if (!strcmp(line, want))
+			return true;
+	}
+	return false;
+}
+
+static void test_simulate_command(void **state)
+{
+	char *trace = write_tmp("x,0,1,4,100\ny,1,2,8,10\nz,2,1,4,50\n", ".csv");
+	char *good = write_tmp(one_queue, ".yaml");
+	char *none = write_tmp(
+	    "resources: [nvidia.com/gpu]\nbackfill: {reservations: 0}\n"
+	    "queues:\n  - {name: q, namespaces: [sim], quota: {nvidia.com/gpu: {nominal: 16}}}\n",
+	    ".yaml");
+	char *broken = write_tmp("queues:\n  - name: q\n    weight: 0\n", ".yaml");
+	char *argv[] = {"simulate", "--trace", trace,      "--nodes", "2",       "--gpus", "8",
+	                "--config", good,      "--config", none,      "--gangs", NULL};
+	char *out, *err;
+	int status;
+
+	(void)state;
+	out = run_cli(12, argv, &status, &err);
+	assert_int_equal(status, 0);
+	assert_string_equal(err, "");
+	assert_non_null(strstr(out, "3 gangs; 2 nodes x 8 GPUs (16)"));
+	/* With a reservation y starts at 100; without, z and x do not hold
+	 * it back either (nothing else arrives): the same here. */
+	assert_true(has_row(out, "makespan 1m50s 1m50s"));
+	assert_true(has_row(out, "GPU utilisation 43.2% 43.2%"));
+	assert_true(has_row(out, "GPUs idle while gangs wait 9.98 9.98"));
+	assert_true(has_row(out, "wait p90 1m39s 1m39s"));
+	assert_true(has_row(out, "y 1m40s 1m40s"));
+	free(out);
+	free(err);
+	argv[8] = broken;
+	out = run_cli(9, argv, &status, &err);
+	assert_int_equal(status, 1);
+	assert_non_null(strstr(err, ":3:13: expected an integer from 1 to 1000000 for 'weight'"));
+	assert_non_null(strstr(out, "failed"));
+	free(out);
+	free(err);
+	argv[4] = "0";
+	out = run_cli(9, argv, &status, &err);
+	assert_int_equal(status, 2);
+	assert_non_null(strstr(err, "usage: muster simulate"));
+	free(out);
+	free(err);
+	unlink(trace);
+	unlink(good);
+	unlink(none);
+	unlink(broken);
+	free(trace);
+	free(good);
+	free(none);
+	free(broken);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_trace_read),
+	    cmocka_unit_test(test_trace_errors_name_their_place),
+	    cmocka_unit_test(test_a_run_and_its_report),
+	    cmocka_unit_test(test_bad_runs_refused),
+	    cmocka_unit_test(test_simulate_command),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
