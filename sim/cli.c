@@ -18,10 +18,11 @@
 
 #include "sim/sim.h"
 
-#define MAX_CONFIGS  4
-#define MAX_NODES    100000
-#define EPOCH_S      1767225600 /* 2026-01-01T00:00:00Z: second 0 */
-#define COLUMN_WIDTH 16
+#define MAX_CONFIGS 4
+#define MAX_NODES   100000
+#define EPOCH_S     1767225600 /* 2026-01-01T00:00:00Z: second 0 */
+#define COLUMN_MIN  16
+#define COLUMN_MAX  40
 
 static const char usage[] =
     "usage: muster simulate --trace FILE --nodes N --gpus G [--racks R]\n"
@@ -40,6 +41,7 @@ static const char usage[] =
     "  --gangs         also every gang's start under each configuration\n";
 
 struct opts {
+	int width; /* of a column: its file's name, at least COLUMN_MIN */
 	const char *trace;
 	const char *configs[MAX_CONFIGS];
 	size_t nconfigs;
@@ -89,6 +91,13 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 			fputs(usage, c == 'h' ? stdout : err);
 			return c == 'h' ? 1 : -EINVAL;
 		}
+	}
+	o->width = COLUMN_MIN;
+	for (size_t k = 0; k < o->nconfigs; k++) {
+		const char *base = strrchr(o->configs[k], '/');
+		int len = (int)strlen(base ? base + 1 : o->configs[k]);
+
+		o->width = len > o->width ? (len < COLUMN_MAX ? len : COLUMN_MAX) : o->width;
 	}
 	if (optind != argc || !o->trace || !o->nconfigs || o->nodes < 1 || o->nodes > MAX_NODES ||
 	    o->gpus < 0 || o->gpus > 1024 || o->racks < 1 || o->nodes % o->racks) {
@@ -144,7 +153,7 @@ static const struct sim_queue_report *queue_in(const struct sim_report *r, const
 }
 
 /* One row: a label, then each column's cell from fn. */
-static void row(FILE *out, const char *label, const struct column *col, size_t n,
+static void row(FILE *out, int width, const char *label, const struct column *col, size_t n,
                 void (*fn)(char *, size_t, const struct column *, const void *), const void *arg)
 {
 	fprintf(out, "%-26s", label);
@@ -153,7 +162,7 @@ static void row(FILE *out, const char *label, const struct column *col, size_t n
 
 		if (col[k].rc == 0)
 			fn(cell, sizeof(cell), &col[k], arg);
-		fprintf(out, " %*s", COLUMN_WIDTH, cell);
+		fprintf(out, " %*s", width, cell);
 	}
 	fputc('\n', out);
 }
@@ -185,7 +194,7 @@ static void cell_cycles(char *b, size_t n, const struct column *c, const void *a
 /* Which figure of which queue a cell shows. */
 struct qcell {
 	const char *queue;
-	int which; /* 0 started/gangs, 50, 90, 99, 100 */
+	int which; /* 0 started/gangs, 1 mean, 50, 90, 99, 100 */
 };
 
 static void cell_queue(char *b, size_t n, const struct column *c, const void *a)
@@ -202,7 +211,11 @@ static void cell_queue(char *b, size_t n, const struct column *c, const void *a)
 		snprintf(b, n, "%zu/%zu", r->started, r->gangs);
 		return;
 	}
-	v = q->which == 50 ? r->p50 : q->which == 90 ? r->p90 : q->which == 99 ? r->p99 : r->max;
+	v = q->which == 1    ? r->mean
+	    : q->which == 50 ? r->p50
+	    : q->which == 90 ? r->p90
+	    : q->which == 99 ? r->p99
+	                     : r->max;
 	duration(b, n, v);
 }
 
@@ -227,28 +240,28 @@ static void print(FILE *out, const struct opts *o, const struct sim_trace *t,
 	for (size_t k = 0; k < o->nconfigs; k++) {
 		const char *base = strrchr(o->configs[k], '/');
 
-		fprintf(out, " %*.*s", COLUMN_WIDTH, COLUMN_WIDTH, base ? base + 1 : o->configs[k]);
+		fprintf(out, " %*.*s", o->width, o->width, base ? base + 1 : o->configs[k]);
 		if (!first && col[k].rc == 0)
 			first = &col[k].rep;
 	}
 	fputc('\n', out);
-	row(out, "makespan", col, o->nconfigs, cell_makespan, NULL);
-	row(out, "GPU utilisation", col, o->nconfigs, cell_util, NULL);
-	row(out, "GPUs idle while gangs wait", col, o->nconfigs, cell_stranded, NULL);
-	row(out, "planner cycles", col, o->nconfigs, cell_cycles, NULL);
+	row(out, o->width, "makespan", col, o->nconfigs, cell_makespan, NULL);
+	row(out, o->width, "GPU utilisation", col, o->nconfigs, cell_util, NULL);
+	row(out, o->width, "GPUs idle while gangs wait", col, o->nconfigs, cell_stranded, NULL);
+	row(out, o->width, "planner cycles", col, o->nconfigs, cell_cycles, NULL);
 	for (size_t q = 0; first && q < first->nqueues; q++) {
-		static const int which[] = {0, 50, 90, 99, 100};
-		static const char *const what[] = {"started", "wait p50", "wait p90", "wait p99",
-		                                   "wait max"};
+		static const int which[] = {0, 1, 50, 90, 99, 100};
+		static const char *const what[] = {"started",  "wait mean", "wait p50",
+		                                   "wait p90", "wait p99",  "wait max"};
 		const char *name = first->queues[q].queue;
 
 		fprintf(out, "queue %s\n", name ? name : "(none given)");
-		for (size_t w = 0; w < 5; w++) {
+		for (size_t w = 0; w < 6; w++) {
 			struct qcell qc = {name, which[w]};
 			char label[64];
 
 			snprintf(label, sizeof(label), "  %s", what[w]);
-			row(out, label, col, o->nconfigs, cell_queue, &qc);
+			row(out, o->width, label, col, o->nconfigs, cell_queue, &qc);
 		}
 	}
 	if (!o->gangs)
@@ -258,7 +271,7 @@ static void print(FILE *out, const struct opts *o, const struct sim_trace *t,
 		char label[64];
 
 		snprintf(label, sizeof(label), "  %.23s", t->gangs[k].name);
-		row(out, label, col, o->nconfigs, cell_start, &k);
+		row(out, o->width, label, col, o->nconfigs, cell_start, &k);
 	}
 }
 

@@ -58,14 +58,16 @@ static int queues(const struct sim_options *o, const struct sim_result *r, struc
 	while (k < o->ngangs) {
 		struct sim_queue_report *q = &out->queues[out->nqueues++];
 		size_t n = 0;
+		int64_t sum = 0;
 
 		q->queue = v[k].queue;
 		for (; k < o->ngangs && !cmp_queue(v[k].queue, q->queue); k++) {
 			q->gangs++;
 			if (v[k].wait != SIM_NO_TIME)
-				w[n++] = v[k].wait;
+				sum += w[n++] = v[k].wait;
 		}
 		q->started = n;
+		q->mean = n ? sum / (int64_t)n : 0;
 		q->p50 = rank(w, n, 50);
 		q->p90 = rank(w, n, 90);
 		q->p99 = rank(w, n, 99);

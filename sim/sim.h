@@ -156,7 +156,7 @@ void sim_trace_free(struct sim_trace *t);
 struct sim_queue_report {
 	const char *queue; /* the gangs' queue label; NULL: no label */
 	size_t gangs, started;
-	int64_t p50, p90, p99, max;
+	int64_t mean, p50, p90, p99, max;
 };
 
 struct sim_report {

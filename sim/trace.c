@@ -13,8 +13,8 @@
  *   queue    the queue (its label muster.dev/queue); empty or absent:
  *            the queue the configuration gives namespace "sim"
  *
- * A first line starting "name," is a header; blank lines and lines
- * starting '#' are skipped. Whitespace around a field is not allowed.
+ * A line starting "name," before the first gang is a header; blank lines
+ * and lines starting '#' are skipped. Whitespace around a field is not allowed.
  *
  * Bounded: the file is read once, at most SIM_TRACE_MAX_BYTES, and holds
  * at most SIM_TRACE_MAX_GANGS gangs; a line is at most 1 KiB. Every
@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ struct reader {
 	const char *path;
 	struct sim_trace *t;
 	size_t line;
+	bool data; /* a gang line was seen: no header after it */
 	char **errors;
 	size_t nerrors, dropped;
 };
@@ -172,8 +174,11 @@ static int line_of(struct reader *r, const char *line, size_t len)
 	struct sim_gang *g;
 	int rc;
 
-	if (len == 0 || line[0] == '#' || (r->line == 1 && len >= 5 && !memcmp(line, "name,", 5)))
+	if (len == 0 || line[0] == '#')
 		return 0;
+	if (!r->data && len >= 5 && !memcmp(line, "name,", 5))
+		return 0; /* the header, before any gang */
+	r->data = true;
 	if (len > LINE_MAX_LEN) {
 		bad(r, LINE_MAX_LEN + 1, "a line longer than %d bytes", LINE_MAX_LEN);
 		return 0;

@@ -308,6 +308,39 @@ static void test_simulate_command(void **state)
 	free(broken);
 }
 
+/* sim/examples/: the two teams' day (README there), run from the top of
+ * the tree as make runs the tests. Without memory team-b waits 35 min on
+ * average (four gangs 5 min, four 1 h 05); with a half-life of 6 h,
+ * 12 min 30 s (seven 5 min, one 1 h 05), and team-a the longer. */
+static void test_two_teams_example(void **state)
+{
+	char *argv[] = {"simulate",
+	                "--trace",
+	                "sim/examples/two-teams.csv",
+	                "--nodes",
+	                "8",
+	                "--gpus",
+	                "8",
+	                "--config",
+	                "sim/examples/two-teams.yaml",
+	                "--config",
+	                "sim/examples/two-teams-6h.yaml",
+	                "--gangs",
+	                NULL};
+	char *out, *err;
+	int status;
+
+	(void)state;
+	out = run_cli(12, argv, &status, &err);
+	assert_int_equal(status, 0);
+	assert_true(has_row(out, "wait mean 18m20s 29m35s")); /* team-a */
+	assert_true(has_row(out, "wait mean 35m00s 12m30s")); /* team-b */
+	assert_true(has_row(out, "b-4 25h00m 24h00m"));
+	assert_true(has_row(out, "a-1 24h00m 25h00m"));
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +349,7 @@ int main(void)
 	    cmocka_unit_test(test_a_run_and_its_report),
 	    cmocka_unit_test(test_bad_runs_refused),
 	    cmocka_unit_test(test_simulate_command),
+	    cmocka_unit_test(test_two_teams_example),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
