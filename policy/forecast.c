@@ -18,11 +18,11 @@
  * What an expected start assumes: no gang arrives and none ends before
  * or after its runtime; no preemption makes room; fair sharing's memory
  * of past usage stays as the cycle found it; and, so that a moment costs
- * a bounded amount, only the first FORECAST_WINDOW gangs still waiting take part in it (the
- * cycle gives every waiting gang a turn): a gang deeper in the order
- * than that is taken to wait for some ahead of it to start, so its start
- * may come earlier than forecast, where a gang within the window's
- * comes when forecast.
+ * a bounded amount, only the first FORECAST_WINDOW gangs still waiting
+ * take part in it (the cycle gives every waiting gang a turn): a gang
+ * deeper in the order than that is taken to wait for some ahead of it
+ * to start, so its start may come earlier than forecast, where a gang
+ * within the window's comes when forecast.
  *
  * Cost: a copy of the node table; per moment, the ends it gives back (a
  * node row and a queue charge each) and, for each gang in the window, a
