@@ -50,6 +50,7 @@ EXAMPLES = os.path.join(MANIFESTS, "examples")
 NS = "muster-system"
 SA = f"system:serviceaccount:{NS}:muster"
 LEASE = "muster"  # the Lease the Role lets Muster read and renew
+USAGE_CONFIGMAP = "muster-fair-share"  # fair sharing's memory, the one ConfigMap it may write
 SP = ("scheduling.x-k8s.io", "v1alpha1")
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -440,7 +441,9 @@ def expected_rules(ns):
     }
     if ns == NS:
         want |= {("leases.coordination.k8s.io", (), ("create",)),
-                 ("leases.coordination.k8s.io", (LEASE,), ("get", "update"))}
+                 ("leases.coordination.k8s.io", (LEASE,), ("get", "update")),
+                 ("configmaps", (), ("create",)),
+                 ("configmaps", (USAGE_CONFIGMAP,), ("get", "patch"))}
     return want
 
 
@@ -592,7 +595,9 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
     who = kubectl(cluster, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}", kubeconfig=kubeconfig)
     assert who.stdout == SA
     queues = tmp_path / "queues.yaml"
-    queues.write_text(queue_file_text())
+    # With fair sharing's memory, written every second: the ConfigMap the
+    # Role names, by server-side apply, with only these rights.
+    queues.write_text("fairSharing: {halfLife: 1h}\n" + queue_file_text())
 
     # As the Deployment runs it: leader election on the default Lease name
     # (the one the Role names), the pod's name in HOSTNAME, the debug server
@@ -607,7 +612,7 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
     argv = [muster_binary(), "run", "--kubeconfig", kubeconfig, "--config", str(queues),
             "--leader-elect", "--lease-namespace", NS, "--debug-addr=0.0.0.0:0",
             f"--debug-tls-cert={cert}", f"--debug-tls-key={key}", f"--debug-token-file={token_file}",
-            "--probe-addr=0.0.0.0:0"]
+            "--probe-addr=0.0.0.0:0", "--usage-write-period=1"]
     log = os.path.join(cluster_dir(), "logs", "muster-test_manifests.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     env = dict(os.environ, HOSTNAME=identity, POD_NAMESPACE=NS)
@@ -692,8 +697,23 @@ def test_muster_with_only_its_rights_schedules(cluster, rbac, core, custom, work
 
         until(muster, "too-big is Unschedulable", unschedulable)
         until(muster, "FailedScheduling Event", lambda: "FailedScheduling" in event_reasons(core, ns, "too-big"))
+
+        # Fair sharing's memory written where the Role lets it write.
+        def remembered():
+            cm = core.read_namespaced_config_map(USAGE_CONFIGMAP, NS)
+            doc = json.loads((cm.data or {}).get("usage.json", "{}"))
+            return doc.get("nodes", {}).get("team-a") or Not(f"usage.json {cm.data}")
+
+        until(muster, "team-a's memory in the ConfigMap", remembered, timeout=30)
+        with open(log, errors="replace") as f:
+            assert "fair-share memory: writing configmap" not in f.read()
         muster.check()
     finally:
+        try:
+            core.delete_namespaced_config_map(USAGE_CONFIGMAP, NS)
+        except ApiException as e:
+            if e.status != 404:
+                raise
         status = muster.stop()
         for name in classes:
             try:
