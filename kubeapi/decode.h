@@ -63,6 +63,15 @@ int kubeapi_namespace_decode(struct kubeapi_model *m, const cJSON *obj,
 int kubeapi_workload_decode(struct kubeapi_model *m, const cJSON *obj, struct kubeapi_workload *out,
                             struct kubeapi_decode_error *err);
 
+/* A second pod holding everything src references (ids and shared blobs):
+ * dst may then be changed where a later state of the pod would differ
+ * (phase, times, resourceVersion; its node through kubeapi_pod_set_node)
+ * and is released on its own. For simulations (sim/). */
+void kubeapi_pod_copy(struct kubeapi_model *m, const struct kubeapi_pod *src,
+                      struct kubeapi_pod *dst);
+/* The pod's spec.nodeName becomes the interned id node (0: none). */
+void kubeapi_pod_set_node(struct kubeapi_model *m, struct kubeapi_pod *p, uint32_t node);
+
 /* Release what a decoded object references and zero it. Safe on zeroed. */
 void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p);
 void kubeapi_node_release(struct kubeapi_model *m, struct kubeapi_node *n);

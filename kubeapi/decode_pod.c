@@ -814,6 +814,31 @@ void kubeapi__pod_release(struct kubeapi_model *m, void *obj)
 	kubeapi_pod_release(m, obj);
 }
 
+void kubeapi_pod_copy(struct kubeapi_model *m, const struct kubeapi_pod *src,
+                      struct kubeapi_pod *dst)
+{
+	struct intern *in = m->in;
+	const uint32_t ids[] = {src->ns,   src->name,       src->node,      src->group,
+	                        src->task, src->owner_kind, src->owner_name};
+	const void *blobs[] = {src->spec, src->muster, src->labels, src->vgpu};
+
+	*dst = *src;
+	for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++)
+		if (ids[k])
+			intern_ref(in, ids[k]);
+	for (size_t k = 0; k < sizeof(blobs) / sizeof(blobs[0]); k++)
+		if (blobs[k])
+			intern_blob_ref(in, blobs[k]);
+}
+
+void kubeapi_pod_set_node(struct kubeapi_model *m, struct kubeapi_pod *p, uint32_t node)
+{
+	if (node)
+		intern_ref(m->in, node);
+	intern_unref(m->in, p->node);
+	p->node = node;
+}
+
 void kubeapi_pod_release(struct kubeapi_model *m, struct kubeapi_pod *p)
 {
 	struct intern *in = m->in;

@@ -590,6 +590,8 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	p->nevictions = 0;
 	p->resv = NULL;
 	p->nresv = 0;
+	p->ends = NULL;
+	p->nends = 0;
 	if (backfill_init(&r->bf, &p->nodes, &r->fits, &p->arena, in->now_s,
 	                  (unsigned)r->cfg->backfill.reservations) < 0)
 		return -ENOMEM;
@@ -646,8 +648,8 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 			plan__forecast(&r);
 		}
 	}
-	if (rc == 0)
-		rc = publish_resv(&r);
+	if (rc == 0 && (rc = publish_resv(&r)) == 0)
+		rc = plan__publish_ends(&r);
 	if (rc < 0) { /* the changes given may not be filed: read all next time */
 		keep->pods.built = 0;
 		keep->base.valid = 0;

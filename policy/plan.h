@@ -129,6 +129,10 @@ struct plan_input {
 	 * time); the cycles between carry its answers to the gangs still
 	 * waiting. */
 	int64_t forecast_every_s;
+	/* Publish every bound pod's expected end (plan.ends): what a
+	 * simulation (sim/) needs to let running work end when the planner
+	 * expects it to. O(bound pods). */
+	uint8_t ends;
 };
 
 /** An end or start time that is not known (no runtime estimate). */
@@ -408,6 +412,14 @@ struct plan_memory {
 };
 
 /* One cycle's results (in its arena, replaced by the next cycle). */
+/* A bound pod and when the planner expects it to end (PLAN_NEVER: no
+ * runtime): its start (status.startTime, else creation) plus its
+ * runtime, as the timeline counts it. */
+struct plan_end {
+	const struct kubeapi_pod *pod;
+	int64_t end_s;
+};
+
 struct plan {
 	struct arena arena;
 	struct policy_nodes nodes;
@@ -425,6 +437,9 @@ struct plan {
 	 * horizon stopped it before every gang it took had an answer. */
 	int64_t forecast_at_s, forecast_until_s;
 	uint8_t forecast_cut;
+	/* With plan_input.ends: every bound pod of the cycle's view. */
+	struct plan_end *ends;
+	size_t nends;
 };
 
 /** Forget the hold of gang `key` (its victims' eviction was refused): it

@@ -389,6 +389,8 @@ int plan__reserve(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
                   size_t n);
 /* The timeline of ends in r->bf, built if it is not yet: 0 or -ENOMEM. */
 int plan__timeline(struct plan_run *r);
+/* plan.ends, for plan_input.ends: 0 or -ENOMEM. */
+int plan__publish_ends(struct plan_run *r);
 
 /* forecast.c: step 6, after the turns (out of memory, it is dropped and
  * the cycle stands). plan__cpu_ns: the calling thread's CPU time, its

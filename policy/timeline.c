@@ -193,6 +193,15 @@ static int vacate(void *arg, struct policy_nodes *t)
 	return 0;
 }
 
+/* When bound pod b is expected to end, PLAN_NEVER without a runtime. */
+static int64_t bound_end(struct plan_run *r, const struct plan_bound *b)
+{
+	const struct plan_gang *g = b->gang == UINT32_MAX ? NULL : &r->p->gangs[b->gang];
+	int64_t run = bound_runtime(r, b, g);
+
+	return run == PLAN_NEVER ? PLAN_NEVER : plan__pod_start(b->pod) + run;
+}
+
 /* Every bound pod on a known node, and every member admitted this cycle
  * with a runtime, into backfill's timeline. (Admitted without one, they
  * stay in the search's table copy for good, which is what no end means.) */
@@ -202,9 +211,7 @@ static int build_timeline(struct plan_run *r)
 
 	for (size_t k = 0; k < r->nbound; k++) {
 		const struct plan_bound *b = &r->bound[k];
-		const struct plan_gang *g = b->gang == UINT32_MAX ? NULL : &r->p->gangs[b->gang];
-		int64_t run = bound_runtime(r, b, g);
-		int64_t end = run == PLAN_NEVER ? PLAN_NEVER : plan__pod_start(b->pod) + run;
+		int64_t end = bound_end(r, b);
 
 		if ((rc = backfill_timeline_add(&r->bf, end, b->node, b->queue, b->spec, b->held)) <
 		    0)
@@ -230,6 +237,22 @@ static int build_timeline(struct plan_run *r)
 int plan__timeline(struct plan_run *r)
 {
 	return r->bf.timeline_done ? 0 : build_timeline(r);
+}
+
+int plan__publish_ends(struct plan_run *r)
+{
+	struct plan *p = r->p;
+
+	p->ends = NULL;
+	p->nends = 0;
+	if (!r->in->ends || !r->nbound)
+		return 0;
+	if (!(p->ends = arena_alloc(&p->arena, r->nbound * sizeof(*p->ends))))
+		return -ENOMEM;
+	for (size_t k = 0; k < r->nbound; k++)
+		p->ends[p->nends++] =
+		    (struct plan_end){r->bound[k].pod, bound_end(r, &r->bound[k])};
+	return 0;
 }
 
 /* ---- a gang's reservation -------------------------------------------- */

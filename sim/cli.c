@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim/sim.h"
 
@@ -27,10 +28,19 @@
 static const char usage[] =
     "usage: muster simulate --trace FILE --nodes N --gpus G [--racks R]\n"
     "                       --config FILE [--config FILE]... [--gangs]\n"
+    "       muster simulate --snapshot FILE [--at TIME] --config FILE [--config FILE]...\n"
     "\n"
-    "Play a trace of gang arrivals through the planner, under each queue\n"
-    "configuration given (up to 4), and print them side by side.\n"
+    "Play a trace of gang arrivals, or a snapshot of a live cluster, through\n"
+    "the planner under each queue configuration given (up to 4), and print\n"
+    "them side by side.\n"
     "\n"
+    "  --snapshot FILE a JSON List of the cluster's Nodes, Pods, PodGroups and\n"
+    "                  PriorityClasses (kubectl get nodes,pods,podgroups,\n"
+    "                  priorityclasses -A -o json): running work ends when the\n"
+    "                  planner expects, waiting gangs start as it decides, and\n"
+    "                  each gang's start is printed, from --at\n"
+    "  --at TIME       when the snapshot was taken: unix seconds or\n"
+    "                  2026-11-27T20:00:00Z (default: now)\n"
     "  --trace FILE    CSV, one gang a line: name,at,pods,gpus,runtime[,queue]\n"
     "                  (at and runtime: seconds or durations such as 90s, 2h)\n"
     "  --nodes N       nodes in the cluster (1..100000) ...\n"
@@ -42,7 +52,8 @@ static const char usage[] =
 
 struct opts {
 	int width; /* of a column: its file's name, at least COLUMN_MIN */
-	const char *trace;
+	const char *trace, *snapshot;
+	int64_t at_s;
 	const char *configs[MAX_CONFIGS];
 	size_t nconfigs;
 	long nodes, gpus, racks;
@@ -57,18 +68,38 @@ struct column {
 	int rc;
 };
 
+/* Unix seconds, or RFC 3339 in UTC ("2026-11-27T20:00:00Z"). */
+static int parse_time(const char *s, int64_t *out)
+{
+	struct tm tm = {0};
+	char *end;
+	long long v = strtoll(s, &end, 10);
+
+	if (end != s && !*end && v > 0) {
+		*out = v;
+		return 0;
+	}
+	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return -EINVAL;
+	*out = (int64_t)timegm(&tm);
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
-	    {"trace", required_argument, NULL, 't'},  {"nodes", required_argument, NULL, 'n'},
-	    {"gpus", required_argument, NULL, 'g'},   {"racks", required_argument, NULL, 'r'},
-	    {"config", required_argument, NULL, 'c'}, {"gangs", no_argument, NULL, 'G'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	    {"trace", required_argument, NULL, 't'},    {"nodes", required_argument, NULL, 'n'},
+	    {"gpus", required_argument, NULL, 'g'},     {"racks", required_argument, NULL, 'r'},
+	    {"config", required_argument, NULL, 'c'},   {"gangs", no_argument, NULL, 'G'},
+	    {"snapshot", required_argument, NULL, 's'}, {"at", required_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->racks = 1;
+	o->at_s = (int64_t)time(NULL);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		char *end = NULL;
@@ -83,6 +114,16 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 				*num = -1;
 		} else if (c == 't') {
 			o->trace = optarg;
+		} else if (c == 's') {
+			o->snapshot = optarg;
+		} else if (c == 'a') {
+			if (parse_time(optarg, &o->at_s) < 0) {
+				fprintf(err,
+				        "muster simulate: --at wants unix seconds or "
+				        "2026-11-27T20:00:00Z, got '%s'\n",
+				        optarg);
+				return -EINVAL;
+			}
 		} else if (c == 'c' && o->nconfigs < MAX_CONFIGS) {
 			o->configs[o->nconfigs++] = optarg;
 		} else if (c == 'G') {
@@ -99,8 +140,11 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 
 		o->width = len > o->width ? (len < COLUMN_MAX ? len : COLUMN_MAX) : o->width;
 	}
-	if (optind != argc || !o->trace || !o->nconfigs || o->nodes < 1 || o->nodes > MAX_NODES ||
-	    o->gpus < 0 || o->gpus > 1024 || o->racks < 1 || o->nodes % o->racks) {
+	if (o->snapshot && !o->trace && optind == argc && o->nconfigs)
+		return 0;
+	if (optind != argc || !o->trace || o->snapshot || !o->nconfigs || o->nodes < 1 ||
+	    o->nodes > MAX_NODES || o->gpus < 0 || o->gpus > 1024 || o->racks < 1 ||
+	    o->nodes % o->racks) {
 		fprintf(err, "muster simulate: %s\n\n%s",
 		        o->nodes % (o->racks > 0 ? o->racks : 1)
 		            ? "--nodes must split evenly into --racks"
@@ -303,6 +347,117 @@ static int run_one(const struct opts *o, const struct sim_trace *t, const struct
 	return c->rc = sim_report(&so, &c->res, &c->rep);
 }
 
+/* ---- a snapshot ------------------------------------------------------------ */
+
+struct replay_column {
+	struct config *cfg;
+	struct sim_replay_result res;
+	int rc;
+};
+
+static const struct sim_replay_gang *started_in(const struct sim_replay_result *r, const char *ns,
+                                                const char *name)
+{
+	for (size_t k = 0; k < r->ngangs; k++)
+		if (!strcmp(r->gangs[k].ns, ns) && !strcmp(r->gangs[k].name, name))
+			return &r->gangs[k];
+	return NULL;
+}
+
+/* Every gang some configuration started, once, in the order of the first
+ * column that started it. */
+static void print_replay(FILE *out, const struct opts *o, const struct replay_column *col)
+{
+	char when[64];
+	struct tm tm;
+	time_t at = (time_t)o->at_s;
+
+	gmtime_r(&at, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(out, "snapshot %s at %s\n", o->snapshot, when);
+	for (size_t k = 0; k < o->nconfigs; k++)
+		if (col[k].rc == 0)
+			fprintf(out, "  %s: %zu objects read, %zu refused%s%s; %zu gangs start\n",
+			        o->configs[k], col[k].res.objects, col[k].res.skipped,
+			        col[k].res.skipped ? ", the first: " : "", col[k].res.first_skip,
+			        col[k].res.ngangs);
+	fprintf(out, "\n%-40s", "start of each gang (after --at)");
+	for (size_t k = 0; k < o->nconfigs; k++) {
+		const char *base = strrchr(o->configs[k], '/');
+
+		fprintf(out, " %*.*s", o->width, o->width, base ? base + 1 : o->configs[k]);
+	}
+	fputc('\n', out);
+	for (size_t c = 0; c < o->nconfigs; c++)
+		for (size_t g = 0; col[c].rc == 0 && g < col[c].res.ngangs; g++) {
+			const struct sim_replay_gang *x = &col[c].res.gangs[g];
+			char label[300];
+			bool seen = false;
+
+			for (size_t e = 0; e < c && !seen; e++)
+				seen = col[e].rc == 0 && started_in(&col[e].res, x->ns, x->name);
+			if (seen)
+				continue;
+			snprintf(label, sizeof(label), "  %s/%s", x->ns, x->name);
+			fprintf(out, "%-40s", label);
+			for (size_t k = 0; k < o->nconfigs; k++) {
+				const struct sim_replay_gang *y =
+				    col[k].rc == 0 ? started_in(&col[k].res, x->ns, x->name) : NULL;
+				char cell[64] = "-";
+
+				if (y) {
+					cell[0] = '+';
+					duration(cell + 1, sizeof(cell) - 1, y->start_s);
+				}
+				fprintf(out, " %*s", o->width, col[k].rc ? "failed" : cell);
+			}
+			fputc('\n', out);
+		}
+}
+
+static int replay_main(const struct opts *o, FILE *out, FILE *err)
+{
+	struct replay_column col[MAX_CONFIGS] = {0};
+	struct sim_snapshot snap;
+	int status = 0;
+
+	if (sim_snapshot_read(o->snapshot, &snap) < 0) {
+		fprintf(err, "muster simulate: %s\n", snap.error);
+		sim_snapshot_free(&snap);
+		return 1;
+	}
+	for (size_t k = 0; k < o->nconfigs; k++) {
+		struct config_errors errs;
+		struct sim_replay_options ro = {.snapshot = &snap, .at_s = o->at_s};
+
+		config_errors_init(&errs);
+		if ((col[k].rc = config_load(o->configs[k], &col[k].cfg, &errs)) < 0) {
+			config_errors_print(&errs, err);
+			config_errors_clear(&errs);
+			status = 1;
+			continue;
+		}
+		ro.cfg = col[k].cfg;
+		if ((col[k].rc = sim_replay(&ro, &col[k].res)) < 0) {
+			fprintf(err, "muster simulate: %s: the replay failed: %s\n", o->configs[k],
+			        strerror(-col[k].rc));
+			status = 1;
+		} else if (col[k].res.violations) {
+			fprintf(err,
+			        "muster simulate: %s: %zu cycles evicted; the replay does not\n",
+			        o->configs[k], col[k].res.violations);
+			status = 1;
+		}
+	}
+	print_replay(out, o, col);
+	for (size_t k = 0; k < o->nconfigs; k++) {
+		sim_replay_result_free(&col[k].res);
+		config_free(&col[k].cfg);
+	}
+	sim_snapshot_free(&snap);
+	return status;
+}
+
 int sim_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct column col[MAX_CONFIGS] = {0};
@@ -314,6 +469,8 @@ int sim_main(int argc, char **argv, FILE *out, FILE *err)
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (o.snapshot)
+		return replay_main(&o, out, err);
 	if (sim_trace_read(o.trace, &t) < 0) {
 		for (size_t k = 0; k < t.nerrors; k++)
 			fprintf(err, "%s\n", t.errors[k]);

@@ -4,6 +4,7 @@
 #ifndef MUSTER_SIM_INTERNAL_H
 #define MUSTER_SIM_INTERNAL_H
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
 
 #include "base/idmap.h"
@@ -16,7 +17,7 @@
 /* The stores the planner reads (plan_input), and the model behind them. */
 struct sim_world {
 	struct kubeapi_model *model;
-	struct idmap nodes, pods, groups, vcgroups;
+	struct idmap nodes, pods, groups, vcgroups, natgroups, priorityclasses;
 	uint64_t seq; /* uids */
 	int64_t epoch_s;
 };
@@ -36,5 +37,14 @@ int sim__put_group(struct sim_world *w, const struct sim_gang *g);
  * Running) since start_s (seconds from the start). */
 int sim__put_pod(struct sim_world *w, const struct sim_gang *g, uint32_t p, const char *node,
                  const char *phase, int64_t start_s);
+
+/* An object of a snapshot (a List's item) decoded into its store: 1 when
+ * taken, 0 when of a kind the planner does not read, -EINVAL (the decoder
+ * refused it: why in err), -ENOMEM. */
+int sim__put_item(struct sim_world *w, const cJSON *item, char *err, size_t errlen);
+/* Pod p (in the pod store) as it would be later: on node (name id, 0:
+ * keep), in phase, started at started_s (unix; 0: keep). 0, -ENOMEM. */
+int sim__move_pod(struct sim_world *w, const struct kubeapi_pod *p, uint32_t node, uint8_t phase,
+                  int64_t started_s);
 
 #endif /* MUSTER_SIM_INTERNAL_H */

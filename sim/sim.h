@@ -17,6 +17,8 @@
  *             error at its FILE:LINE:COLUMN
  *   report.c  what a run comes to: waits per queue, utilisation, GPUs
  *             left idle while gangs waited
+ *   replay.c  a snapshot of a live cluster played forward from when it
+ *             was taken: what its waiting gangs would do under a queue file
  *   cli.c     `muster simulate`: a trace under one queue file or several,
  *             side by side
  *
@@ -32,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "config/config.h"
 #include "policy/plan.h"
@@ -173,6 +177,57 @@ struct sim_report {
  *  free with sim_report_free(). */
 int sim_report(const struct sim_options *o, const struct sim_result *r, struct sim_report *out);
 void sim_report_free(struct sim_report *rep);
+
+/* ---- a live cluster played forward (replay.c) ----------------------------- */
+
+#define SIM_SNAPSHOT_MAX_BYTES (1u << 30)
+
+/** A cluster as the API server lists it: one JSON List of Nodes, Pods,
+ *  PodGroups (any of the three dialects) and PriorityClasses, as `kubectl
+ *  get nodes,pods,podgroups,priorityclasses -A -o json` prints it. */
+struct sim_snapshot {
+	cJSON *doc;
+	char error[512]; /* why it was refused */
+};
+
+/** 0, or -EINVAL (s->error says why), -ENOMEM. Free s either way. */
+int sim_snapshot_read(const char *path, struct sim_snapshot *s);
+void sim_snapshot_free(struct sim_snapshot *s);
+
+struct sim_replay_options {
+	const struct config *cfg; /* the queue file to replay it under */
+	const struct sim_snapshot *snapshot;
+	int64_t at_s;   /* the unix time it was taken: the clock starts there */
+	int64_t stop_s; /* no event this long after at_s (0: 30 days) */
+};
+
+/** A gang the replay started: by PodGroup (or single pod) name. */
+struct sim_replay_gang {
+	char *ns, *name, *queue; /* queue NULL: none */
+	int64_t start_s;         /* seconds after at_s */
+	int64_t submitted_s;     /* unix */
+};
+
+struct sim_replay_result {
+	struct sim_replay_gang *gangs; /* in the order they started */
+	size_t ngangs;
+	size_t objects, skipped; /* items taken, and refused by the decoders */
+	char first_skip[512];    /* why the first refused one was */
+	uint64_t cycles;
+	size_t violations; /* plans that evicted */
+	int64_t now_s;     /* where the clock stopped, after at_s */
+};
+
+/**
+ * Play the snapshot forward under o->cfg: running work ends when the
+ * planner expects (its runtime, from its start), waiting gangs are bound
+ * as it decides and run their runtime; nothing arrives. Until nothing with
+ * a runtime is left to end, or stop_s. 0 and *res (free it with
+ * sim_replay_result_free(), also on error), -ENOMEM, -ELOOP (binds that
+ * never settle).
+ */
+int sim_replay(const struct sim_replay_options *o, struct sim_replay_result *res);
+void sim_replay_result_free(struct sim_replay_result *res);
 
 /* ---- the command (cli.c) ----------------------------------------------------- */
 

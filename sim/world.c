@@ -25,6 +25,22 @@ int sim__world_init(struct sim_world *w, int64_t epoch_s)
 	return kubeapi_model_new(&w->model);
 }
 
+/* The kinds of the stores, for releasing what they hold. */
+enum { NODE, POD, GROUP, PRIORITY_CLASS };
+
+static void release(struct sim_world *w, void *v, int kind)
+{
+	if (kind == NODE)
+		kubeapi_node_release(w->model, v);
+	else if (kind == POD)
+		kubeapi_pod_release(w->model, v);
+	else if (kind == GROUP)
+		kubeapi_podgroup_release(w->model, v);
+	else
+		kubeapi_priorityclass_release(w->model, v);
+	free(v);
+}
+
 static void free_map(struct sim_world *w, struct idmap *m, int kind)
 {
 	const struct idmap_slot *e;
@@ -32,13 +48,7 @@ static void free_map(struct sim_world *w, struct idmap *m, int kind)
 	IDMAP_FOREACH(m, i, e) {
 		void *v = e->value;
 
-		if (kind == 0)
-			kubeapi_node_release(w->model, v);
-		else if (kind == 1)
-			kubeapi_pod_release(w->model, v);
-		else
-			kubeapi_podgroup_release(w->model, v);
-		free(v);
+		release(w, v, kind);
 	}
 	idmap_free(m);
 }
@@ -47,10 +57,12 @@ void sim__world_free(struct sim_world *w)
 {
 	if (!w->model)
 		return;
-	free_map(w, &w->nodes, 0);
-	free_map(w, &w->pods, 1);
-	free_map(w, &w->groups, 2);
-	free_map(w, &w->vcgroups, 2);
+	free_map(w, &w->nodes, NODE);
+	free_map(w, &w->pods, POD);
+	free_map(w, &w->groups, GROUP);
+	free_map(w, &w->vcgroups, GROUP);
+	free_map(w, &w->natgroups, GROUP);
+	free_map(w, &w->priorityclasses, PRIORITY_CLASS);
 	kubeapi_model_free(&w->model);
 }
 
@@ -121,15 +133,8 @@ static int put(struct sim_world *w, struct idmap *m, uint64_t key, void *v, int 
 {
 	void *old = idmap_get(m, key);
 
-	if (old) {
-		if (kind == 0)
-			kubeapi_node_release(w->model, old);
-		else if (kind == 1)
-			kubeapi_pod_release(w->model, old);
-		else
-			kubeapi_podgroup_release(w->model, old);
-		free(old);
-	}
+	if (old)
+		release(w, old, kind);
 	return idmap_put(m, key, v) < 0 ? -ENOMEM : 0;
 }
 
@@ -171,7 +176,7 @@ int sim__put_node(struct sim_world *w, const struct sim_node *n)
 	cJSON_AddStringToObject(cond, "status", "True");
 	cJSON_AddItemToArray(conds, cond);
 	rc = kubeapi_node_decode(w->model, o, v, &err) != 0 ? -EINVAL : 0;
-	if (rc == 0 && (rc = put(w, &w->nodes, sim__key(w, NULL, n->name), v, 0)) == 0)
+	if (rc == 0 && (rc = put(w, &w->nodes, sim__key(w, NULL, n->name), v, NODE)) == 0)
 		v = NULL;
 out:
 	free(v);
@@ -200,7 +205,8 @@ int sim__put_group(struct sim_world *w, const struct sim_gang *g)
 	rc = kubeapi_podgroup_decode(w->model, KUBEAPI_PG_SCHEDULER_PLUGINS, o, v, &err) != 0
 	         ? -EINVAL
 	         : 0;
-	if (rc == 0 && (rc = put(w, &w->groups, sim__key(w, SIM_NAMESPACE, g->name), v, 2)) == 0)
+	if (rc == 0 &&
+	    (rc = put(w, &w->groups, sim__key(w, SIM_NAMESPACE, g->name), v, GROUP)) == 0)
 		v = NULL;
 out:
 	free(v);
@@ -252,10 +258,111 @@ int sim__put_pod(struct sim_world *w, const struct sim_gang *g, uint32_t p, cons
 	if (node && start_s != SIM_NO_TIME)
 		add_time(status, "startTime", w->epoch_s + start_s);
 	rc = kubeapi_pod_decode(w->model, o, v, &err) != 0 ? -EINVAL : 0;
-	if (rc == 0 && (rc = put(w, &w->pods, sim__key(w, SIM_NAMESPACE, name), v, 1)) == 0)
+	if (rc == 0 && (rc = put(w, &w->pods, sim__key(w, SIM_NAMESPACE, name), v, POD)) == 0)
 		v = NULL;
 out:
 	free(v);
 	cJSON_Delete(o);
+	return rc;
+}
+
+/* ---- a snapshot's objects ------------------------------------------------ */
+
+/* Which store an item goes to, by kind and API group. */
+static int kind_of(const cJSON *item, enum kubeapi_dialect *dialect)
+{
+	const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "kind"));
+	const char *api =
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "apiVersion"));
+
+	if (!kind || !api)
+		return -1;
+	if (!strcmp(kind, "Node") && !strcmp(api, "v1"))
+		return NODE;
+	if (!strcmp(kind, "Pod") && !strcmp(api, "v1"))
+		return POD;
+	if (!strcmp(kind, "PriorityClass") && !strncmp(api, "scheduling.k8s.io/", 18))
+		return PRIORITY_CLASS;
+	if (strcmp(kind, "PodGroup"))
+		return -1;
+	if (!strncmp(api, "scheduling.x-k8s.io/", 20))
+		*dialect = KUBEAPI_PG_SCHEDULER_PLUGINS;
+	else if (!strncmp(api, "scheduling.volcano.sh/", 22))
+		*dialect = KUBEAPI_PG_VOLCANO;
+	else if (!strncmp(api, "scheduling.k8s.io/", 18))
+		*dialect = KUBEAPI_PG_NATIVE;
+	else
+		return -1;
+	return GROUP;
+}
+
+static struct idmap *group_store(struct sim_world *w, enum kubeapi_dialect d)
+{
+	return d == KUBEAPI_PG_SCHEDULER_PLUGINS ? &w->groups
+	       : d == KUBEAPI_PG_VOLCANO         ? &w->vcgroups
+	                                         : &w->natgroups;
+}
+
+int sim__put_item(struct sim_world *w, const cJSON *item, char *err, size_t errlen)
+{
+	enum kubeapi_dialect d = KUBEAPI_PG_SCHEDULER_PLUGINS;
+	int kind = kind_of(item, &d), rc = -EINVAL;
+	struct kubeapi_decode_error e = {0};
+	void *v = NULL;
+	uint64_t key = 0;
+
+	if (kind < 0)
+		return 0;
+	if (kind == NODE && (v = calloc(1, sizeof(struct kubeapi_node)))) {
+		rc = kubeapi_node_decode(w->model, item, v, &e);
+		key = rc == 0 ? ((struct kubeapi_node *)v)->name : 0;
+	} else if (kind == POD && (v = calloc(1, sizeof(struct kubeapi_pod)))) {
+		rc = kubeapi_pod_decode(w->model, item, v, &e);
+		key = rc == 0 ? kubeapi_pod_key(v) : 0;
+	} else if (kind == GROUP && (v = calloc(1, sizeof(struct kubeapi_podgroup)))) {
+		rc = kubeapi_podgroup_decode(w->model, d, item, v, &e);
+		key = rc == 0 ? (uint64_t)((struct kubeapi_podgroup *)v)->ns << 32 |
+		                    ((struct kubeapi_podgroup *)v)->name
+		              : 0;
+	} else if (kind == PRIORITY_CLASS &&
+	           (v = calloc(1, sizeof(struct kubeapi_priorityclass)))) {
+		rc = kubeapi_priorityclass_decode(w->model, item, v, &e);
+		key = rc == 0 ? ((struct kubeapi_priorityclass *)v)->name : 0;
+	}
+	if (!v)
+		return -ENOMEM;
+	if (rc < 0) {
+		kubeapi_decode_error_str(&e, err, errlen);
+		free(v);
+		return rc == -ENOMEM ? rc : -EINVAL;
+	}
+	rc = put(w,
+	         kind == NODE             ? &w->nodes
+	         : kind == POD            ? &w->pods
+	         : kind == PRIORITY_CLASS ? &w->priorityclasses
+	                                  : group_store(w, d),
+	         key, v, kind);
+	if (rc < 0)
+		release(w, v, kind);
+	return rc < 0 ? rc : 1;
+}
+
+int sim__move_pod(struct sim_world *w, const struct kubeapi_pod *p, uint32_t node, uint8_t phase,
+                  int64_t started_s)
+{
+	struct kubeapi_pod *v = malloc(sizeof(*v));
+	int rc;
+
+	if (!v)
+		return -ENOMEM;
+	kubeapi_pod_copy(w->model, p, v);
+	if (node)
+		kubeapi_pod_set_node(w->model, v, node);
+	v->phase = phase;
+	if (started_s)
+		v->started_s = started_s;
+	v->rv++;
+	if ((rc = put(w, &w->pods, kubeapi_pod_key(v), v, POD)) < 0)
+		release(w, v, POD);
 	return rc;
 }

@@ -341,6 +341,136 @@ static void test_two_teams_example(void **state)
 	free(err);
 }
 
+/* ---- a snapshot played forward --------------------------------------------- */
+
+/* 2026-11-27T20:00:00Z: when the snapshot was taken. */
+#define AT 1795809600
+
+/* Objects as the API server lists them, in namespace team. */
+#define NODE(n, hex)                                                                               \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" n "\","               \
+	"\"uid\":\"00000000-0000-0000-0000-0000000000" hex "\",\"resourceVersion\":\"1\","         \
+	"\"labels\":{\"kubernetes.io/hostname\":\"" n "\"}},\"spec\":{},\"status\":{"              \
+	"\"allocatable\":{\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\","                     \
+	"\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+#define GROUP(n)                                                                                   \
+	"{\"kind\":\"PodGroup\",\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"metadata\":{"    \
+	"\"name\":\"" n "\",\"namespace\":\"team\",\"uid\":\"00000000-0000-0000-0000-00000000001"  \
+	"0\",\"resourceVersion\":\"1\",\"creationTimestamp\":\"2026-11-27T19:50:00Z\"},"           \
+	"\"spec\":{\"minMember\":2}}"
+#define POD(n, g, node, phase, started, runtime)                                                   \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" n "\","                \
+	"\"namespace\":\"team\",\"uid\":\"00000000-0000-0000-0000-000000000020\","                 \
+	"\"resourceVersion\":\"1\",\"creationTimestamp\":\"2026-11-27T19:50:00Z\","                \
+	"\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"" g "\"},"                                \
+	"\"annotations\":{\"muster.dev/expected-runtime\":\"" runtime "\"}},"                      \
+	"\"spec\":{" node "\"schedulerName\":\"muster\",\"containers\":[{\"name\":\"c\","          \
+	"\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"8\"}}}]},"                \
+	"\"status\":{\"phase\":\"" phase "\"" started "}}"
+
+static const char *snapshot_json(void)
+{
+	return "{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":[" NODE("n0", "a0") "," NODE(
+	    "n1", "a1") ","
+	    /* run: two pods on n0 and n1 since AT - 100, for 300 s */
+	    GROUP("run") "," POD("run-0", "run", "\"nodeName\":\"n0\",", "Running",
+	                         ",\"startTime\":\"2026-11-27T19:58:20Z\"",
+	                         "300") "," POD("run-1", "run", "\"nodeName\":\"n1\",", "Running",
+	                                        ",\"startTime\":\"2026-11-27T19:58:20Z\"",
+	                                        "300") ","
+	    /* wait: two pods of 8 GPUs, pending, for 60 s */
+	    GROUP("wait") "," POD("wait-0", "wait", "", "Pending", "", "60") "," POD(
+	        "wait-1", "wait", "", "Pending", "",
+	        "60") ","
+	              /* what the decoders refuse, and what the planner does not read */
+	              "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{}},"
+	              "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s\"}}]"
+	              "}";
+}
+
+static void test_snapshot_replayed(void **state)
+{
+	static const char big[] = "resources: [nvidia.com/gpu]\n"
+	                          "queues:\n"
+	                          "  - name: q\n"
+	                          "    namespaces: [team]\n"
+	                          "    quota: {nvidia.com/gpu: {nominal: 16}}\n";
+	static const char small[] =
+	    "resources: [nvidia.com/gpu]\n"
+	    "queues:\n"
+	    "  - name: q\n"
+	    "    namespaces: [team]\n"
+	    "    quota: {nvidia.com/gpu: {nominal: 8, borrowingLimit: 0}}\n";
+	char *path = write_tmp(snapshot_json(), ".json");
+	struct config *cfg = load(big), *cfg2 = load(small);
+	struct sim_snapshot snap;
+	struct sim_replay_options o = {.cfg = cfg, .snapshot = &snap, .at_s = AT};
+	struct sim_replay_result res;
+
+	(void)state;
+	assert_int_equal(sim_snapshot_read(path, &snap), 0);
+	assert_int_equal(sim_replay(&o, &res), 0);
+	assert_int_equal(res.objects, 8); /* 2 nodes, 2 groups, 4 pods */
+	assert_int_equal(res.skipped, 1);
+	assert_non_null(strstr(res.first_skip, "name"));
+	/* run ends at AT + 200; wait starts then, and ends at AT + 260. */
+	assert_int_equal(res.ngangs, 1);
+	assert_string_equal(res.gangs[0].ns, "team");
+	assert_string_equal(res.gangs[0].name, "wait");
+	assert_string_equal(res.gangs[0].queue, "q");
+	assert_int_equal(res.gangs[0].start_s, 200);
+	assert_int_equal(res.now_s, 260);
+	assert_int_equal(res.violations, 0);
+	sim_replay_result_free(&res);
+	/* With 8 GPUs of quota and no borrowing, wait never fits its queue. */
+	o.cfg = cfg2;
+	assert_int_equal(sim_replay(&o, &res), 0);
+	assert_int_equal(res.ngangs, 0);
+	assert_int_equal(res.now_s, 200);
+	sim_replay_result_free(&res);
+	sim_snapshot_free(&snap);
+	config_free(&cfg);
+	config_free(&cfg2);
+	unlink(path);
+	free(path);
+}
+
+static void test_snapshot_command(void **state)
+{
+	char *path = write_tmp(snapshot_json(), ".json");
+	char *q = write_tmp("resources: [nvidia.com/gpu]\n"
+	                    "queues:\n  - {name: q, namespaces: [team], quota: {nvidia.com/gpu: "
+	                    "{nominal: 16}}}\n",
+	                    ".yaml");
+	char *bad = write_tmp("[]", ".json");
+	char *argv[] = {"simulate", "--snapshot", path, "--at", "2026-11-27T20:00:00Z", "--config",
+	                q,          NULL};
+	char *out, *err;
+	int status;
+
+	(void)state;
+	out = run_cli(7, argv, &status, &err);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(out, "snapshot"));
+	assert_non_null(strstr(out, "at 2026-11-27T20:00:00Z"));
+	assert_non_null(strstr(out, "8 objects read, 1 refused"));
+	assert_true(has_row(out, "team/wait +3m20s"));
+	free(out);
+	free(err);
+	argv[2] = bad;
+	out = run_cli(7, argv, &status, &err);
+	assert_int_equal(status, 1);
+	assert_non_null(strstr(err, "not a JSON List"));
+	free(out);
+	free(err);
+	unlink(path);
+	unlink(q);
+	unlink(bad);
+	free(path);
+	free(q);
+	free(bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +480,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_runs_refused),
 	    cmocka_unit_test(test_simulate_command),
 	    cmocka_unit_test(test_two_teams_example),
+	    cmocka_unit_test(test_snapshot_replayed),
+	    cmocka_unit_test(test_snapshot_command),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

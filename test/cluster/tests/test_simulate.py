@@ -1,0 +1,171 @@
+"""`muster simulate --snapshot` against what the live scheduler then does.
+
+A snapshot of the cluster, as the API server lists it (the JSON List
+`kubectl get -o json` prints), is replayed by the simulator under an edited
+queue file; the edit is then applied to the running Muster, and each
+waiting gang must start when the simulation said, within the cycle period
+and the time kwok and the watches take (SLACK).
+
+The setup, on gpu-0014 and gpu-0015 under a Muster of its own (scheduler
+name muster-sim, config in a temporary file, cycle period 1 s): gang r (two
+8-GPU pods, one on each node, 30 s) runs in queue sim-r; gangs wa and wb
+(two 8-GPU pods each, 20 s, confined to the two nodes) wait in queues sim-a
+and sim-b of one cohort, whose shares tie: the queue written first in the
+file goes first. The file as it starts lists sim-a first; the edit lists
+sim-b first. So the simulation under the edit says: wb when r ends, wa 20 s
+later; and under the file as it was, the other way round.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+from conftest import Not, until, wait_for
+from history import History
+
+NAME = "muster-sim"
+NODES = ("gpu-0014", "gpu-0015")
+GPU = "nvidia.com/gpu"
+RUNTIME = "muster.dev/expected-runtime"
+KWOK_COMPLETE = "pod-complete.stage.kwok.x-k8s.io/delay"
+SLACK = 3  # seconds: the cycle period (1 s), startTime's second, kwok and the watch
+
+QUEUES = """schedulerName: muster-sim
+resources: [nvidia.com/gpu]
+cohorts:
+  - name: sim-lab
+    queues:
+      - {name: sim-r, quota: {nvidia.com/gpu: {nominal: 16}}}
+%s
+"""
+A = "      - {name: sim-a, quota: {nvidia.com/gpu: {nominal: 16}}}"
+B = "      - {name: sim-b, quota: {nvidia.com/gpu: {nominal: 16}}}"
+
+
+def gang(core, custom, ns, name, queue, pinned, runtime):
+    """A PodGroup of two 8-GPU pods: pinned, one on each node; else confined to the two."""
+    custom.create_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", ns, "podgroups", {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+        "metadata": {"name": name, "labels": {"muster.dev/queue": queue}}, "spec": {"minMember": 2}})
+    names = []
+    for k, node in enumerate(NODES):
+        term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                      "values": [node] if pinned else list(NODES)}]}
+        core.create_namespaced_pod(ns, {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{k}",
+                         "labels": {"scheduling.x-k8s.io/pod-group": name, "muster.dev/queue": queue},
+                         "annotations": {RUNTIME: str(runtime), KWOK_COMPLETE: f"{runtime}s"}},
+            "spec": {"schedulerName": NAME, "restartPolicy": "Never",
+                     "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                         "nodeSelectorTerms": [term]}}},
+                     "containers": [{"name": "main", "image": "busybox", "resources": {
+                         "requests": {GPU: "8", "cpu": "1"}, "limits": {GPU: "8"}}}]}})
+        names.append(f"{name}-{k}")
+    return names
+
+
+def raw_items(api, path, kind, api_version):
+    """The items of a list as the API server sends them, with the kind and
+    apiVersion kubectl adds to each."""
+    resp = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
+                        _return_http_data_only=True)
+    items = json.loads(resp.data)["items"]
+    for it in items:
+        it["kind"], it["apiVersion"] = kind, api_version
+    return items
+
+
+def snapshot(admin, path):
+    items = (raw_items(admin, "/api/v1/nodes", "Node", "v1")
+             + raw_items(admin, "/api/v1/pods", "Pod", "v1")
+             + raw_items(admin, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", "PodGroup",
+                         "scheduling.x-k8s.io/v1alpha1")
+             + raw_items(admin, "/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass",
+                         "scheduling.k8s.io/v1"))
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+
+def simulate(snap, at, *configs):
+    """muster simulate --snapshot: gang name -> seconds after `at`."""
+    binary = os.path.join(os.path.dirname(__file__), "..", "..", "..", os.environ.get("BUILD", "build"),
+                          "muster")
+    argv = [binary, "simulate", "--snapshot", str(snap), "--at", str(at)]
+    for c in configs:
+        argv += ["--config", str(c)]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    print(out)
+    starts = {}
+    for line in out.splitlines():
+        m = re.match(r"\s+\S+/(\S+)\s+(.*)$", line)
+        if m and "/" not in m.group(2):
+            starts[m.group(1)] = [seconds(c) for c in m.group(2).split()]
+    return starts
+
+
+def seconds(cell):
+    """+1m05s -> 65; '-' -> None."""
+    if cell == "-":
+        return None
+    m = re.fullmatch(r"\+(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", cell)
+    h, mi, s = (int(x) if x else 0 for x in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+def waiting(core, ns, names):
+    for n in names:
+        p = core.read_namespaced_pod(n, ns)
+        c = next((c for c in p.status.conditions or [] if c.type == "PodScheduled"), None)
+        if p.spec.node_name or not c or c.status != "False":
+            return Not(f"{n}: node {p.spec.node_name}, PodScheduled {c}")
+    return True
+
+
+def running(core, ns, names):
+    return all(core.read_namespaced_pod(n, ns).status.phase == "Running" for n in names) or Not("not Running")
+
+
+def test_snapshot_replayed_under_an_edited_file_starts_gangs_when_the_live_scheduler_does(
+        admin, core, custom, namespace, start_muster, tmp_path):
+    ns = namespace
+    history = History(core, ns)
+    config = tmp_path / "queues.yaml"
+    before, edited = tmp_path / "before.yaml", tmp_path / "edited.yaml"
+    before.write_text(QUEUES % (A + "\n" + B))
+    edited.write_text(QUEUES % (B + "\n" + A))
+    config.write_text(before.read_text())
+    m = start_muster("--config", str(config), "--scheduler-name", NAME, "--period-ms", "1000")
+    try:
+        r = gang(core, custom, ns, "r", "sim-r", True, 30)
+        until(m, "r Running", lambda: running(core, ns, r))
+        wa = gang(core, custom, ns, "wa", "sim-a", False, 20)
+        wb = gang(core, custom, ns, "wb", "sim-b", False, 20)
+        until(m, "wa and wb waiting", lambda: waiting(core, ns, wa + wb))
+
+        at = int(time.time())
+        snap = tmp_path / "snapshot.json"
+        snapshot(admin, snap)
+        starts = simulate(snap, at, before, edited)
+        # r started at most a few seconds ago and runs 30 s; each gang 20 s.
+        (a_before, a_edited), (b_before, b_edited) = starts["wa"], starts["wb"]
+        assert a_before is not None and b_edited is not None, starts
+        assert b_before == a_before + 20 and a_edited == b_edited + 20 and b_edited == a_before, starts
+        assert 15 <= b_edited <= 31, f"r ends {b_edited} s after the snapshot? {starts}"
+
+        # The edit applied to the live scheduler (its file is checked every
+        # second): wb first, then wa, when the simulation said.
+        config.write_text(edited.read_text())
+        wait_for("the edited file applied", lambda: "applied" in open(m.log).read().split("started:")[-1])
+        until(m, "wa and wb bound", lambda: all(history.bound_at(n) for n in wa + wb), timeout=90)
+        late = {n: history.bound_at(n) - (at + (b_edited if n in wb else a_edited)) for n in wa + wb}
+        print("bound after the simulated start (s):", {n: round(v, 2) for n, v in late.items()})
+        for n, v in late.items():
+            assert -SLACK <= v <= SLACK, f"{n} bound {v:.1f} s from its simulated start; {late}"
+    finally:
+        history.stop()
+        for p in core.list_namespaced_pod(ns).items:
+            core.delete_namespaced_pod(p.metadata.name, ns, grace_period_seconds=0)
+        wait_for("pods deleted", lambda: not core.list_namespaced_pod(ns).items)
