@@ -99,9 +99,10 @@ def simulate(snap, at, *configs):
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
     print(out)
     starts = {}
-    for line in out.splitlines():
+    table = out.split("start of each gang")[-1].splitlines()[1:]
+    for line in table:
         m = re.match(r"\s+\S+/(\S+)\s+(.*)$", line)
-        if m and "/" not in m.group(2):
+        if m:
             starts[m.group(1)] = [seconds(c) for c in m.group(2).split()]
     return starts
 
