@@ -22,10 +22,11 @@
  *   cli.c     `muster simulate`: a trace under one queue file or several,
  *             side by side
  *
- * Nothing here does I/O but trace.c's one read of its file; nothing reads
- * the wall clock. A gang runs exactly its runtime from its bind; nothing
- * fails but at a deadline; no preemption evicts (a run whose plan evicts
- * says so as a violation).
+ * Nothing here does I/O but one read of a trace or snapshot file and the
+ * command's output; only the command reads the wall clock (--at's
+ * default). A gang runs exactly its runtime from its bind; nothing fails
+ * but at a deadline; no preemption evicts (a run whose plan evicts says
+ * so as a violation).
  */
 #ifndef MUSTER_SIM_SIM_H
 #define MUSTER_SIM_SIM_H
