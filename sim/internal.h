@@ -14,6 +14,15 @@
 /* The scheduler name simulated pods ask for. */
 #define SIM_SCHEDULER "muster"
 
+/* Where a run's clock stops when its options say nothing (30 days), and
+ * how many rounds of binds at one time are taken for a loop. */
+#define SIM_DEFAULT_STOP_S (30 * 24 * 3600)
+#define SIM_MAX_ROUNDS     64
+
+/* file.c: path whole into *text (NUL-terminated, *len bytes; free it):
+ * 0, -EFBIG past max bytes, -ENOMEM, or the negative errno of the read. */
+int sim__read_file(const char *path, size_t max, char **text, size_t *len);
+
 /* The stores the planner reads (plan_input), and the model behind them. */
 struct sim_world {
 	struct kubeapi_model *model;
@@ -27,6 +36,10 @@ void sim__world_free(struct sim_world *w);
 uint32_t sim__id(struct sim_world *w, const char *s);
 /* The cache's key of an object: namespace id << 32 | name id. */
 uint64_t sim__key(struct sim_world *w, const char *ns, const char *name);
+
+/* A plan_input over the world's stores and qs: the caller adds the
+ * scheduler names, the clock and what it wants published. */
+void sim__plan_input(struct sim_world *w, struct queue_set *qs, struct plan_input *in);
 
 /* Each writes the object as the API server would send it now, decoded,
  * replacing the one of the same key. 0, -EINVAL (the decoder refused

@@ -26,38 +26,7 @@
 #include "queue/queue.h"
 #include "sim/internal.h"
 
-#define DEFAULT_STOP_S (30 * 24 * 3600)
-#define MAX_ROUNDS     64
-
 /* ---- the snapshot --------------------------------------------------------- */
-
-static int read_file(const char *path, char **text, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-	int rc = 0;
-
-	*text = NULL;
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0)
-		rc = -EIO;
-	else if ((unsigned long)n > SIM_SNAPSHOT_MAX_BYTES)
-		rc = -EFBIG;
-	else if (!(*text = malloc((size_t)n + 1)))
-		rc = -ENOMEM;
-	else if (fread(*text, 1, (size_t)n, f) != (size_t)n)
-		rc = -EIO;
-	fclose(f);
-	if (rc < 0) {
-		free(*text);
-		*text = NULL;
-		return rc;
-	}
-	(*text)[n] = 0;
-	*len = (size_t)n;
-	return 0;
-}
 
 int sim_snapshot_read(const char *path, struct sim_snapshot *s)
 {
@@ -66,7 +35,7 @@ int sim_snapshot_read(const char *path, struct sim_snapshot *s)
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	if ((rc = read_file(path, &text, &len)) < 0) {
+	if ((rc = sim__read_file(path, SIM_SNAPSHOT_MAX_BYTES, &text, &len)) < 0) {
 		snprintf(s->error, sizeof(s->error), "%s: %s", path,
 		         rc == -EFBIG ? "larger than the snapshot limit" : strerror(-rc));
 		return rc == -ENOMEM ? rc : -EINVAL;
@@ -205,22 +174,14 @@ static int apply_binds(struct replay *r)
 
 static int cycle(struct replay *r)
 {
-	struct plan_input in = {
-	    .model = r->w.model,
-	    .nodes = &r->w.nodes,
-	    .pods = &r->w.pods,
-	    .groups = &r->w.groups,
-	    .vcgroups = &r->w.vcgroups,
-	    .natgroups = &r->w.natgroups,
-	    .priorityclasses = &r->w.priorityclasses,
-	    .qs = r->qs,
-	    .schedulers = r->sched,
-	    .nschedulers = r->nsched,
-	    .now_s = r->now,
-	    .ends = 1,
-	};
+	struct plan_input in;
 	int rc;
 
+	sim__plan_input(&r->w, r->qs, &in);
+	in.schedulers = r->sched;
+	in.nschedulers = r->nsched;
+	in.now_s = r->now;
+	in.ends = 1;
 	r->res->cycles++;
 	if ((rc = plan_cycle(&r->plan, &in, &r->keep)) < 0)
 		return rc;
@@ -263,14 +224,14 @@ static int64_t next_end(const struct replay *r)
 
 static int run(struct replay *r)
 {
-	int64_t stop = r->o->at_s + (r->o->stop_s ? r->o->stop_s : DEFAULT_STOP_S), t;
+	int64_t stop = r->o->at_s + (r->o->stop_s ? r->o->stop_s : SIM_DEFAULT_STOP_S), t;
 	int rc = 0, rounds;
 
 	for (r->now = r->o->at_s;;) {
 		if ((rc = complete(r)) < 0)
 			return rc;
 		for (rounds = 0; (rc = cycle(r)) > 0;)
-			if (++rounds == MAX_ROUNDS)
+			if (++rounds == SIM_MAX_ROUNDS)
 				return -ELOOP;
 		if (rc < 0 || (t = next_end(r)) == SIM_NO_TIME || t > stop)
 			break;

@@ -17,10 +17,6 @@
 #include "queue/queue.h"
 #include "sim/internal.h"
 
-#define DEFAULT_STOP_S (30 * 24 * 3600)
-/* Rounds of binds at one time before it is called a loop. */
-#define MAX_ROUNDS 64
-
 struct gstate {
 	int64_t start, end;
 	uint32_t first; /* its first member's slot in run.node_of */
@@ -185,22 +181,16 @@ static int map_plan_gangs(struct run *r)
 /* One cycle at r->now: the pods it bound (>= 0), or an error. */
 static int cycle(struct run *r)
 {
-	struct plan_input in = {
-	    .model = r->w.model,
-	    .nodes = &r->w.nodes,
-	    .pods = &r->w.pods,
-	    .groups = &r->w.groups,
-	    .vcgroups = &r->w.vcgroups,
-	    .qs = r->qs,
-	    .schedulers = &r->sched_id,
-	    .nschedulers = 1,
-	    .now_s = r->o->epoch_s + r->now,
-	    .check_state = r->o->check_state,
-	    .forecast = r->o->forecast,
-	    .forecast_every_s = r->o->forecast_every_s,
-	};
+	struct plan_input in;
 	int rc;
 
+	sim__plan_input(&r->w, r->qs, &in);
+	in.schedulers = &r->sched_id;
+	in.nschedulers = 1;
+	in.now_s = r->o->epoch_s + r->now;
+	in.check_state = r->o->check_state;
+	in.forecast = r->o->forecast;
+	in.forecast_every_s = r->o->forecast_every_s;
 	r->cycles++;
 	if ((rc = plan_cycle(&r->plan, &in, &r->keep)) < 0) {
 		violation(r, "cycle %" PRIu64 " failed: %s", r->cycles, strerror(-rc));
@@ -259,7 +249,7 @@ static int step(struct run *r)
 		if (!r->g[k].arrived && r->o->gangs[k].at_s <= r->now)
 			rc = arrive(r, k);
 	while (rc == 0 && (rc = cycle(r)) > 0)
-		if (++rounds == MAX_ROUNDS) {
+		if (++rounds == SIM_MAX_ROUNDS) {
 			violation(r, "still binding after %d cycles at one time", rounds);
 			return -ELOOP;
 		}
@@ -387,7 +377,7 @@ static int result(const struct run *r, struct sim_result *out)
 
 int sim_run(const struct sim_options *o, struct sim_result *out)
 {
-	int64_t stop = o->stop_s ? o->stop_s : DEFAULT_STOP_S, t;
+	int64_t stop = o->stop_s ? o->stop_s : SIM_DEFAULT_STOP_S, t;
 	struct run r;
 	int rc;
 

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "base/units.h"
-#include "sim/sim.h"
+#include "sim/internal.h"
 
 #define FIELDS_MAX   6
 #define LINE_MAX_LEN 1024
@@ -203,49 +203,6 @@ static int line_of(struct reader *r, const char *line, size_t len)
 	return rc == -ENOMEM ? rc : 0;
 }
 
-static int read_all(const char *path, char **text, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	size_t cap = 1 << 16, n = 0, got;
-	char *buf = malloc(cap);
-	int rc = 0;
-
-	if (!f || !buf) {
-		rc = f ? -ENOMEM : -errno;
-		goto out;
-	}
-	while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (n > SIM_TRACE_MAX_BYTES) {
-			rc = -EFBIG;
-			goto out;
-		}
-		if (cap - n - 1 == 0) {
-			char *b = realloc(buf, cap * 2);
-
-			if (!b) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			buf = b;
-			cap *= 2;
-		}
-	}
-	if (ferror(f))
-		rc = -EIO;
-out:
-	if (f)
-		fclose(f);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	buf[n] = 0;
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
 static int cmp_name(const void *a, const void *b)
 {
 	return strcmp((*(const struct sim_gang *const *)a)->name,
@@ -280,7 +237,7 @@ int sim_trace_read(const char *path, struct sim_trace *t)
 	memset(t, 0, sizeof(*t));
 	if (!(t->errors = r.errors = calloc(SIM_TRACE_MAX_ERRORS, sizeof(char *))))
 		return -ENOMEM;
-	if ((rc = read_all(path, &text, &len)) < 0) {
+	if ((rc = sim__read_file(path, SIM_TRACE_MAX_BYTES, &text, &len)) < 0) {
 		bad(&r, 0, "%s", rc == -EFBIG ? "larger than the trace limit" : strerror(-rc));
 		rc = rc == -ENOMEM ? rc : -EINVAL;
 		goto out;

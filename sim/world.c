@@ -66,6 +66,20 @@ void sim__world_free(struct sim_world *w)
 	kubeapi_model_free(&w->model);
 }
 
+void sim__plan_input(struct sim_world *w, struct queue_set *qs, struct plan_input *in)
+{
+	*in = (struct plan_input){
+	    .model = w->model,
+	    .nodes = &w->nodes,
+	    .pods = &w->pods,
+	    .groups = &w->groups,
+	    .vcgroups = &w->vcgroups,
+	    .natgroups = &w->natgroups,
+	    .priorityclasses = &w->priorityclasses,
+	    .qs = qs,
+	};
+}
+
 uint32_t sim__id(struct sim_world *w, const char *s)
 {
 	return intern_add(kubeapi_model_intern(w->model), s, strlen(s));
