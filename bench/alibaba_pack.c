@@ -104,6 +104,7 @@
 #include "policy/frag.h"
 #include "policy/policy.h"
 #include "base/arena.h"
+#include "sim/sim.h"
 
 #define MAX_PODS    20000
 #define MAX_NODES   4096
@@ -250,17 +251,6 @@ static uint64_t model_bit(struct cluster *c, const char *name, bool add)
 	return UINT64_C(1) << c->nmodels++;
 }
 
-/* MiB per GPU by model: the published sizes; the undisclosed G1..G3 as
- * 16 GiB. Shares ask a percentage of it, so the size never binds. */
-static uint32_t model_mib(const char *model)
-{
-	if (strcmp(model, "V100M32") == 0)
-		return 32768;
-	if (strcmp(model, "A10") == 0)
-		return 24576;
-	return 16384;
-}
-
 /* One node of the CSV: its GPU model as a label, pods 1001 as the
  * simulator's node YAML has. */
 static void add_node(struct cluster *c, char **f, int sn, int cm, int mm, int g, int mo)
@@ -276,7 +266,7 @@ static void add_node(struct cluster *c, char **f, int sn, int cm, int mm, int g,
 	snprintf(cpu, sizeof(cpu), "%sm", f[cm]);
 	snprintf(mem, sizeof(mem), "%sMi", f[mm]);
 	c->ngpu[c->n] = (uint8_t)atoi(f[g]);
-	c->gpu_mem[c->n] = model_mib(f[mo]);
+	c->gpu_mem[c->n] = sim_alibaba_gpu_mib(f[mo]);
 	c->model[c->n] = *f[mo] ? model_bit(c, f[mo], true) : 0;
 	c->node[c->n++] = synth_node_sized(&c->s, f[sn], cpu, mem, 1001, atoi(f[g]), labels);
 	c->gpus += atoi(f[g]);
@@ -534,100 +524,6 @@ struct replay {
 	size_t npods;
 };
 
-/* One sample per arrival, a line "[Alloc]" of the simulator's log: its
- * arrival bucket and its ratios (%), each rounded to 0.01 as the script's
- * Series.apply(round) leaves it. */
-struct samples {
-	long pct[MAX_ARRIVE];
-	double used[MAX_ARRIVE], held[MAX_ARRIVE];
-	double scratch[MAX_ARRIVE]; /* one bucket's values, for the sum */
-	size_t n;
-};
-
-/* Python's round() on a ratio in percent: nearest, ties to even. */
-static long round_pct(long arrived_milli, long capacity_gpus)
-{
-	long num = arrived_milli, den = capacity_gpus * 10; /* percent = milli / (gpus x 10) */
-	long q = num / den, rem = num % den;
-
-	if (2 * rem > den || (2 * rem == den && (q & 1)))
-		q++;
-	return q;
-}
-
-/* Python's round(x, 2) on a float: its exact binary value to the nearest
- * 0.01, ties to even, which is what printf does. */
-static double round2(double x)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), "%.2f", x);
-	return strtod(buf, NULL);
-}
-
-/* numpy's round(x, 2), which Python's round() does on the numpy.float64
- * that pandas' mean returns: x * 100 to the nearest integer, ties to even,
- * / 100. It differs from round2() (63.945000000000000284: 63.94 here).
- * 0 <= x < 2^45; no libm, which the build does not link. */
-static double np_round2(double x)
-{
-	double y = x * 100, t = (double)(int64_t)y;
-
-	if (y - t > 0.5 || (y - t == 0.5 && ((int64_t)t & 1)))
-		t += 1;
-	return t / 100;
-}
-
-/* numpy's float64 sum (pandas' mean divides it by the count): sequential
- * below 8 values, 8 interleaved partial sums up to 128, halves above. Its
- * grouping decides the last digit when a mean falls on a .xx5. */
-static double pairwise_sum(const double *a, size_t n)
-{
-	double r[8], s = 0;
-	size_t i = 0, h;
-
-	if (n > 128) {
-		h = n / 2 - n / 2 % 8;
-		return pairwise_sum(a, h) + pairwise_sum(a + h, n - h);
-	}
-	if (n >= 8) {
-		memcpy(r, a, sizeof(r));
-		for (i = 8; i < n - n % 8; i += 8)
-			for (int j = 0; j < 8; j++)
-				r[j] += a[i + j];
-		s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-	}
-	for (; i < n; i++)
-		s += a[i];
-	return s;
-}
-
-static void sample(struct samples *s, long arrived, long used, long held, long gpus)
-{
-	s->pct[s->n] = round_pct(arrived, gpus);
-	/* The script's used / total_gpus / 10, in that order: the same double. */
-	s->used[s->n] = round2((double)used / (double)gpus / 10);
-	s->held[s->n] = round2(100.0 * (double)held / (double)gpus);
-	s->n++;
-}
-
-/* Column x of one run (merge_alloc_discrete.py): the mean of v over the
- * samples of bucket x, else of buckets x-1..x+1, in arrival order; -1
- * when there are none. Costs two passes over the samples. */
-static double bucket_mean(struct samples *s, const double *v, long x)
-{
-	size_t n = 0;
-
-	for (size_t k = 0; k < s->n; k++)
-		if (s->pct[k] == x)
-			s->scratch[n++] = v[k];
-	if (n == 0)
-		for (size_t k = 0; k < s->n; k++)
-			if (s->pct[k] >= x - 1 && s->pct[k] <= x + 1)
-				s->scratch[n++] = v[k];
-	return n ? np_round2(pairwise_sum(s->scratch, n) / (double)n) : -1;
-}
-
 /* How the replay places pods. */
 enum mode { MODE_FRAC, MODE_WHOLE };
 
@@ -731,7 +627,7 @@ static int replay(struct cluster *c, const struct trace *t, uint64_t seed, enum 
                   const char *order_dir, struct replay *out)
 {
 	uint32_t *order = calloc(MAX_ARRIVE, sizeof(*order));
-	struct samples *b = calloc(1, sizeof(*b));
+	struct sim_alloc *b = sim_alloc_new(MAX_ARRIVE);
 	struct vgpus *v = calloc(1, sizeof(*v));
 	struct arena a = {0};
 	struct policy_nodes nodes = {0};
@@ -769,11 +665,12 @@ static int replay(struct cluster *c, const struct trace *t, uint64_t seed, enum 
 		} else {
 			goto out;
 		}
-		sample(b, arrived, used, held, c->gpus);
+		if ((rc = sim_alloc_sample(b, arrived, used, held, c->gpus)) < 0)
+			goto out;
 	}
 	for (int x = 0; x <= MAX_PCT; x++) {
-		out->alloc[x] = bucket_mean(b, b->used, x);
-		out->held[x] = bucket_mean(b, b->held, x);
+		out->alloc[x] = sim_alloc_at(b, false, x);
+		out->held[x] = sim_alloc_at(b, true, x);
 	}
 	rc = 0;
 out:
@@ -784,7 +681,7 @@ out:
 		free(v->gpu);
 	free(v);
 	free(order);
-	free(b);
+	sim_alloc_free(b);
 	return rc;
 }
 

@@ -310,7 +310,7 @@ static inline struct kubeapi_pod *synth_pod_at(struct synth *s, const struct syn
 	struct kubeapi_pod *p = calloc(1, sizeof(*p));
 	struct kubeapi_decode_error err;
 	char gpu[64] = "", created[32], started[64] = "", deadline[64] = "", node[320] = "";
-	char group[320] = "", ann[1024] = "", limits[512] = "", ext[512] = "", spec[256] = "";
+	char group[320] = "", ann[1024] = "", limits[512] = "", ext[512] = "", spec[1024] = "";
 	const char *phase = d->phase ? d->phase : d->node ? "Running" : "Pending";
 	cJSON *o;
 

@@ -16,11 +16,104 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/intern.h"
+
+/* ---- GPU models ------------------------------------------------------- */
+
+/* The bit of model value v (a string id) among the table's, or
+ * POLICY_MODELS' bit when it is not one of them; 0 for no value. */
+static uint64_t model_bit(const struct policy_nodes *t, uint32_t v)
+{
+	if (!v)
+		return 0;
+	for (unsigned b = 0; b < t->nmodels; b++)
+		if (t->model_value[b] == v)
+			return UINT64_C(1) << b;
+	return UINT64_C(1) << POLICY_MODELS;
+}
+
+uint64_t policy__node_model(const struct policy_nodes *t, const struct kubeapi_node *n)
+{
+	return t->model_key ? model_bit(t, kubeapi_labels_get(n->labels, t->model_key)) : 0;
+}
+
+/* Node i's model, numbered on first sight, and its GPUs counted in. */
+static void count_model(struct policy_nodes *t, size_t i, size_t ngpus)
+{
+	uint32_t v = t->model_key ? kubeapi_labels_get(t->node[i]->labels, t->model_key) : 0;
+	uint64_t bit = model_bit(t, v);
+
+	if (bit >> POLICY_MODELS && t->nmodels < POLICY_MODELS) {
+		t->model_value[t->nmodels] = v;
+		bit = UINT64_C(1) << t->nmodels++;
+	}
+	t->gpu_model[i] = bit;
+	for (int b = 0; b < 64; b++)
+		t->model_gpus[b] += (double)(bit >> b & 1) * (double)ngpus;
+}
+
+/* The models requirement q of a spec's term admits (In on the model
+ * label), or 0 when it says nothing of them. */
+static uint64_t requirement_models(const struct policy_nodes *t, const struct kubeapi_podspec *s,
+                                   const struct kubeapi_requirement *q)
+{
+	const uint32_t *v = kubeapi_podspec_values(s) + q->first_value;
+	uint64_t bits = 0;
+
+	if (q->key != t->model_key || q->is_field || q->op != KUBEAPI_SEL_IN)
+		return 0;
+	for (uint16_t k = 0; k < q->nvalues; k++)
+		bits |= model_bit(t, v[k]) | (v[k] ? 0 : UINT64_C(1) << POLICY_MODELS);
+	return bits ? bits : UINT64_C(1) << POLICY_MODELS;
+}
+
+/* The models one required term admits; 0: any. */
+static uint64_t term_models(const struct policy_nodes *t, const struct kubeapi_podspec *s,
+                            const struct kubeapi_term *term)
+{
+	const struct kubeapi_requirement *q = kubeapi_podspec_requirements(s);
+	uint64_t bits = 0;
+
+	for (uint32_t k = term->first; k < term->first + term->n; k++) {
+		uint64_t m = requirement_models(t, s, &q[k]);
+
+		if (m)
+			bits = bits ? bits & m : m;
+	}
+	return bits;
+}
+
+uint64_t policy_nodes_spec_models(const struct policy_nodes *t, const struct kubeapi_podspec *s)
+{
+	const struct kubeapi_kv *sel = kubeapi_podspec_selector(s);
+	const struct kubeapi_term *terms = kubeapi_podspec_terms(s);
+	uint64_t bits = 0, m;
+
+	if (!t->model_key)
+		return 0;
+	for (uint16_t k = 0; k < s->nrequired; k++) {
+		if (!(m = term_models(t, s, &terms[k])))
+			return 0; /* a term that allows any model */
+		bits |= m;
+	}
+	for (uint16_t k = 0; k < s->nselector; k++)
+		if (sel[k].key == t->model_key) {
+			m = model_bit(t, sel[k].value);
+			bits = bits ? bits & m : m;
+		}
+	return bits;
+}
+
+/* ---- the devices ------------------------------------------------------ */
+
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 {
 	size_t total = 0, at = 0;
 
-	if (!(t->gpu_first = arena_alloc(a, (t->n + 1) * sizeof(*t->gpu_first))))
+	t->model_key = intern_find(kubeapi_model_intern(t->model), POLICY_MODEL_LABEL,
+	                           strlen(POLICY_MODEL_LABEL));
+	if (!(t->gpu_first = arena_alloc(a, (t->n + 1) * sizeof(*t->gpu_first))) ||
+	    !(t->gpu_model = arena_calloc(a, t->n + 1, sizeof(*t->gpu_model))))
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++)
 		total += t->node[i]->gpus ? t->node[i]->gpus->n : 0;
@@ -45,6 +138,7 @@ int policy__nodes_devices(struct policy_nodes *t, struct arena *a)
 			};
 		t->gpu_node[i] |= g && g->n > 0;
 		t->gpu_first[i + 1] = (uint32_t)at; /* for policy__node_room() */
+		count_model(t, i, at - t->gpu_first[i]);
 		policy__node_room(t, i);
 		for (unsigned l = 0; l < t->nlevels; l++) {
 			uint32_t d = t->domain[i * t->nlevels + l];

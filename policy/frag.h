@@ -87,6 +87,7 @@ struct policy_mix_kind {
 	uint32_t cores;
 	uint32_t gpu_mem, gpu_mem_pct;
 	uint64_t models; /* GPU models it may use, a bit each; 0: any */
+	int64_t first_s; /* when it was first seen (a caller's order; unread here) */
 	double count;    /* requests counted by policy_mix_add() */
 	double weight;   /* its share of the mix once policy_mix_done() ran */
 	double press;    /* its weight in F once policy_mix_done() ran: count x

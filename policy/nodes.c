@@ -665,7 +665,7 @@ static bool same_gpus(const struct policy_nodes *t, size_t i, const struct kubea
 bool policy_nodes_same_row(const struct policy_nodes *t, size_t i, const struct kubeapi_node *n)
 {
 	if (i >= t->n || t->node[i] != n || !same_allocatable(t, i, n) || !same_gpus(t, i, n) ||
-	    flavor_of(t->flavors, n) != t->flavor[i])
+	    flavor_of(t->flavors, n) != t->flavor[i] || policy__node_model(t, n) != t->gpu_model[i])
 		return false;
 	for (unsigned l = 0; l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l],

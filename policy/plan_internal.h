@@ -369,11 +369,12 @@ int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
 /* The recent mix of requests, for the placement's fragmentation score:
  * every pod of ours, pending or bound, once there are registered GPUs.
- * plan__mix_count() counts `pods` pods of ours of one spec as
- * plan__count_pods() meets them (so
+ * plan__mix_count() counts `pods` pods of ours of one spec, the oldest
+ * created at first_s (unix), as plan__count_pods() meets them (so
  * that the pods are walked once), plan__mix() then builds the mix. Each
  * 0 or -ENOMEM. */
-int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec, size_t pods);
+int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec, size_t pods,
+                    int64_t first_s);
 int plan__mix(struct plan_run *r);
 /* The specs of pods[0..n), a slice of g->pending, in the arena (NULL:
  * out of memory): no pod is read when g's pending share one spec. */

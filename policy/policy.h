@@ -35,6 +35,11 @@ struct policy_dindex;    /* dindex.c */
 #define POLICY_MAX_LEVELS 8
 #define POLICY_NO_DOMAIN  UINT32_MAX
 #define POLICY_NO_FLAVOR  UINT16_MAX
+/** GPU models a table tells apart (struct policy_nodes' gpu_model). */
+#define POLICY_MODELS 63
+/** The label that names a node's GPU model, and the value that names the
+ *  model of a GPU, as NVIDIA's GPU feature discovery sets it. */
+#define POLICY_MODEL_LABEL "nvidia.com/gpu.product"
 /** Buckets of a domain's nodes by free whole GPUs: 0 .. 16 each, and
  *  one for more (struct policy_level's by_gpus). */
 #define POLICY_GPU_BUCKETS 18
@@ -138,8 +143,17 @@ struct policy_nodes {
 	 * (nvidia.com/gpu and its renames, MIG slices): what marks a GPU node. */
 	uint64_t gpu_mask;
 	const struct policy_flavors *flavors; /* the flavors' labels as ids */
-	struct idmap by_name;                 /* name id -> index + 1 */
-	uint8_t names_borrowed;               /* by_name is another table's (a clone's) */
+	/* GPU models (frag.h): node i's is the bit of its label
+	 * nvidia.com/gpu.product (GPU feature discovery's) in gpu_model[i],
+	 * 0 without; the table numbers the values its nodes carry in the
+	 * order it meets them, POLICY_MODELS at most (bit POLICY_MODELS:
+	 * any other), and counts each model's registered GPUs. */
+	uint64_t *gpu_model;
+	uint32_t model_key, model_value[POLICY_MODELS];
+	unsigned nmodels;
+	double model_gpus[64];
+	struct idmap by_name;   /* name id -> index + 1 */
+	uint8_t names_borrowed; /* by_name is another table's (a clone's) */
 };
 
 /**
@@ -211,6 +225,14 @@ void policy_nodes_settle_node(struct policy_nodes *t, size_t i);
  */
 int policy_nodes_held(const struct policy_nodes *t, size_t i, const struct kubeapi_vgpu_held *kh,
                       struct arena *a, const struct policy_held **out);
+
+/** The GPU models spec s may run on, a bit each as t numbers them
+ *  (policy_nodes.gpu_model), 0 for any: the union over its required
+ *  node affinity terms of the values an In requirement on
+ *  POLICY_MODEL_LABEL lists (other requirements leave the models open),
+ *  narrowed by its nodeSelector on that label. A value no node carries
+ *  is bit POLICY_MODELS. O(requirements x models). */
+uint64_t policy_nodes_spec_models(const struct policy_nodes *t, const struct kubeapi_podspec *s);
 
 /** Node i's registered GPUs, and how many. */
 static inline struct policy_gpu *policy_nodes_gpus(const struct policy_nodes *t, size_t i,

@@ -21,6 +21,11 @@ static inline uint64_t policy__mix64(uint64_t h, uint64_t v)
  *  their nodes as GPU nodes. 0 or -ENOMEM. O(nodes + GPUs). */
 int policy__nodes_devices(struct policy_nodes *t, struct arena *a);
 
+/** The bit of node n's GPU model among t's (policy_nodes.gpu_model): 0
+ *  without the label, POLICY_MODELS' bit for a value t did not number.
+ *  O(models). */
+uint64_t policy__node_model(const struct policy_nodes *t, const struct kubeapi_node *n);
+
 /** Node i's gpu_room, gpu_empty and gpu_ver from its GPUs as they are.
  *  O(GPUs). */
 void policy__node_room(struct policy_nodes *t, size_t i);

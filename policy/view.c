@@ -713,20 +713,36 @@ static void ahead(const struct plan_run *r, size_t *next, size_t upto, bool kept
 struct mix_run {
 	const struct kubeapi_podspec *spec;
 	size_t pods;
+	int64_t first_s; /* the oldest one's creation */
 };
 
-/* n more pods of ours of spec s met. */
-static int mix_add(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s, size_t n)
+/* n more pods of ours of spec s met, the oldest created at first_s. */
+static int mix_add(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s, size_t n,
+                   int64_t first_s)
 {
 	int rc = 0;
 
 	if (s != m->spec) {
-		rc = plan__mix_count(r, m->spec, m->pods);
+		rc = plan__mix_count(r, m->spec, m->pods, m->first_s);
 		m->spec = s;
 		m->pods = 0;
+		m->first_s = first_s;
 	}
 	m->pods += n;
+	if (first_s < m->first_s)
+		m->first_s = first_s;
 	return rc;
+}
+
+/* The oldest creation among pods[0..n). */
+static int64_t oldest(const struct kubeapi_pod *const *pods, size_t n)
+{
+	int64_t t = INT64_MAX;
+
+	for (size_t k = 0; k < n; k++)
+		if (pods[k]->created_s < t)
+			t = pods[k]->created_s;
+	return t;
 }
 
 /* Does record x wait, a member of gang key `gang` the walk files
@@ -833,7 +849,7 @@ static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_ke
 	r->p->stats.pods += u->n;
 	r->p->stats.pods_from_runs += u->n;
 	r->p->stats.late_from_runs += checked ? u->n : 0;
-	return mix_add(r, mix, u->spec, u->n);
+	return mix_add(r, mix, u->spec, u->n, oldest(u->pods, u->n));
 }
 
 /* Records [k, j), waiting members of gang g just filed, kept as its run
@@ -927,7 +943,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	if (pending_room(r, g, j - k) < 0)
 		return -ENOMEM;
 	for (size_t i = k; i < j; i++) {
-		if ((rc = mix_add(r, mix, t->v[i].spec, 1)) < 0)
+		if ((rc = mix_add(r, mix, t->v[i].spec, 1, t->v[i].pod->created_s)) < 0)
 			return rc;
 		file_pending(r, g, &t->v[i]);
 	}
@@ -969,7 +985,8 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 			}
 		}
 		r->p->stats.pods++;
-		if (x->flags & PLAN_POD_OURS && (rc = mix_add(r, &mix, x->spec, 1)) < 0)
+		if (x->flags & PLAN_POD_OURS &&
+		    (rc = mix_add(r, &mix, x->spec, 1, x->pod->created_s)) < 0)
 			return rc;
 		if ((node = node_of(r, assumed, x, t->keys[k]))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
@@ -983,7 +1000,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 	}
 	if ((rc = charge_flush(r, &c)) < 0)
 		return rc;
-	return plan__mix_count(r, mix.spec, mix.pods);
+	return plan__mix_count(r, mix.spec, mix.pods, mix.first_s);
 }
 
 int plan__count_pods(struct plan_run *r)

@@ -4,8 +4,8 @@
  * two memos so that a node is scored again only when it changed.
  *
  * The hashed memo (t->frag_memo) is keyed by everything the score reads:
- * the spec, the mix, the node's free CPU and memory (which kinds it
- * hosts and how much GPU their pods could use, frag.h's room_k) and each
+ * the spec, the mix, the node's GPU model, its free CPU and memory (which
+ * kinds it hosts and how much GPU their pods could use, frag.h's room_k) and each
  * GPU's state; nodes in the same state share an entry. The amounts
  * themselves, not only which kinds they admit: fewer nodes share an
  * entry (on bench-plan's 5,000 nodes, 11% more scorings, 2-3% of the
@@ -48,7 +48,8 @@ static int shares_on(const struct policy_nodes *t, const struct kubeapi_podspec 
 		struct policy_frag_node fn = {.cpu_m = f[KUBEAPI_RES_CPU],
 		                              .mem = f[KUBEAPI_RES_MEMORY],
 		                              .gpu = g,
-		                              .ngpus = ngpus};
+		                              .ngpus = ngpus,
+		                              .model = t->gpu_model[i]};
 		struct policy_frag_ask fa = {.cpu_m = policy_spec_request(s, KUBEAPI_RES_CPU),
 		                             .mem = policy_spec_request(s, KUBEAPI_RES_MEMORY),
 		                             .asks = asks,
@@ -75,8 +76,8 @@ static uint64_t dbits(double d)
 }
 
 /* The memo's key for spec s on node i as it is now: everything the score
- * reads (the spec, the mix and its counts, the node's free CPU and memory,
- * each GPU's state), hashed to 64 bits. Nodes in the same state share a
+ * reads (the spec, the mix and its counts, the node's GPU model, free CPU
+ * and memory, each GPU's state), hashed to 64 bits. Nodes in the same state share a
  * key. A collision (about one in 2^64 per pair) only misjudges a score;
  * the shares are computed afresh for the node chosen. O(GPUs of the
  * node). */
@@ -90,6 +91,7 @@ static uint64_t memo_key(const struct policy_nodes *t, size_t i, const struct ku
 	h = policy__mix64(h, dbits(t->mix->total));
 	h = policy__mix64(h, (uint64_t)f[KUBEAPI_RES_CPU]);
 	h = policy__mix64(h, (uint64_t)f[KUBEAPI_RES_MEMORY]);
+	h = policy__mix64(h, t->gpu_model[i]);
 	for (size_t k = 0; k < ng; k++) {
 		h = policy__mix64(h, g[k].used_num | (uint64_t)g[k].used_core << 16 |
 		                         (uint64_t)g[k].used_mem << 32);

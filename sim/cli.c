@@ -29,6 +29,8 @@ static const char usage[] =
     "usage: muster simulate --trace FILE --nodes N --gpus G [--racks R]\n"
     "                       --config FILE [--config FILE]... [--gangs]\n"
     "       muster simulate --snapshot FILE [--at TIME] --config FILE [--config FILE]...\n"
+    "       muster simulate --alibaba POD_LIST --order FILE [--node-list FILE]\n"
+    "                       [--config FILE]\n"
     "\n"
     "Play a trace of gang arrivals, or a snapshot of a live cluster, through\n"
     "the planner under each queue configuration given (up to 4), and print\n"
@@ -48,11 +50,17 @@ static const char usage[] =
     "  --racks R       spread over R racks (label muster.dev/rack; default 1)\n"
     "  --config FILE   a queue file (config/README.md); gangs without a queue\n"
     "                  go to the queue listing namespace \"sim\", else defaultQueue\n"
-    "  --gangs         also every gang's start under each configuration\n";
+    "  --gangs         also every gang's start under each configuration\n"
+    "  --alibaba POD_LIST  a pod list of the Alibaba GPU trace (openb_pod_list_*.csv):\n"
+    "                  its pods arrive one by one in the --order given (one data\n"
+    "                  row a line, as bench/alibaba-order writes a seed's), each\n"
+    "                  given one cycle, on the cluster of --node-list (default:\n"
+    "                  openb_node_list_gpu_node.csv beside POD_LIST); prints the\n"
+    "                  FGD paper's allocation ratio by share of GPUs arrived\n";
 
 struct opts {
 	int width; /* of a column: its file's name, at least COLUMN_MIN */
-	const char *trace, *snapshot;
+	const char *trace, *snapshot, *alibaba, *order, *node_list;
 	int64_t at_s;
 	const char *configs[MAX_CONFIGS];
 	size_t nconfigs;
@@ -89,11 +97,19 @@ static int parse_time(const char *s, int64_t *out)
 static int parse(int argc, char **argv, struct opts *o, FILE *err)
 {
 	static const struct option longopts[] = {
-	    {"trace", required_argument, NULL, 't'},    {"nodes", required_argument, NULL, 'n'},
-	    {"gpus", required_argument, NULL, 'g'},     {"racks", required_argument, NULL, 'r'},
-	    {"config", required_argument, NULL, 'c'},   {"gangs", no_argument, NULL, 'G'},
-	    {"snapshot", required_argument, NULL, 's'}, {"at", required_argument, NULL, 'a'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	    {"trace", required_argument, NULL, 't'},
+	    {"nodes", required_argument, NULL, 'n'},
+	    {"gpus", required_argument, NULL, 'g'},
+	    {"racks", required_argument, NULL, 'r'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"gangs", no_argument, NULL, 'G'},
+	    {"snapshot", required_argument, NULL, 's'},
+	    {"at", required_argument, NULL, 'a'},
+	    {"alibaba", required_argument, NULL, 'A'},
+	    {"order", required_argument, NULL, 'O'},
+	    {"node-list", required_argument, NULL, 'N'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -116,6 +132,12 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 			o->trace = optarg;
 		} else if (c == 's') {
 			o->snapshot = optarg;
+		} else if (c == 'A') {
+			o->alibaba = optarg;
+		} else if (c == 'O') {
+			o->order = optarg;
+		} else if (c == 'N') {
+			o->node_list = optarg;
 		} else if (c == 'a') {
 			if (parse_time(optarg, &o->at_s) < 0) {
 				fprintf(err,
@@ -140,10 +162,13 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 
 		o->width = len > o->width ? (len < COLUMN_MAX ? len : COLUMN_MAX) : o->width;
 	}
-	if (o->snapshot && !o->trace && optind == argc && o->nconfigs)
+	if (o->snapshot && !o->trace && !o->alibaba && optind == argc && o->nconfigs)
 		return 0;
-	if (optind != argc || !o->trace || o->snapshot || !o->nconfigs || o->nodes < 1 ||
-	    o->nodes > MAX_NODES || o->gpus < 0 || o->gpus > 1024 || o->racks < 1 ||
+	if (o->alibaba && o->order && !o->trace && !o->snapshot && optind == argc &&
+	    o->nconfigs <= 1)
+		return 0;
+	if (optind != argc || !o->trace || o->snapshot || o->alibaba || !o->nconfigs ||
+	    o->nodes < 1 || o->nodes > MAX_NODES || o->gpus < 0 || o->gpus > 1024 || o->racks < 1 ||
 	    o->nodes % o->racks) {
 		fprintf(err, "muster simulate: %s\n\n%s",
 		        o->nodes % (o->racks > 0 ? o->racks : 1)
@@ -458,6 +483,75 @@ static int replay_main(const struct opts *o, FILE *out, FILE *err)
 	return status;
 }
 
+/* The queue file given, else one queue without quota that takes the
+ * trace's namespace: every pod admitted. */
+#define ALIBABA_CONFIG                                                                             \
+	"resources: [nvidia.com/gpu]\n"                                                            \
+	"queues: [{name: trace, namespaces: [" SIM_ALIBABA_NAMESPACE "]}]\n"
+static int alibaba_config(const struct opts *o, struct config **cfg, FILE *err)
+{
+	struct config_errors errs;
+	int rc;
+
+	config_errors_init(&errs);
+	rc = o->nconfigs
+	         ? config_load(o->configs[0], cfg, &errs)
+	         : config_parse("(default)", ALIBABA_CONFIG, strlen(ALIBABA_CONFIG), cfg, &errs);
+	if (rc < 0)
+		config_errors_print(&errs, err);
+	config_errors_clear(&errs);
+	return rc;
+}
+
+static void print_alibaba(FILE *out, const struct opts *o, const struct sim_alibaba_result *r)
+{
+	fprintf(out,
+	        "%s in the order of %s: %zu nodes, %ld GPUs; %zu arrivals, %zu placed, "
+	        "%zu left out, %" PRIu64 " cycles\n",
+	        o->alibaba, o->order, r->nodes, r->gpus, r->arrivals, r->placed, r->left_out,
+	        r->cycles);
+	fprintf(out, "%-10s %s\n", "arrived", "allocated (FGD paper's ratio)");
+	for (int x = 50; x <= SIM_ALLOC_MAX_PCT; x += 10)
+		if (r->alloc[x] >= 0)
+			fprintf(out, "%3d%%       %6.2f%%\n", x, r->alloc[x]);
+	fprintf(out, "alloc_100=%.2f alloc_130=%.2f placed=%zu left_out=%zu\n", r->alloc[100],
+	        r->alloc[SIM_ALLOC_MAX_PCT], r->placed, r->left_out);
+}
+
+static int alibaba_main(const struct opts *o, FILE *out, FILE *err)
+{
+	struct sim_alibaba_result r;
+	struct sim_alibaba_options ao = {
+	    .pods_csv = o->alibaba, .order = o->order, .epoch_s = EPOCH_S};
+	char path[4096];
+	const char *slash = strrchr(o->alibaba, '/');
+	struct config *cfg = NULL;
+	int rc;
+
+	if (o->node_list)
+		snprintf(path, sizeof(path), "%s", o->node_list);
+	else
+		snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - o->alibaba + 1) : 0,
+		         o->alibaba, "openb_node_list_gpu_node.csv");
+	ao.nodes_csv = path;
+	if (alibaba_config(o, &cfg, err) < 0)
+		return 1;
+	ao.cfg = cfg;
+	rc = sim_alibaba_run(&ao, &r);
+	config_free(&cfg);
+	if (rc < 0) {
+		fprintf(err, "muster simulate: %s\n", *r.error ? r.error : strerror(-rc));
+		return 1;
+	}
+	print_alibaba(out, o, &r);
+	if (r.violations) {
+		fprintf(err, "muster simulate: %zu cycles bound a pod that had not just arrived\n",
+		        r.violations);
+		return 1;
+	}
+	return 0;
+}
+
 int sim_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct column col[MAX_CONFIGS] = {0};
@@ -471,6 +565,8 @@ int sim_main(int argc, char **argv, FILE *out, FILE *err)
 		return rc > 0 ? 0 : 2;
 	if (o.snapshot)
 		return replay_main(&o, out, err);
+	if (o.alibaba)
+		return alibaba_main(&o, out, err);
 	if (sim_trace_read(o.trace, &t) < 0) {
 		for (size_t k = 0; k < t.nerrors; k++)
 			fprintf(err, "%s\n", t.errors[k]);

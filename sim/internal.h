@@ -41,6 +41,12 @@ uint64_t sim__key(struct sim_world *w, const char *ns, const char *name);
  * scheduler names, the clock and what it wants published. */
 void sim__plan_input(struct sim_world *w, struct queue_set *qs, struct plan_input *in);
 
+/* {"metadata": {name, namespace (NULL: none), a fresh uid,
+ * resourceVersion "1"}}, *meta its metadata; NULL when out of memory. */
+cJSON *sim__object(struct sim_world *w, const char *ns, const char *name, cJSON **meta);
+/* o[key] = unix_s in RFC 3339, as the API server writes times. */
+void sim__add_time(cJSON *o, const char *key, int64_t unix_s);
+
 /* Each writes the object as the API server would send it now, decoded,
  * replacing the one of the same key. 0, -EINVAL (the decoder refused
  * it), -ENOMEM. */

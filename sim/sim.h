@@ -19,12 +19,15 @@
  *             left idle while gangs waited
  *   replay.c  a snapshot of a live cluster played forward from when it
  *             was taken: what its waiting gangs would do under a queue file
+ *   alibaba.c the Alibaba GPU trace by the FGD paper's protocol: pods
+ *             arriving one by one, one cycle each, on vGPU nodes
+ *   alloc.c   the paper's allocation ratio, shared with bench/alibaba_pack
  *   cli.c     `muster simulate`: a trace under one queue file or several,
  *             side by side
  *
- * Nothing here does I/O but one read of a trace or snapshot file and the
- * command's output; only the command reads the wall clock (--at's
- * default). A gang runs exactly its runtime from its bind; nothing fails
+ * Nothing here does I/O but reads of the trace, snapshot, node and pod
+ * lists, and the command's output; only the command reads the wall clock
+ * (--at's default). A gang runs exactly its runtime from its bind; nothing fails
  * but at a deadline; no preemption evicts (a run whose plan evicts says
  * so as a violation).
  */
@@ -229,6 +232,68 @@ struct sim_replay_result {
  */
 int sim_replay(const struct sim_replay_options *o, struct sim_replay_result *res);
 void sim_replay_result_free(struct sim_replay_result *res);
+
+/* ---- the FGD paper's allocation ratio (alloc.c) ---------------------------- */
+
+/** The samples of one replay of a GPU trace: one per arrival. */
+struct sim_alloc;
+
+/** Room for max arrivals; NULL when out of memory. */
+struct sim_alloc *sim_alloc_new(size_t max);
+void sim_alloc_free(struct sim_alloc *a);
+
+/** One arrival: the GPU milli of every pod arrived so far (placed or not)
+ *  and of those placed, the whole GPUs they hold, on a cluster of gpus.
+ *  0, -E2BIG past max, -EINVAL for no GPUs. */
+int sim_alloc_sample(struct sim_alloc *a, long arrived_milli, long used_milli, long held_gpus,
+                     long gpus);
+
+/** The allocation ratio (%) at pct% arrived, as the paper's script gives
+ *  it: the mean of used / capacity (held: of the GPUs held) over the
+ *  arrivals whose arrived share rounds (half to even) to pct, else over
+ *  pct-1..pct+1; each ratio rounded to 0.01 first, summed as numpy sums,
+ *  the mean rounded as numpy rounds. -1 when no arrival is near.
+ *  O(arrivals). */
+double sim_alloc_at(struct sim_alloc *a, bool held, long pct);
+
+/* ---- the Alibaba GPU trace (alibaba.c) ------------------------------------ */
+
+/** The namespace of the trace's pods. */
+#define SIM_ALIBABA_NAMESPACE "alibaba"
+
+/** The columns of the fractional allocation ratio: 0 .. 130% arrived. */
+#define SIM_ALLOC_MAX_PCT 130
+
+/** The FGD paper's protocol through the planner: the trace's pods arrive
+ *  one by one in a given order on the trace's cluster, each given one
+ *  cycle; placed, it stays; not placed, it is left out. alibaba.c says
+ *  how the files become objects. */
+struct sim_alibaba_options {
+	const struct config *cfg; /* its queues: one must take SIM_ALIBABA_NAMESPACE */
+	const char *nodes_csv;    /* openb_node_list_gpu_node.csv */
+	const char *pods_csv;     /* openb_pod_list_*.csv */
+	const char *order;        /* one data row of pods_csv a line (bench/alibaba-order) */
+	int64_t epoch_s;          /* the unix time of the first arrival */
+};
+
+struct sim_alibaba_result {
+	size_t nodes, arrivals, placed, left_out;
+	long gpus;
+	/* The allocation ratio (%) at X% of the GPUs arrived, as the paper
+	 * reports it (sim_alloc_at()); -1 where no arrival came near. */
+	double alloc[SIM_ALLOC_MAX_PCT + 1];
+	uint64_t cycles;
+	size_t violations; /* cycles that bound another pod, or evicted */
+	char error[512];   /* why a file was refused: "FILE:LINE: ..." */
+};
+
+/** 0 and *res; -EINVAL (a file refused: res->error), -ENOMEM, another
+ *  negative errno (a file unread: res->error; a cycle's error). */
+int sim_alibaba_run(const struct sim_alibaba_options *o, struct sim_alibaba_result *res);
+
+/** MiB a GPU of the trace's model has: the published sizes (V100M32 32
+ *  GiB, A10 24 GiB), 16 GiB for the rest (G1..G3 are not disclosed). */
+uint32_t sim_alibaba_gpu_mib(const char *model);
 
 /* ---- the command (cli.c) ----------------------------------------------------- */
 

@@ -92,7 +92,7 @@ uint64_t sim__key(struct sim_world *w, const char *ns, const char *name)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static void add_time(cJSON *o, const char *key, int64_t unix_s)
+void sim__add_time(cJSON *o, const char *key, int64_t unix_s)
 {
 	time_t t = (time_t)unix_s;
 	struct tm tm;
@@ -111,8 +111,7 @@ static void add_int(cJSON *o, const char *key, int64_t v)
 	cJSON_AddStringToObject(o, key, buf);
 }
 
-/* {"metadata": {name, namespace, uid, resourceVersion}} */
-static cJSON *object(struct sim_world *w, const char *ns, const char *name, cJSON **meta)
+cJSON *sim__object(struct sim_world *w, const char *ns, const char *name, cJSON **meta)
 {
 	cJSON *o = cJSON_CreateObject();
 	char uid[40];
@@ -158,7 +157,7 @@ int sim__put_node(struct sim_world *w, const struct sim_node *n)
 {
 	struct kubeapi_node *v = calloc(1, sizeof(*v));
 	struct kubeapi_decode_error err;
-	cJSON *meta, *o = object(w, NULL, n->name, &meta), *labels, *spec, *status, *alloc;
+	cJSON *meta, *o = sim__object(w, NULL, n->name, &meta), *labels, *spec, *status, *alloc;
 	cJSON *cond, *conds;
 	int rc = -ENOMEM;
 
@@ -202,12 +201,12 @@ int sim__put_group(struct sim_world *w, const struct sim_gang *g)
 {
 	struct kubeapi_podgroup *v = calloc(1, sizeof(*v));
 	struct kubeapi_decode_error err;
-	cJSON *meta, *o = object(w, SIM_NAMESPACE, g->name, &meta), *spec;
+	cJSON *meta, *o = sim__object(w, SIM_NAMESPACE, g->name, &meta), *spec;
 	int rc = -ENOMEM;
 
 	if (!v || !o)
 		goto out;
-	add_time(meta, "creationTimestamp", w->epoch_s + g->at_s);
+	sim__add_time(meta, "creationTimestamp", w->epoch_s + g->at_s);
 	if (g->queue)
 		cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"), "muster.dev/queue",
 		                        g->queue);
@@ -257,10 +256,10 @@ int sim__put_pod(struct sim_world *w, const struct sim_gang *g, uint32_t p, cons
 	int rc = -ENOMEM;
 
 	snprintf(name, sizeof(name), "%s-%" PRIu32, g->name, p);
-	o = object(w, SIM_NAMESPACE, name, &meta);
+	o = sim__object(w, SIM_NAMESPACE, name, &meta);
 	if (!v || !o)
 		goto out;
-	add_time(meta, "creationTimestamp", w->epoch_s + g->at_s);
+	sim__add_time(meta, "creationTimestamp", w->epoch_s + g->at_s);
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
 	                        "scheduling.x-k8s.io/pod-group", g->name);
 	if (g->declared == SIM_DECLARED_POD)
@@ -270,7 +269,7 @@ int sim__put_pod(struct sim_world *w, const struct sim_gang *g, uint32_t p, cons
 	status = cJSON_AddObjectToObject(o, "status");
 	cJSON_AddStringToObject(status, "phase", phase ? phase : node ? "Running" : "Pending");
 	if (node && start_s != SIM_NO_TIME)
-		add_time(status, "startTime", w->epoch_s + start_s);
+		sim__add_time(status, "startTime", w->epoch_s + start_s);
 	rc = kubeapi_pod_decode(w->model, o, v, &err) != 0 ? -EINVAL : 0;
 	if (rc == 0 && (rc = put(w, &w->pods, sim__key(w, SIM_NAMESPACE, name), v, POD)) == 0)
 		v = NULL;

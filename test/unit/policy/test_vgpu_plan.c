@@ -18,6 +18,7 @@
 
 #include "bench/synth.h"
 #include "config/config.h"
+#include "policy/frag.h"
 #include "policy/plan.h"
 #include "queue/queue.h"
 
@@ -366,6 +367,116 @@ static void test_tightest_rack_counts_members_node_by_node(void **state)
 	world_free(&w);
 }
 
+/* GPU models: a node's is its label nvidia.com/gpu.product, numbered as
+ * the table meets them (n0's T4 bit 0, n1's V100 bit 1; n2 has none); a
+ * spec's are those its required affinity (In) or nodeSelector names, a
+ * model no node has as bit POLICY_MODELS, and any (0) when one term leaves
+ * the model open. The mix weighs a kind of V100s by the GPUs of known
+ * models over the V100s: 4 / 2. */
+#define AFF_TERM(v)                                                                                \
+	"{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.product\",\"operator\":\"In\","          \
+	"\"values\":[" v "]}]}"
+#define AFFINITY(terms)                                                                            \
+	"\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"      \
+	"{\"nodeSelectorTerms\":[" terms "]}}}"
+
+static void test_gpu_models(void **state)
+{
+	static const struct {
+		const char *name, *spec;
+		uint64_t models;
+	} pods[] = {
+	    {"v100", AFFINITY(AFF_TERM("\"V100\"")), 2},
+	    {"both", AFFINITY(AFF_TERM("\"V100\",\"T4\"")), 3},
+	    {"t4", "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"T4\"}", 1},
+	    {"a100", AFFINITY(AFF_TERM("\"A100\"")), UINT64_C(1) << POLICY_MODELS},
+	    {"open",
+	     AFFINITY(AFF_TERM("\"V100\"") ",{\"matchExpressions\":[{\"key\":\"x\","
+	                                   "\"operator\":\"Exists\"}]}"),
+	     0},
+	    {"any", NULL, 0},
+	};
+	const struct policy_nodes *t;
+	struct world w;
+	char limits[] = "\"volcano.sh/vgpu-number\":\"1\",\"volcano.sh/vgpu-cores\":\"50\"";
+	bool weighed = false;
+
+	(void)state;
+	world_init(&w);
+	synth_vgpu_node(&w.s, "n0", 2, 16384, 10, "\"nvidia.com/gpu.product\":\"T4\"");
+	synth_vgpu_node(&w.s, "n1", 2, 16384, 10, "\"nvidia.com/gpu.product\":\"V100\"");
+	synth_vgpu_node(&w.s, "n2", 1, 16384, 10, NULL);
+	for (size_t k = 0; k < sizeof(pods) / sizeof(pods[0]); k++)
+		synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+		                                            .name = pods[k].name,
+		                                            .sched = "muster",
+		                                            .cpu_m = 1000,
+		                                            .created_s = 100 + (int64_t)k,
+		                                            .spec = pods[k].spec,
+		                                            .limits = limits});
+	cycle(&w);
+	t = &w.plan.nodes;
+	assert_int_equal(t->nmodels, 2);
+	assert_true(t->gpu_model[0] == 1 && t->gpu_model[1] == 2 && t->gpu_model[2] == 0);
+	assert_true(t->model_gpus[0] == 2 && t->model_gpus[1] == 2);
+	for (size_t k = 0; k < sizeof(pods) / sizeof(pods[0]); k++) {
+		const struct kubeapi_pod *p =
+		    idmap_get(&w.s.pods, synth_key(&w.s, "a", pods[k].name));
+
+		assert_non_null(p);
+		if (policy_nodes_spec_models(t, p->spec) != pods[k].models)
+			fail_msg("%s: models %#llx, want %#llx", pods[k].name,
+			         (unsigned long long)policy_nodes_spec_models(t, p->spec),
+			         (unsigned long long)pods[k].models);
+	}
+	assert_non_null(t->mix);
+	for (size_t k = 0; k < t->mix->n; k++)
+		if (t->mix->kind[k].models == 2) {
+			assert_true(t->mix->kind[k].press == t->mix->kind[k].count * 2.0);
+			weighed = true;
+		}
+	assert_true(weighed);
+	world_free(&w);
+}
+
+/* Past POLICY_MIX_KINDS kinds, the mix keeps whole the kinds seen first
+ * (their oldest pod), as they would have come one by one, and merges the
+ * newest: here 33 kinds of CPU, the largest created first, so the
+ * smallest CPU (the newest) is the one merged, into its nearest. */
+static void test_mix_keeps_the_oldest_kinds(void **state)
+{
+	char limits[] = "\"volcano.sh/vgpu-number\":\"1\",\"volcano.sh/vgpu-cores\":\"50\"";
+	const struct policy_mix *m;
+	struct world w;
+	bool newest = false, oldest = false;
+
+	(void)state;
+	world_init(&w);
+	synth_vgpu_node(&w.s, "n0", 1, 16384, 10, NULL);
+	for (int k = 0; k <= POLICY_MIX_KINDS; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "p%d", k);
+		synth_pod_at(&w.s,
+		             &(struct synth_pod_desc){.ns = "a",
+		                                      .name = name,
+		                                      .sched = "muster",
+		                                      .cpu_m = 1000 * (POLICY_MIX_KINDS + 1 - k),
+		                                      .created_s = 100 + k,
+		                                      .limits = limits});
+	}
+	cycle(&w);
+	m = w.plan.nodes.mix;
+	assert_non_null(m);
+	assert_int_equal(m->n, POLICY_MIX_KINDS);
+	for (size_t k = 0; k < m->n; k++) {
+		newest |= m->kind[k].cpu_m == 1000;
+		oldest |= m->kind[k].cpu_m == 1000 * (POLICY_MIX_KINDS + 1);
+	}
+	assert_true(oldest && !newest);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +486,8 @@ int main(void)
 	    cmocka_unit_test(test_quota_counts_fractions),
 	    cmocka_unit_test(test_preemption_frees_exactly_the_victims_shares),
 	    cmocka_unit_test(test_tightest_rack_counts_members_node_by_node),
+	    cmocka_unit_test(test_gpu_models),
+	    cmocka_unit_test(test_mix_keeps_the_oldest_kinds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
