@@ -204,29 +204,6 @@ static enum pod_class class_of(const struct tpod *p)
 	return p->num_gpu >= 8 ? CLS_8 : p->num_gpu >= 4 ? CLS_4 : p->num_gpu >= 2 ? CLS_2 : CLS_1;
 }
 
-/* Split line at commas in place: up to max fields, returns the count. */
-static int split(char *line, char **f, int max)
-{
-	int n = 0;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	f[n++] = line;
-	for (char *c = line; *c && n < max; c++)
-		if (*c == ',') {
-			*c = '\0';
-			f[n++] = c + 1;
-		}
-	return n;
-}
-
-static int column(char **hdr, int nh, const char *name)
-{
-	for (int k = 0; k < nh; k++)
-		if (strcmp(hdr[k], name) == 0)
-			return k;
-	return -1;
-}
-
 static FILE *open_in(const char *dir, const char *file)
 {
 	char path[1024];
@@ -286,18 +263,18 @@ static int load_nodes(struct cluster *c, const char *dir)
 		fclose(in);
 		return -EINVAL;
 	}
-	nh = split(hdr, h, 8);
-	sn = column(h, nh, "sn");
-	cm = column(h, nh, "cpu_milli");
-	mm = column(h, nh, "memory_mib");
-	g = column(h, nh, "gpu");
-	mo = column(h, nh, "model");
+	nh = sim_csv_split(hdr, h, 8);
+	sn = sim_csv_column(h, nh, "sn");
+	cm = sim_csv_column(h, nh, "cpu_milli");
+	mm = sim_csv_column(h, nh, "memory_mib");
+	g = sim_csv_column(h, nh, "gpu");
+	mo = sim_csv_column(h, nh, "model");
 	if (sn < 0 || cm < 0 || mm < 0 || g < 0 || mo < 0) {
 		fclose(in);
 		return -EINVAL;
 	}
 	while (fgets(line, sizeof(line), in) && c->n < MAX_NODES)
-		if (split(line, f, 8) >= nh && atoi(f[g]) <= POLICY_FRAG_MAX_GPUS)
+		if (sim_csv_split(line, f, 8) >= nh && atoi(f[g]) <= POLICY_FRAG_MAX_GPUS)
 			add_node(c, f, sn, cm, mm, g, mo);
 	fclose(in);
 	return c->n > 0 ? 0 : -EINVAL;
@@ -395,13 +372,13 @@ static int load_trace(struct cluster *c, const char *dir, struct trace *t)
 		fclose(in);
 		return -EINVAL;
 	}
-	nh = split(hdr, h, 16);
-	nm = column(h, nh, "name");
-	cm = column(h, nh, "cpu_milli");
-	mm = column(h, nh, "memory_mib");
-	ng = column(h, nh, "num_gpu");
-	gm = column(h, nh, "gpu_milli");
-	gs = column(h, nh, "gpu_spec"); /* not in every file */
+	nh = sim_csv_split(hdr, h, 16);
+	nm = sim_csv_column(h, nh, "name");
+	cm = sim_csv_column(h, nh, "cpu_milli");
+	mm = sim_csv_column(h, nh, "memory_mib");
+	ng = sim_csv_column(h, nh, "num_gpu");
+	gm = sim_csv_column(h, nh, "gpu_milli");
+	gs = sim_csv_column(h, nh, "gpu_spec"); /* not in every file */
 	if (nm < 0 || cm < 0 || mm < 0 || ng < 0 || gm < 0) {
 		fclose(in);
 		return -EINVAL;
@@ -410,7 +387,7 @@ static int load_trace(struct cluster *c, const char *dir, struct trace *t)
 		struct tpod *p = &t->pod[t->n];
 
 		t->by_row[t->rows++] = NO_ROW;
-		if (split(line, f, 16) < nh)
+		if (sim_csv_split(line, f, 16) < nh)
 			continue;
 		p->row = (uint32_t)(t->rows - 1);
 		snprintf(p->name, sizeof(p->name), "%s", f[nm]);
@@ -720,7 +697,7 @@ static int load_published(const char *dir, const char *trace, struct published *
 	if (!in)
 		return -errno;
 	memset(p, 0, (size_t)max * sizeof(*p));
-	if (getline(&line, &cap, in) < 0 || split(line, f, 140) != 136 ||
+	if (getline(&line, &cap, in) < 0 || sim_csv_split(line, f, 140) != 136 ||
 	    strcmp(f[5 + 100], "100") != 0 || strcmp(f[5 + 130], "130") != 0) {
 		free(line);
 		fclose(in);
@@ -729,7 +706,7 @@ static int load_published(const char *dir, const char *trace, struct published *
 	while (getline(&line, &cap, in) > 0) {
 		int k, seed;
 
-		if (split(line, f, 140) != 136 || strcmp(f[0], trace) != 0 ||
+		if (sim_csv_split(line, f, 140) != 136 || strcmp(f[0], trace) != 0 ||
 		    (k = policy_slot(p, &n, max, f[1])) < 0)
 			continue;
 		seed = atoi(f[3]) - FIRST_SEED;

@@ -631,6 +631,11 @@ unsigned kubeapi_cache_kind_decode_errors(const struct kubeapi_cache *c,
 	return c->stores[kind].decode_errors;
 }
 
+const struct kubeapi_kind *kubeapi_cache_kind(enum kubeapi_store_kind kind)
+{
+	return (unsigned)kind < KUBEAPI_STORE_COUNT ? &kinds[kind].kind : NULL;
+}
+
 const char *kubeapi_cache_kind_name(enum kubeapi_store_kind kind)
 {
 	return (unsigned)kind < KUBEAPI_STORE_COUNT ? kinds[kind].kind.name : NULL;

@@ -146,6 +146,10 @@ unsigned kubeapi_cache_untracked(const struct kubeapi_cache *c);
 unsigned kubeapi_cache_kind_decode_errors(const struct kubeapi_cache *c,
                                           enum kubeapi_store_kind kind);
 
+/** Where a kind is listed and watched, and whether it may be missing (a
+ *  CRD); NULL out of range. Static storage. */
+const struct kubeapi_kind *kubeapi_cache_kind(enum kubeapi_store_kind kind);
+
 /** A kind's name as logs and metrics give it ("Pod"); NULL out of range.
  *  Static storage. */
 const char *kubeapi_cache_kind_name(enum kubeapi_store_kind kind);

@@ -42,6 +42,8 @@ static const struct command commands[] = {
      sched_cli_explain},
     {"simulate", "play a trace of gangs through the planner under queue files, side by side",
      cmd_simulate},
+    {"snapshot", "write the cluster as muster simulate --snapshot reads it (from the API server)",
+     sched_snapshot_main},
     {"help", "show this help", cmd_help},
 };
 

@@ -242,6 +242,19 @@ enum sched_log_level { SCHED_DEBUG, SCHED_INFO, SCHED_WARN, SCHED_ERROR };
 /** `muster run` with these options: returns the process exit status. */
 int sched_run(const struct sched_options *opt);
 
+/* snapshot.c: the cluster as `muster simulate --snapshot` reads it */
+
+/** The cluster's Nodes, Pods, PodGroups (three dialects) and
+ *  PriorityClasses as one JSON List (*out, the caller's to free), listed
+ *  from the API server of kubeconfig (context NULL: its current one;
+ *  kubeconfig NULL: in-cluster), page items a request (0: 500). 0, or a
+ *  negative errno with err saying why. Runs a loop of its own: not from
+ *  within sched_run(). */
+int sched_snapshot(const char *kubeconfig, const char *context, long page, cJSON **out, char *err,
+                   size_t errlen);
+/** `muster snapshot`: its exit status. */
+int sched_snapshot_main(int argc, char **argv);
+
 /* run.c: forget a preemptor's hold (plan_hold_drop), after the cycle in
  * flight if one is. */
 void sched_hold_drop(struct sched *s, uint64_t key);

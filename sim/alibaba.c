@@ -120,11 +120,11 @@ static char *next_line(struct lines *l)
 	return s;
 }
 
-/* Split line at commas in place: up to max fields, returns the count. */
-static int split(char *line, char **f, int max)
+int sim_csv_split(char *line, char **f, int max)
 {
 	int n = 0;
 
+	line[strcspn(line, "\r\n")] = '\0';
 	f[n++] = line;
 	for (char *c = line; *c && n < max; c++)
 		if (*c == ',') {
@@ -134,9 +134,9 @@ static int split(char *line, char **f, int max)
 	return n;
 }
 
-static int column(char **hdr, int nh, const char *name)
+int sim_csv_column(char **hdr, int n, const char *name)
 {
-	for (int k = 0; k < nh; k++)
+	for (int k = 0; k < n; k++)
 		if (strcmp(hdr[k], name) == 0)
 			return k;
 	return -1;
@@ -196,9 +196,9 @@ static int read_nodes(struct alibaba *a, const char *path)
 		rc = fail(a, "%s: empty", path);
 		goto out;
 	}
-	nh = split(line, h, 16);
+	nh = sim_csv_split(line, h, 16);
 	for (int k = 0; k < NODE_COLS; k++)
-		if ((c[k] = column(h, nh, want[k])) < 0) {
+		if ((c[k] = sim_csv_column(h, nh, want[k])) < 0) {
 			rc = fail(a, "%s:1: no column %s", path, want[k]);
 			goto out;
 		}
@@ -209,7 +209,7 @@ static int read_nodes(struct alibaba *a, const char *path)
 
 		if (!*line)
 			continue;
-		if (split(line, f, 16) < nh || strlen(f[c[0]]) >= sizeof(n->name) ||
+		if (sim_csv_split(line, f, 16) < nh || strlen(f[c[0]]) >= sizeof(n->name) ||
 		    strlen(f[c[4]]) >= sizeof(n->model) || (cpu = number(f[c[1]], 1L << 40)) < 0 ||
 		    (mem = number(f[c[2]], 1L << 40)) < 0 ||
 		    (gpus = number(f[c[3]], KUBEAPI_VGPU_MAX_DEVICES)) < 0) {
@@ -252,13 +252,13 @@ static int read_pods(struct alibaba *a, const char *path)
 		rc = fail(a, "%s: empty", path);
 		goto out;
 	}
-	nh = split(line, h, 32);
+	nh = sim_csv_split(line, h, 32);
 	for (int k = 0; k < POD_COLS; k++)
-		if ((c[k] = column(h, nh, want[k])) < 0) {
+		if ((c[k] = sim_csv_column(h, nh, want[k])) < 0) {
 			rc = fail(a, "%s:1: no column %s", path, want[k]);
 			goto out;
 		}
-	gs = column(h, nh, "gpu_spec"); /* not in every file */
+	gs = sim_csv_column(h, nh, "gpu_spec"); /* not in every file */
 	rc = 0;
 	while (rc == 0 && (line = next_line(&l))) {
 		struct apod *p;
@@ -268,7 +268,7 @@ static int read_pods(struct alibaba *a, const char *path)
 			rc = fail(a, "%s:%zu: more than %d pods", path, l.line, ALIBABA_MAX_ROWS);
 			break;
 		}
-		if (split(line, f, 32) < nh || strlen(f[c[0]]) >= sizeof(p->name) ||
+		if (sim_csv_split(line, f, 32) < nh || strlen(f[c[0]]) >= sizeof(p->name) ||
 		    (gs >= 0 && strlen(f[gs]) >= sizeof(p->spec)) ||
 		    (cpu = number(f[c[1]], 1L << 40)) < 0 ||
 		    (mem = number(f[c[2]], 1L << 40)) < 0 ||

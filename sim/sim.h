@@ -291,6 +291,12 @@ struct sim_alibaba_result {
  *  negative errno (a file unread: res->error; a cycle's error). */
 int sim_alibaba_run(const struct sim_alibaba_options *o, struct sim_alibaba_result *res);
 
+/** A CSV line split at its commas in place (a line end dropped): up to
+ *  max fields into f, their count. The trace's files quote nothing. */
+int sim_csv_split(char *line, char **f, int max);
+/** The index of the header field `name` among hdr[0..n), or -1. */
+int sim_csv_column(char **hdr, int n, const char *name);
+
 /** MiB a GPU of the trace's model has: the published sizes (V100M32 32
  *  GiB, A10 24 GiB), 16 GiB for the rest (G1..G3 are not disclosed). */
 uint32_t sim_alibaba_gpu_mib(const char *model);

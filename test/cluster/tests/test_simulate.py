@@ -89,6 +89,19 @@ def snapshot(admin, path):
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 
 
+def muster_snapshot(cluster, path):
+    """`muster snapshot`, in pages of 4 items so that paging is used."""
+    binary = os.path.join(TOP, os.environ.get("BUILD", "build"), "muster")
+    subprocess.run([binary, "snapshot", "--kubeconfig", cluster["KUBECONFIG"], "--chunk-size", "4",
+                    "-o", str(path)], check=True)
+
+
+def names(path):
+    """(apiVersion, kind, namespace, name) of every item of a List file."""
+    return {(i["apiVersion"], i["kind"], i["metadata"].get("namespace"), i["metadata"]["name"])
+            for i in json.loads(path.read_text())["items"]}
+
+
 def simulate(snap, at, *configs):
     """muster simulate --snapshot: gang name -> seconds after `at`."""
     binary = os.path.join(os.path.dirname(__file__), "..", "..", "..", os.environ.get("BUILD", "build"),
@@ -130,7 +143,7 @@ def running(core, ns, names):
 
 
 def test_snapshot_replayed_under_an_edited_file_starts_gangs_when_the_live_scheduler_does(
-        admin, core, custom, namespace, start_muster, tmp_path):
+        admin, cluster, core, custom, namespace, start_muster, tmp_path):
     ns = namespace
     history = History(core, ns)
     config = tmp_path / "queues.yaml"
@@ -147,8 +160,17 @@ def test_snapshot_replayed_under_an_edited_file_starts_gangs_when_the_live_sched
         until(m, "wa and wb waiting", lambda: waiting(core, ns, wa + wb))
 
         at = int(time.time())
-        snap = tmp_path / "snapshot.json"
-        snapshot(admin, snap)
+        # `muster snapshot` lists what a client lists (the same objects;
+        # PodGroups of dialects not installed here are none), and its file
+        # is the one replayed.
+        snap, listed = tmp_path / "snapshot.json", tmp_path / "listed.json"
+        snapshot(admin, listed)
+        muster_snapshot(cluster, snap)
+        # Other tests' namespaces may still be going away: compare this
+        # one's objects and those of no namespace.
+        ours, theirs = ({x for x in names(f) if x[2] in (None, ns)} for f in (snap, listed))
+        assert ours == theirs, (sorted(ours - theirs)[:5], sorted(theirs - ours)[:5])
+        assert {("v1", "Pod", ns, n) for n in r + wa + wb} <= ours
         starts = simulate(snap, at, before, edited)
         # r started at most a few seconds ago and runs 30 s; each gang 20 s.
         (a_before, a_edited), (b_before, b_edited) = starts["wa"], starts["wb"]
