@@ -226,3 +226,25 @@ void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int s
 		*empty += (g->used_num == 0) - was;
 	}
 }
+
+void policy_nodes_gpus_in_use(const struct policy_nodes *t, double *used, double *total)
+{
+	*used = *total = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct kubeapi_reslist *al = t->node[i]->allocatable;
+		size_t ng;
+		const struct policy_gpu *g = policy_nodes_gpus(t, i, &ng);
+
+		for (uint32_t k = 0; al && k < al->n; k++)
+			if (al->e[k].res == KUBEAPI_RES_GPU) {
+				*total += (double)al->e[k].amount;
+				*used += (double)(al->e[k].amount -
+				                  t->free[i * t->nres + KUBEAPI_RES_GPU]);
+			}
+		for (size_t k = 0; k < ng; k++)
+			if (g[k].healthy) {
+				*total += 1;
+				*used += (double)g[k].used_core / 100;
+			}
+	}
+}

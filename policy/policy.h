@@ -234,6 +234,12 @@ int policy_nodes_held(const struct policy_nodes *t, size_t i, const struct kubea
  *  is bit POLICY_MODELS. O(requirements x models). */
 uint64_t policy_nodes_spec_models(const struct policy_nodes *t, const struct kubeapi_podspec *s);
 
+/** The GPUs of the table's nodes in use and in all: whole GPUs
+ *  (nvidia.com/gpu) allocatable and taken, and registered healthy GPUs,
+ *  each in use by the cores its shares hold (a half share is 0.5).
+ *  O(nodes + GPUs). */
+void policy_nodes_gpus_in_use(const struct policy_nodes *t, double *used, double *total);
+
 /** Node i's registered GPUs, and how many. */
 static inline struct policy_gpu *policy_nodes_gpus(const struct policy_nodes *t, size_t i,
                                                    size_t *n)

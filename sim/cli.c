@@ -391,6 +391,94 @@ static const struct sim_replay_gang *started_in(const struct sim_replay_result *
 
 /* Every gang some configuration started, once, in the order of the first
  * column that started it. */
+/* Column k's gangs of queue q (NULL: none) that started: how many, and
+ * the mean and last start. */
+static size_t queue_starts(const struct replay_column *c, const char *q, int64_t *mean,
+                           int64_t *last)
+{
+	size_t n = 0;
+	int64_t sum = 0;
+
+	*last = 0;
+	for (size_t g = 0; c->rc == 0 && g < c->res.ngangs; g++) {
+		const struct sim_replay_gang *x = &c->res.gangs[g];
+
+		if (q ? !x->queue || strcmp(x->queue, q) : x->queue != NULL)
+			continue;
+		n++;
+		sum += x->start_s;
+		*last = x->start_s > *last ? x->start_s : *last;
+	}
+	*mean = n ? sum / (int64_t)n : 0;
+	return n;
+}
+
+/* Whether queue q is first met at gang g of column c (so listed once). */
+static bool first_of_queue(const struct replay_column *col, size_t c, size_t g)
+{
+	const char *q = col[c].res.gangs[g].queue;
+
+	for (size_t e = 0; e <= c; e++)
+		for (size_t h = 0; col[e].rc == 0 && h < (e == c ? g : col[e].res.ngangs); h++) {
+			const char *p = col[e].res.gangs[h].queue;
+
+			if (q ? p && !strcmp(p, q) : !p)
+				return false;
+		}
+	return true;
+}
+
+/* Per queue, the gangs started and their mean and last start; then the
+ * GPUs in use over the replay. */
+static void print_replay_queues(FILE *out, const struct opts *o, const struct replay_column *col)
+{
+	static const char *const what[] = {"gangs started", "mean start", "last start"};
+
+	fprintf(out, "\n%-40s\n", "per queue (starts after --at)");
+	for (size_t c = 0; c < o->nconfigs; c++)
+		for (size_t g = 0; col[c].rc == 0 && g < col[c].res.ngangs; g++) {
+			const char *q = col[c].res.gangs[g].queue;
+
+			if (!first_of_queue(col, c, g))
+				continue;
+			for (int w = 0; w < 3; w++) {
+				char label[300];
+
+				snprintf(label, sizeof(label), "  %s: %s", q ? q : "(no queue)",
+				         what[w]);
+				fprintf(out, "%-40s", label);
+				for (size_t k = 0; k < o->nconfigs; k++) {
+					int64_t mean, last;
+					size_t n = queue_starts(&col[k], q, &mean, &last);
+					char cell[64] = "+";
+
+					if (col[k].rc)
+						snprintf(cell, sizeof(cell), "failed");
+					else if (w == 0)
+						snprintf(cell, sizeof(cell), "%zu", n);
+					else if (!n)
+						snprintf(cell, sizeof(cell), "-");
+					else
+						duration(cell + 1, sizeof(cell) - 1,
+						         w == 1 ? mean : last);
+					fprintf(out, " %*s", o->width, cell);
+				}
+				fputc('\n', out);
+			}
+		}
+	fprintf(out, "%-40s", "GPU utilisation (to the last end)");
+	for (size_t k = 0; k < o->nconfigs; k++) {
+		char cell[32] = "-";
+		const struct sim_replay_result *r = &col[k].res;
+
+		if (col[k].rc == 0 && r->gpus > 0 && r->now_s > 0)
+			snprintf(cell, sizeof(cell), "%.1f%%",
+			         100.0 * r->gpu_seconds / (r->gpus * (double)r->now_s));
+		fprintf(out, " %*s", o->width, col[k].rc ? "failed" : cell);
+	}
+	fputc('\n', out);
+}
+
 static void print_replay(FILE *out, const struct opts *o, const struct replay_column *col)
 {
 	char when[64];
@@ -438,6 +526,7 @@ static void print_replay(FILE *out, const struct opts *o, const struct replay_co
 			}
 			fputc('\n', out);
 		}
+	print_replay_queues(out, o, col);
 }
 
 static int replay_main(const struct opts *o, FILE *out, FILE *err)

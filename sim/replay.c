@@ -79,6 +79,7 @@ struct replay {
 	struct pending_end *ends; /* not sorted: few, and scanned once an event */
 	size_t nends, cap_ends;
 	int64_t now; /* unix seconds */
+	double used; /* GPUs in use since now */
 };
 
 static int load(struct replay *r)
@@ -233,8 +234,13 @@ static int run(struct replay *r)
 		for (rounds = 0; (rc = cycle(r)) > 0;)
 			if (++rounds == SIM_MAX_ROUNDS)
 				return -ELOOP;
-		if (rc < 0 || (t = next_end(r)) == SIM_NO_TIME || t > stop)
+		if (rc < 0)
 			break;
+		/* The last cycle bound nothing: its table is the cluster now. */
+		policy_nodes_gpus_in_use(&r->plan.nodes, &r->used, &r->res->gpus);
+		if ((t = next_end(r)) == SIM_NO_TIME || t > stop)
+			break;
+		r->res->gpu_seconds += r->used * (double)(t - r->now);
 		r->now = t;
 	}
 	r->res->now_s = r->now - r->o->at_s;

@@ -220,6 +220,10 @@ struct sim_replay_result {
 	uint64_t cycles;
 	size_t violations; /* plans that evicted */
 	int64_t now_s;     /* where the clock stopped, after at_s */
+	/* The cluster's GPUs (whole and registered), and the GPU-seconds in
+	 * use from at_s to now_s (a share by its cores): utilisation is
+	 * gpu_seconds / (gpus x now_s). */
+	double gpus, gpu_seconds;
 };
 
 /**

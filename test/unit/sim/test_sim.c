@@ -422,12 +422,15 @@ static void test_snapshot_replayed(void **state)
 	assert_int_equal(res.gangs[0].start_s, 200);
 	assert_int_equal(res.now_s, 260);
 	assert_int_equal(res.violations, 0);
+	/* 16 GPUs, all in use: run's to 200, wait's from 200 to 260. */
+	assert_true(res.gpus == 16 && res.gpu_seconds == 16 * 260);
 	sim_replay_result_free(&res);
 	/* With 8 GPUs of quota and no borrowing, wait never fits its queue. */
 	o.cfg = cfg2;
 	assert_int_equal(sim_replay(&o, &res), 0);
 	assert_int_equal(res.ngangs, 0);
 	assert_int_equal(res.now_s, 200);
+	assert_true(res.gpu_seconds == 16 * 200);
 	sim_replay_result_free(&res);
 	sim_snapshot_free(&snap);
 	config_free(&cfg);
@@ -456,6 +459,9 @@ static void test_snapshot_command(void **state)
 	assert_non_null(strstr(out, "at 2026-11-27T20:00:00Z"));
 	assert_non_null(strstr(out, "8 objects read, 1 refused"));
 	assert_true(has_row(out, "team/wait +3m20s"));
+	assert_true(has_row(out, "q: gangs started 1"));
+	assert_true(has_row(out, "q: mean start +3m20s"));
+	assert_true(has_row(out, "GPU utilisation (to the last end) 100.0%"));
 	free(out);
 	free(err);
 	argv[2] = bad;
