@@ -55,10 +55,17 @@ static int cmd_version(int argc, char **argv)
 	return 0;
 }
 
+/* --kubeconfig's snapshot: the API server read by this layer, for sim/. */
+static int fetch_snapshot(const char *kubeconfig, const char *context, cJSON **doc, char *err,
+                          size_t errlen)
+{
+	return sched_snapshot(kubeconfig, context, 0, doc, err, errlen);
+}
+
 /* The work is sim/'s, so its tests can run it. */
 static int cmd_simulate(int argc, char **argv)
 {
-	return sim_main(argc, argv, stdout, stderr);
+	return sim_main(argc, argv, stdout, stderr, fetch_snapshot);
 }
 
 /* The work is config_check()'s, so the unit tests can run it. */

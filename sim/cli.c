@@ -29,6 +29,7 @@ static const char usage[] =
     "usage: muster simulate --trace FILE --nodes N --gpus G [--racks R]\n"
     "                       --config FILE [--config FILE]... [--gangs]\n"
     "       muster simulate --snapshot FILE [--at TIME] --config FILE [--config FILE]...\n"
+    "       muster simulate --kubeconfig FILE [--context NAME] --config FILE...\n"
     "       muster simulate --alibaba POD_LIST --order FILE [--node-list FILE]\n"
     "                       [--config FILE]\n"
     "\n"
@@ -41,6 +42,8 @@ static const char usage[] =
     "                  priorityclasses -A -o json): running work ends when the\n"
     "                  planner expects, waiting gangs start as it decides, and\n"
     "                  each gang's start is printed, from --at\n"
+    "  --kubeconfig FILE  the snapshot read now from that API server, as\n"
+    "                  `muster snapshot` writes it (--context: not the current one)\n"
     "  --at TIME       when the snapshot was taken: unix seconds or\n"
     "                  2026-11-27T20:00:00Z (default: now)\n"
     "  --trace FILE    CSV, one gang a line: name,at,pods,gpus,runtime[,queue]\n"
@@ -60,7 +63,7 @@ static const char usage[] =
 
 struct opts {
 	int width; /* of a column: its file's name, at least COLUMN_MIN */
-	const char *trace, *snapshot, *alibaba, *order, *node_list;
+	const char *trace, *snapshot, *alibaba, *order, *node_list, *kubeconfig, *context;
 	int64_t at_s;
 	const char *configs[MAX_CONFIGS];
 	size_t nconfigs;
@@ -108,6 +111,8 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 	    {"alibaba", required_argument, NULL, 'A'},
 	    {"order", required_argument, NULL, 'O'},
 	    {"node-list", required_argument, NULL, 'N'},
+	    {"kubeconfig", required_argument, NULL, 'K'},
+	    {"context", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -138,6 +143,10 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 			o->order = optarg;
 		} else if (c == 'N') {
 			o->node_list = optarg;
+		} else if (c == 'K') {
+			o->kubeconfig = optarg;
+		} else if (c == 'C') {
+			o->context = optarg;
 		} else if (c == 'a') {
 			if (parse_time(optarg, &o->at_s) < 0) {
 				fprintf(err,
@@ -162,14 +171,15 @@ static int parse(int argc, char **argv, struct opts *o, FILE *err)
 
 		o->width = len > o->width ? (len < COLUMN_MAX ? len : COLUMN_MAX) : o->width;
 	}
-	if (o->snapshot && !o->trace && !o->alibaba && optind == argc && o->nconfigs)
+	if (!o->snapshot != !o->kubeconfig && !o->trace && !o->alibaba && optind == argc &&
+	    o->nconfigs && (!o->context || o->kubeconfig))
 		return 0;
-	if (o->alibaba && o->order && !o->trace && !o->snapshot && optind == argc &&
-	    o->nconfigs <= 1)
+	if (o->alibaba && o->order && !o->trace && !o->snapshot && !o->kubeconfig &&
+	    optind == argc && o->nconfigs <= 1)
 		return 0;
-	if (optind != argc || !o->trace || o->snapshot || o->alibaba || !o->nconfigs ||
-	    o->nodes < 1 || o->nodes > MAX_NODES || o->gpus < 0 || o->gpus > 1024 || o->racks < 1 ||
-	    o->nodes % o->racks) {
+	if (optind != argc || !o->trace || o->snapshot || o->alibaba || o->kubeconfig ||
+	    !o->nconfigs || o->nodes < 1 || o->nodes > MAX_NODES || o->gpus < 0 || o->gpus > 1024 ||
+	    o->racks < 1 || o->nodes % o->racks) {
 		fprintf(err, "muster simulate: %s\n\n%s",
 		        o->nodes % (o->racks > 0 ? o->racks : 1)
 		            ? "--nodes must split evenly into --racks"
@@ -487,7 +497,7 @@ static void print_replay(FILE *out, const struct opts *o, const struct replay_co
 
 	gmtime_r(&at, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	fprintf(out, "snapshot %s at %s\n", o->snapshot, when);
+	fprintf(out, "snapshot %s at %s\n", o->snapshot ? o->snapshot : o->kubeconfig, when);
 	for (size_t k = 0; k < o->nconfigs; k++)
 		if (col[k].rc == 0)
 			fprintf(out, "  %s: %zu objects read, %zu refused%s%s; %zu gangs start\n",
@@ -529,13 +539,30 @@ static void print_replay(FILE *out, const struct opts *o, const struct replay_co
 	print_replay_queues(out, o, col);
 }
 
-static int replay_main(const struct opts *o, FILE *out, FILE *err)
+/* The snapshot: the file, else the cluster of --kubeconfig as it is now. */
+static int read_snapshot(const struct opts *o, struct sim_snapshot *snap, sim_fetch_fn fetch)
+{
+	cJSON *doc = NULL;
+
+	memset(snap, 0, sizeof(*snap));
+	if (o->snapshot)
+		return sim_snapshot_read(o->snapshot, snap);
+	if (!fetch) {
+		snprintf(snap->error, sizeof(snap->error), "--kubeconfig: no API client here");
+		return -ENOTSUP;
+	}
+	if (fetch(o->kubeconfig, o->context, &doc, snap->error, sizeof(snap->error)) < 0)
+		return -EIO;
+	return sim_snapshot_take(snap, doc, o->kubeconfig);
+}
+
+static int replay_main(const struct opts *o, FILE *out, FILE *err, sim_fetch_fn fetch)
 {
 	struct replay_column col[MAX_CONFIGS] = {0};
 	struct sim_snapshot snap;
 	int status = 0;
 
-	if (sim_snapshot_read(o->snapshot, &snap) < 0) {
+	if (read_snapshot(o, &snap, fetch) < 0) {
 		fprintf(err, "muster simulate: %s\n", snap.error);
 		sim_snapshot_free(&snap);
 		return 1;
@@ -641,7 +668,7 @@ static int alibaba_main(const struct opts *o, FILE *out, FILE *err)
 	return 0;
 }
 
-int sim_main(int argc, char **argv, FILE *out, FILE *err)
+int sim_main(int argc, char **argv, FILE *out, FILE *err, sim_fetch_fn fetch)
 {
 	struct column col[MAX_CONFIGS] = {0};
 	struct sim_trace t;
@@ -652,8 +679,8 @@ int sim_main(int argc, char **argv, FILE *out, FILE *err)
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
-	if (o.snapshot)
-		return replay_main(&o, out, err);
+	if (o.snapshot || o.kubeconfig)
+		return replay_main(&o, out, err, fetch);
 	if (o.alibaba)
 		return alibaba_main(&o, out, err);
 	if (sim_trace_read(o.trace, &t) < 0) {

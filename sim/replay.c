@@ -42,9 +42,15 @@ int sim_snapshot_read(const char *path, struct sim_snapshot *s)
 	}
 	s->doc = cJSON_ParseWithLength(text, len);
 	free(text);
-	if (!s->doc || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s->doc, "items"))) {
-		snprintf(s->error, sizeof(s->error), "%s: not a JSON List with \"items\"", path);
-		cJSON_Delete(s->doc);
+	return sim_snapshot_take(s, s->doc, path);
+}
+
+int sim_snapshot_take(struct sim_snapshot *s, cJSON *doc, const char *name)
+{
+	s->doc = doc;
+	if (!doc || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"))) {
+		snprintf(s->error, sizeof(s->error), "%s: not a JSON List with \"items\"", name);
+		cJSON_Delete(doc);
 		s->doc = NULL;
 		return -EINVAL;
 	}

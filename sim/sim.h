@@ -307,8 +307,21 @@ uint32_t sim_alibaba_gpu_mib(const char *model);
 
 /* ---- the command (cli.c) ----------------------------------------------------- */
 
+/** How `muster simulate --kubeconfig` reads a live cluster: a List as
+ *  sim_snapshot_read() reads one into *doc (the caller frees it), from the
+ *  API server of kubeconfig (context NULL: its current one); 0, or a
+ *  negative errno with err saying why. The layer that speaks to the API
+ *  server gives it (scheduler/snapshot.c); sim/ never does. */
+typedef int (*sim_fetch_fn)(const char *kubeconfig, const char *context, cJSON **doc, char *err,
+                            size_t errlen);
+
+/** s takes doc (a List with "items"; freed with s): 0, or -EINVAL with
+ *  s->error saying why (doc freed then too). */
+int sim_snapshot_take(struct sim_snapshot *s, cJSON *doc, const char *name);
+
 /** `muster simulate` with argv[0] = "simulate": the exit status (0; 1 a
- *  file refused or a run that failed; 2 usage). */
-int sim_main(int argc, char **argv, FILE *out, FILE *err);
+ *  file refused or a run that failed; 2 usage). fetch NULL: --kubeconfig
+ *  is refused. */
+int sim_main(int argc, char **argv, FILE *out, FILE *err, sim_fetch_fn fetch);
 
 #endif /* MUSTER_SIM_SIM_H */

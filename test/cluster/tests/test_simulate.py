@@ -102,11 +102,13 @@ def names(path):
             for i in json.loads(path.read_text())["items"]}
 
 
-def simulate(snap, at, *configs):
-    """muster simulate --snapshot: gang name -> seconds after `at`."""
+def simulate(snap, at, *configs, kubeconfig=None):
+    """muster simulate --snapshot (or --kubeconfig, the cluster now): gang
+    name -> seconds after `at`."""
     binary = os.path.join(os.path.dirname(__file__), "..", "..", "..", os.environ.get("BUILD", "build"),
                           "muster")
-    argv = [binary, "simulate", "--snapshot", str(snap), "--at", str(at)]
+    source = ["--kubeconfig", kubeconfig] if kubeconfig else ["--snapshot", str(snap)]
+    argv = [binary, "simulate", *source, "--at", str(at)]
     for c in configs:
         argv += ["--config", str(c)]
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
@@ -172,6 +174,8 @@ def test_snapshot_replayed_under_an_edited_file_starts_gangs_when_the_live_sched
         assert ours == theirs, (sorted(ours - theirs)[:5], sorted(theirs - ours)[:5])
         assert {("v1", "Pod", ns, n) for n in r + wa + wb} <= ours
         starts = simulate(snap, at, before, edited)
+        # Read from the API server by the command itself: the same starts.
+        assert simulate(None, at, before, edited, kubeconfig=cluster["KUBECONFIG"]) == starts
         # r started at most a few seconds ago and runs 30 s; each gang 20 s.
         (a_before, a_edited), (b_before, b_edited) = starts["wa"], starts["wb"]
         assert a_before is not None and b_edited is not None, starts

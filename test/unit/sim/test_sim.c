@@ -233,7 +233,7 @@ static char *run_cli(int argc, char **argv, int *status, char **errtext)
 	size_t on = 0, en = 0;
 	FILE *fo = open_memstream(&out, &on), *fe = open_memstream(&err, &en);
 
-	*status = sim_main(argc, argv, fo, fe);
+	*status = sim_main(argc, argv, fo, fe, NULL);
 	fclose(fo);
 	fclose(fe);
 	*errtext = err;
