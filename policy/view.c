@@ -716,9 +716,19 @@ struct mix_run {
 	int64_t first_s; /* the oldest one's creation */
 };
 
-/* n more pods of ours of spec s met, the oldest created at first_s. */
+/* Is there a mix to count (some node has registered GPUs)? Else the
+ * walk reads no pod for it. */
+static bool mixing(const struct plan_run *r)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+
+	return t->gpu_first[t->n] != 0;
+}
+
+/* n more pods of ours of spec s met, while mixing(); the oldest of them
+ * (which kind the mix saw first) is among pods[0..nold). */
 static int mix_add(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s, size_t n,
-                   int64_t first_s)
+                   const struct kubeapi_pod *const *pods, size_t nold)
 {
 	int rc = 0;
 
@@ -726,23 +736,13 @@ static int mix_add(struct plan_run *r, struct mix_run *m, const struct kubeapi_p
 		rc = plan__mix_count(r, m->spec, m->pods, m->first_s);
 		m->spec = s;
 		m->pods = 0;
-		m->first_s = first_s;
+		m->first_s = INT64_MAX;
 	}
 	m->pods += n;
-	if (first_s < m->first_s)
-		m->first_s = first_s;
+	for (size_t k = 0; k < nold; k++)
+		if (pods[k]->created_s < m->first_s)
+			m->first_s = pods[k]->created_s;
 	return rc;
-}
-
-/* The oldest creation among pods[0..n). */
-static int64_t oldest(const struct kubeapi_pod *const *pods, size_t n)
-{
-	int64_t t = INT64_MAX;
-
-	for (size_t k = 0; k < n; k++)
-		if (pods[k]->created_s < t)
-			t = pods[k]->created_s;
-	return t;
 }
 
 /* Does record x wait, a member of gang key `gang` the walk files
@@ -849,7 +849,10 @@ static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_ke
 	r->p->stats.pods += u->n;
 	r->p->stats.pods_from_runs += u->n;
 	r->p->stats.late_from_runs += checked ? u->n : 0;
-	return mix_add(r, mix, u->spec, u->n, oldest(u->pods, u->n));
+	/* A run in age order has its oldest first: one pod read, not u->n. */
+	return mixing(r)
+	           ? mix_add(r, mix, u->spec, u->n, u->pods, !u->late || u->ordered ? 1 : u->n)
+	           : 0;
 }
 
 /* Records [k, j), waiting members of gang g just filed, kept as its run
@@ -943,7 +946,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	if (pending_room(r, g, j - k) < 0)
 		return -ENOMEM;
 	for (size_t i = k; i < j; i++) {
-		if ((rc = mix_add(r, mix, t->v[i].spec, 1, t->v[i].pod->created_s)) < 0)
+		if (mixing(r) && (rc = mix_add(r, mix, t->v[i].spec, 1, &t->v[i].pod, 1)) < 0)
 			return rc;
 		file_pending(r, g, &t->v[i]);
 	}
@@ -985,8 +988,8 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 			}
 		}
 		r->p->stats.pods++;
-		if (x->flags & PLAN_POD_OURS &&
-		    (rc = mix_add(r, &mix, x->spec, 1, x->pod->created_s)) < 0)
+		if (x->flags & PLAN_POD_OURS && mixing(r) &&
+		    (rc = mix_add(r, &mix, x->spec, 1, &x->pod, 1)) < 0)
 			return rc;
 		if ((node = node_of(r, assumed, x, t->keys[k]))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
