@@ -37,8 +37,8 @@ struct policy_dindex;    /* dindex.c */
 #define POLICY_NO_FLAVOR  UINT16_MAX
 /** GPU models a table tells apart (struct policy_nodes' gpu_model). */
 #define POLICY_MODELS 63
-/** The label that names a node's GPU model, and the value that names the
- *  model of a GPU, as NVIDIA's GPU feature discovery sets it. */
+/** The node label whose value names the model of the node's GPUs, as
+ *  NVIDIA's GPU feature discovery sets it ("Tesla-T4"). */
 #define POLICY_MODEL_LABEL "nvidia.com/gpu.product"
 /** Buckets of a domain's nodes by free whole GPUs: 0 .. 16 each, and
  *  one for more (struct policy_level's by_gpus). */
