@@ -368,3 +368,23 @@ void kubeapi__http_free_engine(struct kubeapi_http *h)
 	if (cb)
 		cb(data);
 }
+
+void kubeapi_query_append(char *dst, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(dst);
+
+	for (; *s && n + 4 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~') {
+			dst[n++] = (char)c;
+		} else {
+			dst[n++] = '%';
+			dst[n++] = hex[c >> 4];
+			dst[n++] = hex[c & 15];
+		}
+	}
+	dst[n] = '\0';
+}

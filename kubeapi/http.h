@@ -178,6 +178,12 @@ struct kubeapi_http_stats {
 int kubeapi_http_new(uv_loop_t *loop, struct kubeapi_conn *conn,
                      const struct kubeapi_http_options *opt, struct kubeapi_http **out);
 
+/** Append s to the request path in dst (cap bytes, NUL-terminated),
+ *  percent-encoded but for RFC 3986's unreserved characters: for a token
+ *  from the server (a continue token, a resourceVersion) in a query
+ *  string. Stops short rather than overflow: give room for 3 x strlen(s). */
+void kubeapi_query_append(char *dst, size_t cap, const char *s);
+
 /** Queue a request. Returns 0, and *call when call is not NULL: valid
  *  until done_cb begins, for kubeapi_http_cancel(). Returns -EINVAL (bad
  *  method, path, missing callback), -EMSGSIZE (body over max_body),

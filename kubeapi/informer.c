@@ -196,26 +196,6 @@ int kubeapi__inf_submit(struct kubeapi_informer *inf, const char *path, unsigned
 	return kubeapi_http_submit(inf->http, &req, &inf->call);
 }
 
-void kubeapi__inf_append_escaped(char *dst, size_t cap, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = strlen(dst);
-
-	for (; *s && n + 4 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.' || c == '~') {
-			dst[n++] = (char)c;
-		} else {
-			dst[n++] = '%';
-			dst[n++] = hex[c >> 4];
-			dst[n++] = hex[c & 15];
-		}
-	}
-	dst[n] = '\0';
-}
-
 int kubeapi__inf_copy_string(const cJSON *o, const char *key, char *out, size_t cap)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);

@@ -82,8 +82,6 @@ void kubeapi__inf_later(struct kubeapi_informer *inf, uint64_t ms,
 int kubeapi__inf_submit(struct kubeapi_informer *inf, const char *path, unsigned flags,
                         kubeapi_http_done_cb done, kubeapi_http_chunk_cb chunk);
 void kubeapi__inf_maybe_free(struct kubeapi_informer *inf);
-/* Query strings carry tokens from the server: escape what is not safe. */
-void kubeapi__inf_append_escaped(char *dst, size_t cap, const char *s);
 /* String member `key` of a parsed object into out[cap + 1] ("" if absent
  * or null). 0 or -EINVAL (not a string, or longer than cap). */
 int kubeapi__inf_copy_string(const cJSON *o, const char *key, char *out, size_t cap);

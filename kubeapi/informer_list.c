@@ -293,7 +293,7 @@ static void request_page(struct kubeapi_informer *inf)
 	snprintf(path, sizeof(path), "%s?limit=%u%s", inf->kind->path, inf->limit,
 	         inf->cont[0] ? "&continue=" : "");
 	if (inf->cont[0])
-		kubeapi__inf_append_escaped(path, sizeof(path), inf->cont);
+		kubeapi_query_append(path, sizeof(path), inf->cont);
 	inf->state = KUBEAPI__ST_LIST;
 	inf->stats.limit = inf->limit;
 	rc = kubeapi__inf_submit(inf, path, KUBEAPI_REQ_RETRY, list_done, NULL);

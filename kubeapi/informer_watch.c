@@ -238,7 +238,7 @@ void kubeapi__inf_start_watch(struct kubeapi_informer *inf)
 	snprintf(path, sizeof(path),
 	         "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=",
 	         inf->kind->path, inf->opt.watch_timeout_s);
-	kubeapi__inf_append_escaped(path, sizeof(path), inf->rv);
+	kubeapi_query_append(path, sizeof(path), inf->rv);
 	inf->state = KUBEAPI__ST_WATCH;
 	inf->got_chunk = false;
 	inf->stats.watches++;

@@ -375,6 +375,14 @@ bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
  * 0 or -ENOMEM. */
 int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec, size_t pods,
                     int64_t first_s);
+/* Is there a mix to count (some node has registered GPUs)? Else the walk
+ * reads no pod for it. Inline: the walk asks it of every pod of ours. */
+static inline bool plan__mixing(const struct plan_run *r)
+{
+	const struct policy_nodes *t = &r->p->nodes;
+
+	return t->gpu_first[t->n] != 0;
+}
 int plan__mix(struct plan_run *r);
 /* The specs of pods[0..n), a slice of g->pending, in the arena (NULL:
  * out of memory): no pod is read when g's pending share one spec. */

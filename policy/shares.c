@@ -95,11 +95,10 @@ struct mix_count {
 int plan__mix_count(struct plan_run *r, const struct kubeapi_podspec *spec, size_t pods,
                     int64_t first_s)
 {
-	const struct policy_nodes *t = &r->p->nodes;
 	struct mix_count *c;
 	void **n;
 
-	if (t->gpu_first[t->n] == 0 || !pods)
+	if (!plan__mixing(r) || !pods)
 		return 0; /* no registered GPU: nothing to score */
 	if (!(n = idmap_ref(&r->mix_specs, (uintptr_t)spec)))
 		return -ENOMEM;

@@ -716,15 +716,6 @@ struct mix_run {
 	int64_t first_s; /* the oldest one's creation */
 };
 
-/* Is there a mix to count (some node has registered GPUs)? Else the
- * walk reads no pod for it. */
-static bool mixing(const struct plan_run *r)
-{
-	const struct policy_nodes *t = &r->p->nodes;
-
-	return t->gpu_first[t->n] != 0;
-}
-
 /* n more pods of ours of spec s met, while mixing(); the oldest of them
  * (which kind the mix saw first) is among pods[0..nold). */
 static int mix_add(struct plan_run *r, struct mix_run *m, const struct kubeapi_podspec *s, size_t n,
@@ -850,7 +841,7 @@ static int use_run(struct plan_run *r, struct plan_gang *g, const struct plan_ke
 	r->p->stats.pods_from_runs += u->n;
 	r->p->stats.late_from_runs += checked ? u->n : 0;
 	/* A run in age order has its oldest first: one pod read, not u->n. */
-	return mixing(r)
+	return plan__mixing(r)
 	           ? mix_add(r, mix, u->spec, u->n, u->pods, !u->late || u->ordered ? 1 : u->n)
 	           : 0;
 }
@@ -946,7 +937,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	if (pending_room(r, g, j - k) < 0)
 		return -ENOMEM;
 	for (size_t i = k; i < j; i++) {
-		if (mixing(r) && (rc = mix_add(r, mix, t->v[i].spec, 1, &t->v[i].pod, 1)) < 0)
+		if (plan__mixing(r) && (rc = mix_add(r, mix, t->v[i].spec, 1, &t->v[i].pod, 1)) < 0)
 			return rc;
 		file_pending(r, g, &t->v[i]);
 	}
@@ -988,7 +979,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 			}
 		}
 		r->p->stats.pods++;
-		if (x->flags & PLAN_POD_OURS && mixing(r) &&
+		if (x->flags & PLAN_POD_OURS && plan__mixing(r) &&
 		    (rc = mix_add(r, &mix, x->spec, 1, &x->pod, 1)) < 0)
 			return rc;
 		if ((node = node_of(r, assumed, x, t->keys[k]))) {

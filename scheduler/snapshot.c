@@ -29,8 +29,10 @@
 
 #define SNAPSHOT_PAGE     500 /* items a page, by default (kubectl's --chunk-size) */
 #define SNAPSHOT_MAX_PAGE 100000
-/* A continue token longer than this is refused (the server's are ~100). */
+/* A continue token longer than this is refused (the server's are ~100):
+ * escaped, it still fits a request path. */
 #define SNAPSHOT_MAX_CONTINUE 2048
+_Static_assert(3 * SNAPSHOT_MAX_CONTINUE + 256 < KUBEAPI_HTTP_MAX_PATH, "a token fits a path");
 
 static const enum kubeapi_store_kind listed[] = {
     KUBEAPI_STORE_NODES,  KUBEAPI_STORE_PODS,      KUBEAPI_STORE_PODGROUPS,
@@ -123,30 +125,10 @@ static void got_page(void *data, const struct kubeapi_response *resp)
 	next_page(s);
 }
 
-/* s percent-encoded for a query value into out (3 x its length + 1). */
-static void escape(const char *s, char *out)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.' || c == '~') {
-			*out++ = (char)c;
-		} else {
-			*out++ = '%';
-			*out++ = hex[c >> 4];
-			*out++ = hex[c & 15];
-		}
-	}
-	*out = '\0';
-}
-
 static void next_page(struct lister *s)
 {
 	const struct kubeapi_kind *k = kubeapi_cache_kind(listed[s->at]);
-	char path[KUBEAPI_HTTP_MAX_PATH], cont[3 * SNAPSHOT_MAX_CONTINUE + 1];
+	char path[KUBEAPI_HTTP_MAX_PATH];
 	struct kubeapi_request req = {.method = KUBEAPI_GET,
 	                              .path = path,
 	                              .flags = KUBEAPI_REQ_RETRY,
@@ -154,11 +136,11 @@ static void next_page(struct lister *s)
 	                              .data = s};
 	int rc;
 
-	escape(s->cont, cont);
-	if (snprintf(path, sizeof(path), "%s?limit=%ld%s%s", k->path, s->page,
-	             *cont ? "&continue=" : "", cont) >= (int)sizeof(path))
-		fail(s, -EINVAL, "a continue token too long", NULL);
-	else if ((rc = kubeapi_http_submit(s->http, &req, NULL)) < 0)
+	/* take_page() keeps a token short enough for the path, escaped. */
+	snprintf(path, sizeof(path), "%s?limit=%ld%s", k->path, s->page,
+	         s->cont[0] ? "&continue=" : "");
+	kubeapi_query_append(path, sizeof(path), s->cont);
+	if ((rc = kubeapi_http_submit(s->http, &req, NULL)) < 0)
 		fail(s, rc, "cannot submit", strerror(-rc));
 }
 

@@ -181,35 +181,52 @@ static int open_lines(struct alibaba *a, const char *path, struct lines *l)
 	return 0;
 }
 
+/* Columns a file's header may name, at most. */
+#define MAX_COLS 32
+
+/* Open path and read its header: the index of each of want[0..n) into
+ * c (-1: absent, an error for the first `required`), and the header's
+ * width into *nh. 0, or an error with a->res->error saying why (l freed
+ * then). */
+static int open_csv(struct alibaba *a, const char *path, const char *const *want, int n,
+                    int required, int *c, struct lines *l, int *nh)
+{
+	char *line, *h[MAX_COLS];
+	int rc;
+
+	if ((rc = open_lines(a, path, l)) < 0)
+		return rc;
+	if (!(line = next_line(l))) {
+		rc = fail(a, "%s: empty", path);
+	} else {
+		*nh = sim_csv_split(line, h, MAX_COLS);
+		for (int k = 0; k < n && rc == 0; k++)
+			if ((c[k] = sim_csv_column(h, *nh, want[k])) < 0 && k < required)
+				rc = fail(a, "%s:1: no column %s", path, want[k]);
+	}
+	if (rc < 0)
+		free(l->text);
+	return rc;
+}
+
 #define NODE_COLS 5
 static int read_nodes(struct alibaba *a, const char *path)
 {
 	static const char *const want[NODE_COLS] = {"sn", "cpu_milli", "memory_mib", "gpu",
 	                                            "model"};
 	struct lines l;
-	char *line, *f[16], *h[16];
+	char *line, *f[MAX_COLS];
 	int c[NODE_COLS], nh, rc;
 
-	if ((rc = open_lines(a, path, &l)) < 0)
+	if ((rc = open_csv(a, path, want, NODE_COLS, NODE_COLS, c, &l, &nh)) < 0)
 		return rc;
-	if (!(line = next_line(&l))) {
-		rc = fail(a, "%s: empty", path);
-		goto out;
-	}
-	nh = sim_csv_split(line, h, 16);
-	for (int k = 0; k < NODE_COLS; k++)
-		if ((c[k] = sim_csv_column(h, nh, want[k])) < 0) {
-			rc = fail(a, "%s:1: no column %s", path, want[k]);
-			goto out;
-		}
-	rc = 0;
 	while (rc == 0 && (line = next_line(&l))) {
 		struct anode *n;
 		long cpu, mem, gpus;
 
 		if (!*line)
 			continue;
-		if (sim_csv_split(line, f, 16) < nh || strlen(f[c[0]]) >= sizeof(n->name) ||
+		if (sim_csv_split(line, f, MAX_COLS) < nh || strlen(f[c[0]]) >= sizeof(n->name) ||
 		    strlen(f[c[4]]) >= sizeof(n->model) || (cpu = number(f[c[1]], 1L << 40)) < 0 ||
 		    (mem = number(f[c[2]], 1L << 40)) < 0 ||
 		    (gpus = number(f[c[3]], KUBEAPI_VGPU_MAX_DEVICES)) < 0) {
@@ -232,7 +249,6 @@ static int read_nodes(struct alibaba *a, const char *path)
 	}
 	if (rc == 0 && !a->nnodes)
 		rc = fail(a, "%s: no nodes", path);
-out:
 	free(l.text);
 	return rc;
 }
@@ -240,26 +256,16 @@ out:
 #define POD_COLS 5
 static int read_pods(struct alibaba *a, const char *path)
 {
-	static const char *const want[POD_COLS] = {"name", "cpu_milli", "memory_mib", "num_gpu",
-	                                           "gpu_milli"};
+	static const char *const want[POD_COLS + 1] = {"name",    "cpu_milli", "memory_mib",
+	                                               "num_gpu", "gpu_milli", "gpu_spec"};
 	struct lines l;
-	char *line, *f[32], *h[32];
-	int c[POD_COLS], nh, gs, rc;
+	char *line, *f[MAX_COLS];
+	int c[POD_COLS + 1], nh, gs, rc;
 
-	if ((rc = open_lines(a, path, &l)) < 0)
+	/* gpu_spec is not in every file: asked for, its absence is no error. */
+	if ((rc = open_csv(a, path, want, POD_COLS + 1, POD_COLS, c, &l, &nh)) < 0)
 		return rc;
-	if (!(line = next_line(&l))) {
-		rc = fail(a, "%s: empty", path);
-		goto out;
-	}
-	nh = sim_csv_split(line, h, 32);
-	for (int k = 0; k < POD_COLS; k++)
-		if ((c[k] = sim_csv_column(h, nh, want[k])) < 0) {
-			rc = fail(a, "%s:1: no column %s", path, want[k]);
-			goto out;
-		}
-	gs = sim_csv_column(h, nh, "gpu_spec"); /* not in every file */
-	rc = 0;
+	gs = c[POD_COLS];
 	while (rc == 0 && (line = next_line(&l))) {
 		struct apod *p;
 		long cpu, mem, ng, gm;
@@ -268,7 +274,9 @@ static int read_pods(struct alibaba *a, const char *path)
 			rc = fail(a, "%s:%zu: more than %d pods", path, l.line, ALIBABA_MAX_ROWS);
 			break;
 		}
-		if (sim_csv_split(line, f, 32) < nh || strlen(f[c[0]]) >= sizeof(p->name) ||
+		if (!*line)
+			continue;
+		if (sim_csv_split(line, f, MAX_COLS) < nh || strlen(f[c[0]]) >= sizeof(p->name) ||
 		    (gs >= 0 && strlen(f[gs]) >= sizeof(p->spec)) ||
 		    (cpu = number(f[c[1]], 1L << 40)) < 0 ||
 		    (mem = number(f[c[2]], 1L << 40)) < 0 ||
@@ -293,7 +301,6 @@ static int read_pods(struct alibaba *a, const char *path)
 	}
 	if (rc == 0 && !a->npods)
 		rc = fail(a, "%s: no pods", path);
-out:
 	free(l.text);
 	return rc;
 }

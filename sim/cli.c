@@ -423,59 +423,66 @@ static size_t queue_starts(const struct replay_column *c, const char *q, int64_t
 	return n;
 }
 
-/* Whether queue q is first met at gang g of column c (so listed once). */
-static bool first_of_queue(const struct replay_column *col, size_t c, size_t g)
+/* Queue names, NULL (no queue) first, then by name. */
+static int queue_cmp(const void *a, const void *b)
 {
-	const char *q = col[c].res.gangs[g].queue;
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
 
-	for (size_t e = 0; e <= c; e++)
-		for (size_t h = 0; col[e].rc == 0 && h < (e == c ? g : col[e].res.ngangs); h++) {
-			const char *p = col[e].res.gangs[h].queue;
-
-			if (q ? p && !strcmp(p, q) : !p)
-				return false;
-		}
-	return true;
+	return !x || !y ? (x != NULL) - (y != NULL) : strcmp(x, y);
 }
 
-/* Per queue, the gangs started and their mean and last start; then the
- * GPUs in use over the replay. */
-static void print_replay_queues(FILE *out, const struct opts *o, const struct replay_column *col)
+/* Queue q's three rows: gangs started, mean and last start, per column. */
+static void print_queue(FILE *out, const struct opts *o, const struct replay_column *col,
+                        const char *q)
 {
 	static const char *const what[] = {"gangs started", "mean start", "last start"};
 
-	fprintf(out, "\n%-40s\n", "per queue (starts after --at)");
-	for (size_t c = 0; c < o->nconfigs; c++)
-		for (size_t g = 0; col[c].rc == 0 && g < col[c].res.ngangs; g++) {
-			const char *q = col[c].res.gangs[g].queue;
+	for (int w = 0; w < 3; w++) {
+		char label[300];
 
-			if (!first_of_queue(col, c, g))
-				continue;
-			for (int w = 0; w < 3; w++) {
-				char label[300];
+		snprintf(label, sizeof(label), "  %s: %s", q ? q : "(no queue)", what[w]);
+		fprintf(out, "%-40s", label);
+		for (size_t k = 0; k < o->nconfigs; k++) {
+			int64_t mean, last;
+			size_t n = queue_starts(&col[k], q, &mean, &last);
+			char cell[64] = "+";
 
-				snprintf(label, sizeof(label), "  %s: %s", q ? q : "(no queue)",
-				         what[w]);
-				fprintf(out, "%-40s", label);
-				for (size_t k = 0; k < o->nconfigs; k++) {
-					int64_t mean, last;
-					size_t n = queue_starts(&col[k], q, &mean, &last);
-					char cell[64] = "+";
-
-					if (col[k].rc)
-						snprintf(cell, sizeof(cell), "failed");
-					else if (w == 0)
-						snprintf(cell, sizeof(cell), "%zu", n);
-					else if (!n)
-						snprintf(cell, sizeof(cell), "-");
-					else
-						duration(cell + 1, sizeof(cell) - 1,
-						         w == 1 ? mean : last);
-					fprintf(out, " %*s", o->width, cell);
-				}
-				fputc('\n', out);
-			}
+			if (col[k].rc)
+				snprintf(cell, sizeof(cell), "failed");
+			else if (w == 0)
+				snprintf(cell, sizeof(cell), "%zu", n);
+			else if (!n)
+				snprintf(cell, sizeof(cell), "-");
+			else
+				duration(cell + 1, sizeof(cell) - 1, w == 1 ? mean : last);
+			fprintf(out, " %*s", o->width, cell);
 		}
+		fputc('\n', out);
+	}
+}
+
+/* Per queue (each queue a gang started in, under any file), the gangs
+ * started and their mean and last start; then the GPUs in use over the
+ * replay. O(gangs log gangs + queues x gangs). */
+static void print_replay_queues(FILE *out, const struct opts *o, const struct replay_column *col)
+{
+	const char **q;
+	size_t n = 0;
+
+	for (size_t k = 0; k < o->nconfigs; k++)
+		n += col[k].rc == 0 ? col[k].res.ngangs : 0;
+	fprintf(out, "\n%-40s\n", "per queue (starts after --at)");
+	if ((q = malloc((n + 1) * sizeof(*q)))) {
+		n = 0;
+		for (size_t k = 0; k < o->nconfigs; k++)
+			for (size_t g = 0; col[k].rc == 0 && g < col[k].res.ngangs; g++)
+				q[n++] = col[k].res.gangs[g].queue;
+		qsort(q, n, sizeof(*q), queue_cmp);
+		for (size_t i = 0; i < n; i++)
+			if (i == 0 || queue_cmp(&q[i - 1], &q[i]))
+				print_queue(out, o, col, q[i]);
+		free(q);
+	}
 	fprintf(out, "%-40s", "GPU utilisation (to the last end)");
 	for (size_t k = 0; k < o->nconfigs; k++) {
 		char cell[32] = "-";
