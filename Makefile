@@ -7,6 +7,7 @@
 #   make cluster-up [PROFILE=small]   start the local control plane
 #   make cluster-down     stop it and remove its state
 #   make bench-apiserver-limit        bind throughput the API server absorbs
+#   make bench-peers      Muster beside Volcano, Coscheduling, kube-scheduler's gangs
 #   make format / make format-check
 #   make arch-check       every #include follows the house's arrows (scripts/arch-check)
 #   make SANITIZE=address,undefined test   the same under sanitizers
@@ -105,7 +106,7 @@ FUZZ_ARGS ?=
 FUZZ_LDFLAGS_watch := -Wl,--wrap=kubeapi_http_submit -Wl,--wrap=kubeapi_http_cancel
 
 .PHONY: all deps c-deps unit integration-bins test test-threads demo cluster-up cluster-down format format-check arch-check \
-	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e bench-native clean fuzz fuzz-bins
+	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e bench-native bench-peers clean fuzz fuzz-bins
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
 
@@ -215,6 +216,11 @@ bench-e2e: all
 # PodGroups, one cluster, one run (bench/README.md).
 bench-native: all
 	bench/native-gangs
+
+# Muster beside Volcano, Coscheduling and kube-scheduler's own gangs, five
+# shapes of work, interleaved, on one cluster (bench/README.md, bench-peers).
+bench-peers: all
+	bench/peers
 
 bench-plan: all
 	$(BUILD)/bench/plan_cycle --sweep --reps 3

@@ -1,5 +1,5 @@
 """What the Python benchmarks that drive a live cluster share
-(bench/e2e_bind.py, bench/native_gangs.py): the official client with plain
+(bench/e2e_bind.py, bench/peers.py): the official client with plain
 bodies, the API server's write counts, a watch of bind times in a process
 of its own, per-process CPU, percentiles, and the namespaces they clean
 up. Each benchmark keeps what is its own (its PodGroup dialect, its
@@ -219,17 +219,58 @@ class Api:
 # --- the watch (its own process) ---------------------------------------------
 
 
-def watch_main(kubeconfig, ns, rv, expect, log, conn, count, connected, stop):
-    """Watch the pods of `ns` from resourceVersion `rv`; record the monotonic
-    time each pod is first seen with spec.nodeName. Sets `connected` once the
-    server has answered the watch, keeps `count` current, and sends
-    {name: time} through `conn` when `expect` pods are bound (None: never)
-    or `stop` is set."""
+def pod_gpus(pod):
+    """The GPUs a pod asks (its containers' requests)."""
+    return sum(int(c.get("resources", {}).get("requests", {}).get(GPU, "0"))
+               for c in pod["spec"].get("containers", []))
+
+
+class WatchLog:
+    """What the watch keeps of every pod version it sees: when each pod was
+    first seen bound and where, when it was first seen going (deletion
+    started or gone), pods seen bound to a second node, and nodes whose
+    bound GPUs ever exceeded `node_gpus` (a pod holds its GPUs from its bind
+    until it is gone, as schedulers count them)."""
+
+    def __init__(self, node_gpus):
+        self.bound, self.node, self.gone = {}, {}, {}
+        self.double, self.over = 0, set()
+        self.node_gpus, self.used, self.holds = node_gpus, {}, {}
+
+    def see(self, kind, obj, now):
+        name = obj["metadata"]["name"]
+        node = obj["spec"].get("nodeName")
+        if node and name not in self.bound:
+            self.bound[name], self.node[name] = now, node
+            gpus = pod_gpus(obj)
+            if gpus and kind != "DELETED":
+                self.holds[name] = gpus
+                self.used[node] = self.used.get(node, 0) + gpus
+                if self.node_gpus and self.used[node] > self.node_gpus:
+                    self.over.add(node)
+        elif node and self.node.get(name) != node:
+            self.double += 1
+        if (kind == "DELETED" or obj["metadata"].get("deletionTimestamp")) and name not in self.gone:
+            self.gone[name] = now
+        if kind == "DELETED" and name in self.holds:
+            self.used[self.node[name]] -= self.holds.pop(name)
+
+    def result(self):
+        return {"bound": self.bound, "node": self.node, "gone": self.gone, "double": self.double,
+                "over": sorted(self.over)}
+
+
+def watch_main(kubeconfig, ns, rv, expect, log, conn, count, connected, stop, node_gpus):
+    """Watch the pods of `ns` from resourceVersion `rv` into a WatchLog (the
+    monotonic time each pod is first seen with spec.nodeName, and the rest).
+    Sets `connected` once the server has answered the watch, keeps `count`
+    (pods bound) current, and sends WatchLog.result() through `conn` when
+    `expect` pods are bound (None: never) or `stop` is set."""
     api = Api(kubeconfig, 2, log)
-    bound = {}
+    wl = WatchLog(node_gpus)
 
     def done():
-        return stop.is_set() or (expect is not None and len(bound) >= expect)
+        return stop.is_set() or (expect is not None and len(wl.bound) >= expect)
 
     while not done():
         resp = api.core.list_namespaced_pod(
@@ -247,17 +288,15 @@ def watch_main(kubeconfig, ns, rv, expect, log, conn, count, connected, stop):
                 if ev.get("type") == "ERROR":
                     log.fail(f"watch error: {obj.get('message')}")
                 rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if ev["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
-                    name = obj["metadata"]["name"]
-                    if name not in bound:
-                        bound[name] = now
-                        count.value = len(bound)
+                if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                    wl.see(ev["type"], obj, now)
+                    count.value = len(wl.bound)
                 if done():
                     break
         finally:
             resp.close()
             resp.release_conn()
-    conn.send(bound)
+    conn.send(wl.result())
     conn.close()
 
 
@@ -265,14 +304,14 @@ class Watcher:
     """watch_main() in a process of its own, so the creating threads never
     delay its timestamps (both read CLOCK_MONOTONIC, which is system-wide)."""
 
-    def __init__(self, kubeconfig, ns, rv, log, expect=None):
+    def __init__(self, kubeconfig, ns, rv, log, expect=None, node_gpus=0):
         ctx = multiprocessing.get_context("spawn")
         self.count = ctx.Value("l", 0)
         self.connected, self.stop_ev = ctx.Event(), ctx.Event()
         self.rx, tx = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=watch_main,
                                 args=(kubeconfig, ns, rv, expect, log, tx, self.count, self.connected,
-                                      self.stop_ev),
+                                      self.stop_ev, node_gpus),
                                 daemon=True)
         self.proc.start()
         if not self.connected.wait(60):
@@ -282,7 +321,8 @@ class Watcher:
         return self.count.value
 
     def results(self):
+        """{pod: first seen bound}; the rest of the WatchLog in self.log."""
         self.stop_ev.set()
-        out = self.rx.recv() if self.rx.poll(60) else {}
+        self.log = self.rx.recv() if self.rx.poll(60) else WatchLog(0).result()
         self.proc.join(10)
-        return out
+        return self.log["bound"]

@@ -333,6 +333,62 @@ static void test_hold_keeps_room_for_preemptor(void **state)
 	world_free(&w);
 }
 
+/* Two holds, victims of eight one-GPU pods each: H1 took L2, H2 took L1.
+ * Six of L2's pods are gone, two still ending. H1 keeps its hold (nobody
+ * else is evicted, L0 stays), and is bound where L2 was once all are gone.
+ * Names in both orders, whichever way the holds' map orders them. */
+static void two_holds(const char *h1, const char *h2)
+{
+	static const char *const n0[8] = {"n-0-0", "n-0-0", "n-0-0", "n-0-0",
+	                                  "n-0-0", "n-0-0", "n-0-0", "n-0-0"};
+	static const char *const n1[8] = {"n-0-1", "n-0-1", "n-0-1", "n-0-1",
+	                                  "n-0-1", "n-0-1", "n-0-1", "n-0-1"};
+	static const char *const n2[8] = {"n-0-2", "n-0-2", "n-0-2", "n-0-2",
+	                                  "n-0-2", "n-0-2", "n-0-2", "n-0-2"};
+	struct world w;
+	char buf[128], name[16];
+
+	world_init(&w, 1, 3);
+	gang(&w, "s", "L0", 8, 1, n0, (struct podopt){.priority = 1, .started = 10});
+	gang(&w, "s", "L1", 8, 1, n1, (struct podopt){.priority = 1, .started = 20});
+	gang(&w, "s", "L2", 8, 1, n2, (struct podopt){.priority = 1, .started = 30});
+	gang(&w, "s", h1, 8, 1, NULL, (struct podopt){.priority = 100, .started = 60});
+	cycle(&w);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L2");
+	gang(&w, "s", h2, 8, 1, NULL, (struct podopt){.priority = 100, .started = 70});
+	cycle(&w);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L2 L1");
+	for (int k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "L2-%d", k);
+		del_pod(&w, "s", name);
+		if (k >= 6)
+			pod(&w, "s", name, "L2", 1,
+			    &(struct podopt){
+			        .node = "n-0-2", .priority = 1, .started = 30, .deleting = 1});
+	}
+	cycle(&w);
+	assert_int_equal(find(&w, "s", h1)->state, PLAN_PREEMPTING);
+	assert_int_equal(find(&w, "s", h2)->state, PLAN_PREEMPTING);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L1"); /* asked again, nothing new */
+	del_pod(&w, "s", "L2-6");
+	del_pod(&w, "s", "L2-7");
+	cycle(&w);
+	assert_int_equal(find(&w, "s", h1)->state, PLAN_ADMITTED);
+	assert_int_equal(w.plan.nbinds, 8);
+	assert_string_equal(intern_str(kubeapi_model_intern(w.s.model), w.plan.binds[0].node),
+	                    "n-0-2");
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L1");
+	world_free(&w);
+}
+
+static void test_two_holds_keep_their_rooms(void **state)
+{
+	(void)state;
+	two_holds("H1", "H2");
+	two_holds("P9", "P0");
+	two_holds("zz", "aa");
+}
+
 /* B is guarded by a budget that allows no disruption: passed over. Of A
  * and E (one victim each), E started later. */
 static void test_budget_protects_victim(void **state)
@@ -536,6 +592,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_priority_minimal_whole_gang),
 	    cmocka_unit_test(test_hold_keeps_room_for_preemptor),
+	    cmocka_unit_test(test_two_holds_keep_their_rooms),
 	    cmocka_unit_test(test_budget_protects_victim),
 	    cmocka_unit_test(test_budget_with_room_allows),
 	    cmocka_unit_test(test_protections),
