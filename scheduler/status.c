@@ -539,24 +539,6 @@ static bool group_differs(struct sched *s, const struct plan_gang *g)
 	       !same_message(&g->group->status, &in);
 }
 
-/* A gang short of members whose PodGroup is younger than STATUS_ASSEMBLY_S
- * is still being created (a job's controller creates its pods in a burst):
- * its pods get no condition yet, as kube-scheduler writes none for a pod
- * its gang's PreEnqueue holds back. Writing one as each member appears
- * cost up to two writes a pod (its condition and a FailedScheduling Event)
- * that competed with the binds: on bench/peers' stream pushed to the API
- * server's limit (40 gangs/s asked), runs interleaved, writes per bound
- * pod fell from 6.2-6.4 to 4.7-5.0 and create-to-bind p50 from 1.6-2.1 s
- * to 0.85 s. The message is in /debug and `muster explain` at once, and
- * on the pods once the gang has waited that long. */
-#define STATUS_ASSEMBLY_S 10
-
-static bool assembling(const struct sched *s, const struct plan_gang *g)
-{
-	return g->block.why == PLAN_WHY_MEMBERS && g->group &&
-	       s->plan_now_s - g->submitted_s < STATUS_ASSEMBLY_S;
-}
-
 int sched_status_todo(struct sched *s, struct buf *out)
 {
 	int rc;
@@ -568,8 +550,7 @@ int sched_status_todo(struct sched *s, struct buf *out)
 
 		if (g->group && group_differs(s, g) && (rc = todo_add(out, k, NULL)) < 0)
 			return rc;
-		if (!g->message || g->state == PLAN_ADMITTED || g->npending == 0 ||
-		    assembling(s, g))
+		if (!g->message || g->state == PLAN_ADMITTED || g->npending == 0)
 			continue;
 		h = kubeapi_text_hash(g->message, strlen(g->message));
 		for (uint32_t m = 0; m < g->npending; m++) {
