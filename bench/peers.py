@@ -510,6 +510,21 @@ class Shape:
             list(pool.map(one_pod, pods))
         return created
 
+    def arrive(self, rate, bodies):
+        """Each (PodGroup, pods) of `bodies` created at `rate` a second, its
+        PodGroup first; returns ({pod: create returned}, seconds, worst lag)."""
+        created = {}
+
+        def one(i):
+            g, ps = bodies[i]
+            self.api.create_podgroup(self.sched.dialect, self.ns, g)
+            for p in ps:
+                self.api.create_pod(self.ns, p)
+                created[p["metadata"]["name"]] = time.monotonic()
+
+        submit_s, lag = arrivals(rate, len(bodies), one, self.a.threads)
+        return created, submit_s, lag
+
     def wait(self, expect, stall, settle=0.0, quiet_after=None):
         """Until the watch has seen `expect` pods bound (then `settle` s more),
         or, with `quiet_after` a time, no new bind for `stall` s after it.
@@ -558,7 +573,7 @@ class Shape:
         return self.res
 
 
-def bound_pods(a, shape, bound):
+def bound_pods(shape, bound):
     n = sum(1 for g, (_, names) in shape.gangs.items() for x in names if x in bound)
     shape.res["bound"] = n
     return n
@@ -590,7 +605,7 @@ def shape_backlog(a, api, sched, rep, nodes):
                      rate_from_start=len(times) / last)
         log(f"{s.what}: {len(times)}/{total} bound, first {first:.2f} s after start, last {last:.2f} s: "
             f"{s.res['rate']:.0f} pods/s")
-    if bound_pods(a, s, bound) < total:
+    if bound_pods(s, bound) < total:
         s.res["failed"] = f"{len(bound)}/{total} bound ({outcome})"
     return s.teardown()
 
@@ -624,18 +639,9 @@ def gang_latency(gangs, created, bound):
 
 def shape_stream(a, api, sched, rep, nodes):
     s = Shape(a, api, sched, "stream", rep)
-    created = {}
     bodies = [s.gang(f"s-{i:05d}", a.members, 1) for i in range(a.stream_gangs)]
-
-    def one(i):
-        g, ps = bodies[i]
-        api.create_podgroup(sched.dialect, s.ns, g)
-        for p in ps:
-            api.create_pod(s.ns, p)
-            created[p["metadata"]["name"]] = time.monotonic()
-
     t_first = time.monotonic()
-    submit_s, lag = arrivals(a.rate, a.stream_gangs, one, a.threads)
+    created, submit_s, lag = s.arrive(a.rate, bodies)
     total = a.stream_gangs * a.members
     outcome = s.wait(total, a.stall_timeout, settle=a.settle)
     bound = s.end(outcome)
@@ -646,7 +652,7 @@ def shape_stream(a, api, sched, rep, nodes):
                  rate=len(times) / max(times[-1] - t_first, 1e-9) if times else None)
     log(f"{s.what}: {len(bound)}/{total} bound; submitted at {a.stream_gangs / submit_s:.1f} gangs/s; "
         f"pod create->bind ms p50/p90/p99/max {fmt_pcts(per_pod)}")
-    if bound_pods(a, s, bound) < total:
+    if bound_pods(s, bound) < total:
         s.res["failed"] = f"{len(bound)}/{total} bound ({outcome})"
     return s.teardown()
 
@@ -684,7 +690,7 @@ def shape_rack(a, api, sched, rep, nodes):
                  asked=asked, why=None if asked else sched.dialect.rack_why)
     log(f"{s.what}: {one_rack}/{a.rack_gangs} gangs in one rack ({'asked' if asked else 'not asked'}); "
         f"create->bind ms {fmt_pcts(per_gang)}")
-    if bound_pods(a, s, bound) < len(pods):
+    if bound_pods(s, bound) < len(pods):
         s.res["failed"] = f"{s.res['bound']}/{len(pods)} bound ({outcome})"
     return s.teardown()
 
@@ -702,18 +708,9 @@ def shape_preempt(a, api, sched, rep, nodes):
     log(f"{s.what}: {len(fillers)} low-priority pods running on {len(nodes)} nodes ({n0}); "
         f"{a.preemptors} preemptors of {a.members} at 2 gangs/s")
     time.sleep(a.settle)  # the scheduler sees them all
-    created = {}
     bodies = [s.gang(f"high-{i:03d}", a.members, 1, prio=HIGH) for i in range(a.preemptors)]
-
-    def one(i):
-        g, ps = bodies[i]
-        api.create_podgroup(sched.dialect, s.ns, g)
-        for p in ps:
-            api.create_pod(s.ns, p)
-            created[p["metadata"]["name"]] = time.monotonic()
-
     s.restart_clocks()
-    arrivals(2.0, a.preemptors, one, a.threads)
+    created, _, _ = s.arrive(2.0, bodies)
     total = len(fillers) + a.preemptors * a.members
     outcome = s.wait(total, a.preempt_wait, settle=a.settle, quiet_after=time.monotonic())
     bound = s.end(outcome)
@@ -748,21 +745,13 @@ def shape_smalljobs(a, api, sched, rep, nodes):
         f"the full nodes free at {a.free_at:g} s")
     count = int(a.small_rate * a.small_for)
     bodies = [s.gang(f"small-{i:05d}", 1, 1, runtime_s=a.small_run) for i in range(count)]
-    created = {}
-
-    def one(i):
-        g, ps = bodies[i]
-        api.create_podgroup(sched.dialect, s.ns, g)
-        api.create_pod(s.ns, ps[0])
-        created[ps[0]["metadata"]["name"]] = time.monotonic()
-
     for _, ps in bodies:
         ps[0]["metadata"]["labels"][SMALL_LABEL] = "1"
     s.restart_clocks()
     t0 = time.monotonic()
     s.t_free, s.stop_ender = t0 + a.free_at, False
     ender = concurrent.futures.ThreadPoolExecutor(1).submit(small_ender, a, api, s, busy)
-    arrivals(a.small_rate, count, one, a.threads)
+    created, _, _ = s.arrive(a.small_rate, bodies)
     t_stream = time.monotonic()
     outcome = s.wait(len(fillers) + big_n + count, a.quiet, quiet_after=t_stream)
     s.stop_ender = True
@@ -781,7 +770,7 @@ def shape_smalljobs(a, api, sched, rep, nodes):
     log(f"{s.what}: {len(small_times)}/{count} small jobs bound, create->bind ms {fmt_pcts(per_pod)}; the "
         f"fillers gone {t_room - s.t_free:.1f} s after their deletion began; big gang "
         + (f"bound {big_at - t_room:.1f} s after" if big_at else "not bound"))
-    bound_pods(a, s, bound)
+    bound_pods(s, bound)
     if big_at is None:
         s.res["failed"] = f"the big gang was not bound ({outcome})"
     return s.teardown()
@@ -826,7 +815,7 @@ def shape_contention(a, api, sched, rep, nodes):
     bound = s.end(outcome)
     times = sorted(bound.values())
     s.res.update(gangs=gangs, fit=fit, last_bind_after_create_s=(times[-1] - t_created) if times else None)
-    bound_pods(a, s, bound)
+    bound_pods(s, bound)
     sf = s.res["safety"]
     log(f"{s.what}: {len(bound)} pods bound ({outcome}): {sf['whole']} gangs whole, "
         f"{sf['partial_end']} partial, {sf['empty']} empty")
@@ -909,7 +898,7 @@ def metrics():
     ]
 
 
-def cannot(sched, shape, r):
+def cannot(shape, r):
     """Why a scheduler did not do a shape, or None."""
     if not r:
         return "did not run"
@@ -950,7 +939,7 @@ def report(a, scheds, results, nodes):
                 else:
                     v = med(per)
                 vals[k] = v
-                why = next((cannot(k, shape, r) for r in reps if cannot(k, shape, r)), None)
+                why = next((cannot(shape, r) for r in reps if cannot(shape, r)), None)
                 cells += f"{(fmt(v) if v is not None else ('n/a' if why else '-')):>{w}}"
                 if v is not None:
                     kv[f"peers_{k}_{shape}_{key}"] = fmt(v)
@@ -978,7 +967,7 @@ def report(a, scheds, results, nodes):
         for shape in a.shapes:
             for i, r in enumerate(results[k]):
                 r = r.get(shape)
-                why = cannot(k, shape, r)
+                why = cannot(shape, r)
                 if why:
                     print(f"  {s.label} {shape} r{i + 1}: n/a: {why}")
                 if r and shape == "rack" and not r.get("asked") and i == 0:
