@@ -66,9 +66,12 @@ struct trial {
 	int64_t total_cpu;
 	/* The nodes that take the member of spec cspec on the candidate
 	 * list clist, cands[0..ncands), kept from one member to the next
-	 * within a run(); last: the entry the last member went to. */
+	 * within a run(); last: the entry the last member went to. From a
+	 * spec's second member on, cands is a heap in before() order
+	 * (heaped), so each further member costs O(log cands), not a scan. */
 	struct policy_cand *cands;
 	size_t ncands, last;
+	bool heaped;
 	const struct kubeapi_podspec *cspec;
 	const uint32_t *clist;
 	struct least least;
@@ -276,9 +279,34 @@ static size_t takers(const struct trial *tr, const struct look *lk, const uint32
 	return n;
 }
 
+/* Restore the heap order of tr->cands below place j: the entry there
+ * may go after its children. */
+static void cand_sift(struct trial *tr, const struct look *lk, size_t j)
+{
+	struct policy_cand *c = tr->cands;
+
+	for (;;) {
+		size_t l = 2 * j + 1, m = j;
+		struct policy_cand x;
+
+		if (l < tr->ncands && before(tr, lk, &c[l], &c[m]))
+			m = l;
+		if (l + 1 < tr->ncands && before(tr, lk, &c[l + 1], &c[m]))
+			m = l + 1;
+		if (m == j)
+			return;
+		x = c[j];
+		c[j] = c[m];
+		c[m] = x;
+		j = m;
+	}
+}
+
 /* The nodes of cand[0..ncand) that take the member, into tr->cands: the
  * whole list for the first member of a spec; after that only the node
- * the last member went to changed, and only it is scored again. */
+ * the last member went to changed, and only it is scored again. A spec's
+ * first member scans the list for the best (a heap would cost twice
+ * that for the many gangs of one member); its second makes the heap. */
 static void candidates(struct trial *tr, const struct look *lk, const uint32_t *cand, size_t ncand)
 {
 	struct policy_cand *c = tr->cands;
@@ -292,10 +320,19 @@ static void candidates(struct trial *tr, const struct look *lk, const uint32_t *
 			tr->ncands += evaluate(tr, lk, cand[ks[j]], ks[j], &c[tr->ncands]);
 		tr->cspec = lk->s;
 		tr->clist = cand;
-	} else if (tr->last < tr->ncands &&
-	           (!may_take(tr, lk, c[tr->last].node) ||
-	            !evaluate(tr, lk, c[tr->last].node, c[tr->last].k, &c[tr->last]))) {
-		c[tr->last] = c[--tr->ncands]; /* order is in k, not in place */
+		tr->heaped = false;
+	} else if (tr->last < tr->ncands) {
+		size_t j = tr->last;
+
+		if (!may_take(tr, lk, c[j].node) || !evaluate(tr, lk, c[j].node, c[j].k, &c[j]))
+			c[j] = c[--tr->ncands]; /* order is in k, not in place */
+		if (tr->heaped) {
+			cand_sift(tr, lk, j); /* j is the root: the last best */
+		} else {
+			for (size_t i = tr->ncands / 2; i-- > 0;)
+				cand_sift(tr, lk, i);
+			tr->heaped = true;
+		}
 	}
 	tr->last = SIZE_MAX;
 }
@@ -303,20 +340,20 @@ static void candidates(struct trial *tr, const struct look *lk, const uint32_t *
 /* The best node for member m among cand[0..ncand), or -1; the shares it
  * gets there are in tr->held[m]: the memo's record of the winner, else
  * computed for the winner alone. O(ncand) for a spec's first member,
- * O(nodes that take it) for the next ones. */
+ * O(nodes that take it) for the second, O(log of them) after that. */
 static long best_node(struct trial *tr, size_t m, const uint32_t *cand, size_t ncand)
 {
 	const struct kubeapi_podspec *s = tr->specs[m];
 	const struct look *lk = &tr->looks[m];
 	struct policy_vgpu_share v[MAX_SHARES];
-	size_t best = SIZE_MAX, nv = 0, pick;
+	size_t best = 0, nv = 0, pick;
 
 	candidates(tr, lk, cand, ncand);
-	for (size_t j = 0; j < tr->ncands; j++)
-		if (best == SIZE_MAX || before(tr, lk, &tr->cands[j], &tr->cands[best]))
-			best = j;
-	if (best == SIZE_MAX)
+	if (tr->ncands == 0)
 		return -1;
+	for (size_t j = 1; !tr->heaped && j < tr->ncands; j++)
+		if (before(tr, lk, &tr->cands[j], &tr->cands[best]))
+			best = j;
 	tr->last = best; /* run() places the member there */
 	pick = tr->cands[best].node;
 	if (tr->t->gpu_first[pick + 1] == tr->t->gpu_first[pick])
