@@ -278,9 +278,17 @@ static struct plan_kept_gang *kept(const struct plan_run *r, uint64_t key)
 	return idmap_get(&r->keep->gangs.map, key);
 }
 
-void plan__gang_prefetch(const struct plan_run *r, uint64_t key)
+void plan__gang_prefetch(const struct plan_run *r, uint64_t key, bool group)
 {
 	idmap_prefetch(&r->keep->gangs.map, key);
+	/* A PodGroup gang's key is its PodGroup's in the CRD maps (a native
+	 * PodGroup's pods have no key in the table). */
+	if (!group || key >> 63)
+		return;
+	if (r->in->groups)
+		idmap_prefetch(r->in->groups, key);
+	if (r->in->vcgroups)
+		idmap_prefetch(r->in->vcgroups, key);
 }
 
 long plan__gang_index(const struct plan_run *r, uint64_t key)

@@ -320,6 +320,11 @@ long policy_nodes_find(const struct policy_nodes *t, uint32_t name)
 	return v ? (long)v - 1 : -1;
 }
 
+void policy_nodes_prefetch(const struct policy_nodes *t, uint32_t name)
+{
+	idmap_prefetch(&t->by_name, name);
+}
+
 int64_t policy_spec_request(const struct kubeapi_podspec *spec, unsigned res)
 {
 	const struct kubeapi_res *r = kubeapi_podspec_requests(spec);

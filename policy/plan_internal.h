@@ -347,8 +347,10 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
 void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f);
 /* A copy of s in the cycle's arena ("" when out of memory). */
 const char *plan__strdup(struct plan_run *r, const char *s);
-/* Start loading gang key's slot in the kept map (a walk's lookahead). */
-void plan__gang_prefetch(const struct plan_run *r, uint64_t key);
+/* Start loading gang key's slot in the kept map (a walk's lookahead),
+ * and with group set its PodGroup's slots, which a gang's first sight
+ * reads (find_group()). */
+void plan__gang_prefetch(const struct plan_run *r, uint64_t key, bool group);
 long plan__gang_index(const struct plan_run *r, uint64_t key);
 /* Place pods[0..n), a slice of g->pending (g's facts of its pending
  * members stand for theirs), whole: see plan.c. */

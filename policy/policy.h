@@ -169,6 +169,9 @@ int policy_nodes_build(struct policy_nodes *t, struct arena *a, struct kubeapi_m
 
 /** The node index of name id `name`, or -1. O(1). */
 long policy_nodes_find(const struct policy_nodes *t, uint32_t name);
+/** Start loading what policy_nodes_find() reads for name (a walk's
+ * lookahead: past about 10,000 nodes the map leaves the core's cache). */
+void policy_nodes_prefetch(const struct policy_nodes *t, uint32_t name);
 
 /** Free what the table holds outside the arena (its name index). */
 void policy_nodes_release(struct policy_nodes *t);

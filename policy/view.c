@@ -676,15 +676,19 @@ static int count_pending(struct plan_run *r, const struct plan_pod *x, size_t *l
  * in the kept map (once per run of one gang) and its node's row in the
  * cycle's table. (Since the counts are kept, the walk counts into the
  * kept table's row, and only for nodes counted again; asking for the
- * node's flavor and that row instead measured no different.) */
+ * node's flavor and that row instead measured no different.) A walk
+ * that counts afresh (kept false) meets its gangs for the first time,
+ * so their PodGroups' slots too, and looks its nodes up by name. */
 static void prefetch(const struct plan_run *r, const struct plan_pod *y, bool kept)
 {
 	const struct policy_nodes *t = &r->p->nodes;
 
 	if (y->gang && y->gang != y[-1].gang)
-		plan__gang_prefetch(r, y->gang);
+		plan__gang_prefetch(r, y->gang, !kept);
 	if (kept && y->node && y->index < PLAN_POD_STALE)
 		__builtin_prefetch(&t->free[(size_t)y->index * t->nres]);
+	else if (y->node)
+		policy_nodes_prefetch(t, y->node);
 }
 
 /* The walk's lookahead, called with upto = the record about to be read
