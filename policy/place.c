@@ -202,11 +202,14 @@ static struct first_test first_test_of(const struct trial *tr, const struct look
 }
 
 /* The first, cheap test of node i for the member: static fit and room on
- * its GPUs. Most nodes a member passes over fail here, without a call. */
+ * its GPUs. Most nodes a member passes over fail here, without a call.
+ * GPUs before CPU: most nodes of a busy GPU pool have CPU to spare and
+ * no GPU, so one array read turns them down, not two (a zone's every
+ * node is read this way for a gang too big for any rack). */
 static inline bool passes(const struct first_test *x, size_t i)
 {
-	return (x->bits[i / 64] >> (i % 64) & 1) && (x->cpu <= 0 || x->free_cpu[i] >= x->cpu) &&
-	       (x->gpus <= 0 || x->free_gpu[i] >= x->gpus) &&
+	return (x->bits[i / 64] >> (i % 64) & 1) && (x->gpus <= 0 || x->free_gpu[i] >= x->gpus) &&
+	       (x->cpu <= 0 || x->free_cpu[i] >= x->cpu) &&
 	       (!x->vgpu || (x->gpu_first[i + 1] != x->gpu_first[i] && x->room[i] >= x->need_room &&
 	                     x->empty[i] >= x->need_alone));
 }
@@ -620,6 +623,8 @@ static int64_t members_at_most(const struct trial *tr, uint32_t i)
 
 	if (l->vgpu_all && lacks_room(t, i, l->need))
 		return 0;
+	if (l->gpus > 0 && t->free_gpu[i] < l->gpus)
+		return 0; /* as below, without reading the CPU (passes()) */
 	cap = l->cpu > 0 ? t->free_cpu[i] / l->cpu : (int64_t)tr->n;
 	if (l->gpus > 0 && t->free_gpu[i] / l->gpus < cap)
 		cap = t->free_gpu[i] / l->gpus;
