@@ -356,6 +356,8 @@ static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *
 	f[KUBEAPI_RES_PODS] += sign;
 	t->free_cpu[i] = f[KUBEAPI_RES_CPU];
 	t->free_gpu[i] = f[KUBEAPI_RES_GPU];
+	if (was <= 0 && t->free_gpu[i] > 0)
+		policy__gpu_rose(t, i);
 	policy__held_use(t, held, sign, &cores, &empty);
 	if (held && later == LATER_NONE)
 		policy__node_room(t, i);
@@ -476,6 +478,8 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 	t->free[i * t->nres + res] += delta;
 	t->free_cpu[i] = t->free[i * t->nres + KUBEAPI_RES_CPU];
 	t->free_gpu[i] = t->free[i * t->nres + KUBEAPI_RES_GPU];
+	if (was <= 0 && t->free_gpu[i] > 0)
+		policy__gpu_rose(t, i);
 	for (unsigned l = 0; res == KUBEAPI_RES_GPU && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -566,6 +570,8 @@ void policy_nodes_reset_row(struct policy_nodes *t, const struct policy_nodes *b
 	memcpy(&t->free[i * t->nres], &base->free[i * t->nres], t->nres * sizeof(*t->free));
 	t->free_cpu[i] = base->free_cpu[i];
 	t->free_gpu[i] = base->free_gpu[i];
+	if (t->free_gpu[i] > 0)
+		policy__gpu_rose(t, i);
 	memcpy(&t->gpu[first], &base->gpu[first], n * sizeof(*t->gpu));
 	t->gpu_room[i] = base->gpu_room[i];
 	t->gpu_empty[i] = base->gpu_empty[i];
@@ -582,6 +588,7 @@ void policy_nodes_assign(struct policy_nodes *dst, const struct policy_nodes *sr
 	memcpy(dst->free, src->free, n * src->nres * sizeof(*dst->free));
 	memcpy(dst->free_cpu, src->free_cpu, n * sizeof(*dst->free_cpu));
 	memcpy(dst->free_gpu, src->free_gpu, n * sizeof(*dst->free_gpu));
+	policy__gpu_lists_stale(dst);
 	memcpy(dst->gpu, src->gpu, src->gpu_first[n] * sizeof(*dst->gpu));
 	memcpy(dst->gpu_room, src->gpu_room, n);
 	memcpy(dst->gpu_empty, src->gpu_empty, n);

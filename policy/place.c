@@ -72,6 +72,12 @@ struct trial {
 	struct policy_cand *cands;
 	size_t ncands, last;
 	bool heaped;
+	/* While a domain of a zone-sized level is tried (gcand: its node
+	 * list), the places in it of its nodes that may have a free GPU,
+	 * gks[0..ngks) (struct gpu_list): all a member asking for GPUs is
+	 * tried on. */
+	const uint32_t *gcand, *gks;
+	size_t ngks;
 	const struct kubeapi_podspec *cspec;
 	const uint32_t *clist;
 	struct least least;
@@ -153,13 +159,104 @@ struct policy_try {
 	uint32_t d;
 };
 
+/* Domains of this many nodes on average (zones, not racks) keep lists
+ * of their nodes with a free GPU (struct gpu_list). */
+#define GPU_LIST_MIN_NODES 256
+
+/*
+ * A zone-sized level's nodes that may have a free GPU, domain by domain.
+ * A gang too big for any rack is tried on a whole zone, and each member
+ * asking for GPUs only on these, not on every node of the zone (in a busy
+ * pool most have none: a zone trial at 100,000 nodes reads a fifth of
+ * them). A node is listed once its GPUs rise from none
+ * (policy__gpu_rose(), from use(), adjust(), a reset row) and stays
+ * listed when they fall back: the list holds every node with a free GPU
+ * and some without, which the node's own test turns down as before.
+ * Domain d's places in its node list are ks[lv->start[d]] on, n[d] of
+ * them, in no order (a trial's choice does not hang on it: before()
+ * breaks ties by place); pos: each node's place in its domain's list;
+ * in: a bit a node, listed. O(nodes) of arena a level, made with the
+ * scratch and again after a bulk change (stale).
+ */
+struct gpu_list {
+	uint32_t *ks, *n, *pos;
+	uint64_t *in;
+	bool stale;
+};
+
 /* The table's working room for placements (policy.h), made on first
  * use: O(nodes + domains) of arena once per table. */
 struct policy_scratch {
-	struct policy_try *tries;  /* the domains of one level */
-	struct policy_cand *cands; /* the nodes one member may take */
-	uint32_t *takers;          /* the same, before they are scored */
+	struct policy_try *tries;                /* the domains of one level */
+	struct policy_cand *cands;               /* the nodes one member may take */
+	uint32_t *takers;                        /* the same, before they are scored */
+	struct gpu_list gpus[POLICY_MAX_LEVELS]; /* zone-sized levels' (ks NULL: none) */
 };
+
+static void gpu_list_add(struct gpu_list *g, const struct policy_level *lv, uint32_t d, size_t i)
+{
+	if (g->in[i / 64] >> (i % 64) & 1)
+		return;
+	g->in[i / 64] |= 1ull << (i % 64);
+	g->ks[lv->start[d] + g->n[d]++] = g->pos[i];
+}
+
+/* List level l's nodes with a free GPU afresh. O(nodes). */
+static void gpu_list_fill(struct policy_nodes *t, unsigned l)
+{
+	const struct policy_level *lv = &t->level[l];
+	struct gpu_list *g = &t->scratch->gpus[l];
+
+	memset(g->n, 0, lv->ndomains * sizeof(*g->n));
+	memset(g->in, 0, (t->n + 63) / 64 * sizeof(*g->in));
+	for (size_t i = 0; i < t->n; i++) {
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (d != POLICY_NO_DOMAIN && t->free_gpu[i] > 0)
+			gpu_list_add(g, lv, d, i);
+	}
+	g->stale = false;
+}
+
+static int gpu_lists(struct policy_scratch *w, struct policy_nodes *t, struct arena *a)
+{
+	for (unsigned l = 0; l < t->nlevels; l++) {
+		const struct policy_level *lv = &t->level[l];
+		struct gpu_list *g = &w->gpus[l];
+		size_t nodes = lv->start[lv->ndomains];
+
+		*g = (struct gpu_list){0};
+		if (!lv->ndomains || nodes / lv->ndomains < GPU_LIST_MIN_NODES)
+			continue;
+		if (!(g->ks = arena_alloc(a, nodes * sizeof(*g->ks))) ||
+		    !(g->n = arena_alloc(a, lv->ndomains * sizeof(*g->n))) ||
+		    !(g->pos = arena_alloc(a, t->n * sizeof(*g->pos))) ||
+		    !(g->in = arena_alloc(a, (t->n + 63) / 64 * sizeof(*g->in))))
+			return -ENOMEM;
+		for (uint32_t d = 0; d < lv->ndomains; d++)
+			for (uint32_t k = lv->start[d]; k < lv->start[d + 1]; k++)
+				g->pos[lv->members[k]] = k - lv->start[d];
+		g->stale = true; /* filled on first use */
+	}
+	return 0;
+}
+
+void policy__gpu_rose(struct policy_nodes *t, size_t i)
+{
+	for (unsigned l = 0; t->scratch && l < t->nlevels; l++) {
+		struct gpu_list *g = &t->scratch->gpus[l];
+		uint32_t d = t->domain[i * t->nlevels + l];
+
+		if (g->ks && !g->stale && d != POLICY_NO_DOMAIN)
+			gpu_list_add(g, &t->level[l], d, i);
+	}
+}
+
+void policy__gpu_lists_stale(struct policy_nodes *t)
+{
+	for (unsigned l = 0; t->scratch && l < t->nlevels; l++)
+		t->scratch->gpus[l].stale = true;
+}
 
 static struct policy_scratch *scratch_of(struct policy_nodes *t, struct arena *a)
 {
@@ -173,7 +270,8 @@ static struct policy_scratch *scratch_of(struct policy_nodes *t, struct arena *a
 	if (!(w = arena_alloc(a, sizeof(*w))) ||
 	    !(w->tries = arena_alloc(a, (most + 1) * sizeof(*w->tries))) ||
 	    !(w->cands = arena_alloc(a, (t->n + 1) * sizeof(*w->cands))) ||
-	    !(w->takers = arena_alloc(a, (t->n + 1) * sizeof(*w->takers))))
+	    !(w->takers = arena_alloc(a, (t->n + 1) * sizeof(*w->takers))) ||
+	    gpu_lists(w, t, a) < 0)
 		return NULL;
 	return t->scratch = w;
 }
@@ -276,6 +374,12 @@ static size_t takers(const struct trial *tr, const struct look *lk, const uint32
 	const struct first_test x = first_test_of(tr, lk);
 	size_t n = 0;
 
+	if (x.gpus > 0 && cand == tr->gcand) { /* an unlisted node has no free GPU */
+		for (size_t j = 0; j < tr->ngks; j++)
+			if (passes(&x, cand[tr->gks[j]]))
+				out[n++] = tr->gks[j];
+		return n;
+	}
 	for (size_t k = 0; k < ncand; k++)
 		if (passes(&x, cand[k]))
 			out[n++] = (uint32_t)k;
@@ -649,7 +753,13 @@ static bool domain_may_hold(const struct trial *tr, const uint32_t *cand, size_t
 	int64_t got = 0;
 
 	if (tr->n == 1)
-		return true; /* its trial is this test, as cheap */
+		return true;                           /* its trial is this test, as cheap */
+	if (tr->least.gpus > 0 && cand == tr->gcand) { /* the unlisted hold none */
+		for (size_t j = 0; j < tr->ngks; j++)
+			if ((got += members_at_most(tr, cand[tr->gks[j]])) >= (int64_t)tr->n)
+				return true;
+		return false;
+	}
 	for (size_t k = 0; k < ncand; k++)
 		if ((got += members_at_most(tr, cand[k])) >= (int64_t)tr->n)
 			return true;
@@ -677,19 +787,42 @@ static bool gpus_may_hold(const struct trial *tr, const struct policy_level *lv,
 	return got >= (int64_t)tr->n;
 }
 
+/* Domain d of lv, a zone-sized level, its listed nodes (struct gpu_list)
+ * in tr->gks, and tr->gcand = cand, its node list; nothing for a level
+ * that keeps no list. */
+static void gpu_list_of(struct trial *tr, const struct policy_level *lv, uint32_t d,
+                        const uint32_t *cand)
+{
+	unsigned l = (unsigned)(lv - tr->t->level);
+	struct gpu_list *g = &tr->t->scratch->gpus[l];
+
+	if (!g->ks)
+		return;
+	if (g->stale)
+		gpu_list_fill(tr->t, l);
+	tr->gcand = cand;
+	tr->gks = g->ks + lv->start[d];
+	tr->ngks = g->n[d];
+}
+
 /* The trial of domain d of lv: true when placed; false with the table
  * unchanged. */
 static bool try_domain(struct trial *tr, const struct policy_level *lv, uint32_t d)
 {
 	const uint32_t *cand = lv->members + lv->start[d];
 	size_t ncand = lv->start[d + 1] - lv->start[d];
+	bool placed = false;
 
-	if (!gpus_may_hold(tr, lv, d) || !domain_may_hold(tr, cand, ncand))
+	if (!gpus_may_hold(tr, lv, d))
 		return false;
-	if (run(tr, cand, ncand))
-		return true;
-	undo(tr);
-	return false;
+	gpu_list_of(tr, lv, d, cand);
+	if (domain_may_hold(tr, cand, ncand)) {
+		placed = run(tr, cand, ncand);
+		if (!placed)
+			undo(tr);
+	}
+	tr->gcand = NULL;
+	return placed;
 }
 
 /*

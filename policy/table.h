@@ -37,6 +37,15 @@ void policy__node_room(struct policy_nodes *t, size_t i);
 void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign, int64_t *cores,
                       int64_t *empty);
 
+/* ---- the zones' nodes with a free GPU (place.c) ------------------------- */
+
+/** Node i's free GPUs rose from none (or may have): put it in its zones'
+ *  lists. O(levels). */
+void policy__gpu_rose(struct policy_nodes *t, size_t i);
+/** Many nodes' free GPUs were set at once: list the zones again on
+ *  their next trial. O(1). */
+void policy__gpu_lists_stale(struct policy_nodes *t);
+
 /* ---- a level's domains by what they have free (dindex.c) --------------- */
 
 /** Give level lv its index (lv->index, NULL when it has too few domains

@@ -16,6 +16,7 @@
 
 #include "base/intern.h"
 #include "policy/plan_internal.h"
+#include "policy/table.h"
 
 /* ---- runtimes -------------------------------------------------------- */
 
@@ -170,6 +171,7 @@ static int vacate(void *arg, struct policy_nodes *t)
 		if (t->gpu_first[i] != t->gpu_first[i + 1])
 			t->room_stale[i] = 1;
 	}
+	policy__gpu_lists_stale(t);
 	ngpus = t->gpu_first[t->n];
 	for (size_t k = 0; k < ngpus; k++) { /* the kept counts are in t's: no underflow */
 		t->gpu[k].used_num -= kept->gpu[k].used_num;

@@ -321,6 +321,71 @@ static void test_gpu_counts_follow_every_change(void **state)
 	synth_free(&s);
 }
 
+/* A zone of 320 nodes in racks of 8 keeps a list of its nodes with a free
+ * GPU (place.c), which a gang too big for any rack is placed on: twelve
+ * 8-GPU members. The list is made as the gang first lands on the only
+ * twelve nodes with GPUs free, one a rack; GPUs given back then on twelve
+ * others must reach it (adjustment), and so must a whole table assigned
+ * back (a copy with yet other nodes free), or the gang fits nowhere (it
+ * is asked to stay within a zone: no placement over the whole cluster
+ * makes up for a zone trial that missed its nodes). */
+static void test_zone_list_follows_gpus_given_back(void **state)
+{
+	enum { NODES = 320, MEMBERS = 12 };
+	struct synth s;
+	struct config *cfg;
+	struct arena a = {0};
+	struct policy_nodes t, copy;
+	struct policy_fitcache fits = {0};
+	const struct kubeapi_node *nodes[NODES];
+	const struct kubeapi_podspec *eight[MEMBERS];
+	const struct policy_held *held[MEMBERS];
+	struct policy_why why;
+	uint32_t out[MEMBERS];
+	const struct policy_within zone = {0, POLICY_NO_DOMAIN};
+	char name[16], rack[16];
+
+	(void)state;
+	assert_int_equal(synth_init(&s), 0);
+	assert_int_equal(config_parse("t.yaml", levels, strlen(levels), &cfg, NULL), 0);
+	for (int k = 0; k < NODES; k++) {
+		snprintf(name, sizeof(name), "n-%03d", k);
+		snprintf(rack, sizeof(rack), "r-%02d", k / 8);
+		nodes[k] = synth_node(&s, name, "z-0", rack, 8, NULL);
+	}
+	assert_int_equal(policy_nodes_build(&t, &a, s.model, cfg, NULL, 0, nodes, NODES), 0);
+	for (size_t i = 0; i < NODES; i++)
+		if (i % 25 != 3 || i / 25 >= MEMBERS)
+			policy_nodes_adjust(&t, i, KUBEAPI_RES_GPU, -8);
+	for (int m = 0; m < MEMBERS; m++)
+		eight[m] = synth_pod(&s, "t", "eight", NULL, "muster", 100, 8, NULL, 0, NULL)->spec;
+	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
+	                 0);
+	for (size_t m = 0; m < MEMBERS; m++)
+		assert_int_equal(out[m] % 25, 3);
+	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
+	                 -ENOSPC);
+	for (size_t m = 0; m < MEMBERS; m++)
+		policy_nodes_adjust(&t, m * 25 + 11, KUBEAPI_RES_GPU, 8);
+	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
+	                 0);
+	for (size_t m = 0; m < MEMBERS; m++)
+		assert_int_equal(out[m] % 25, 11);
+	assert_int_equal(policy_nodes_copy(&copy, &t, &a), 0);
+	for (size_t m = 0; m < MEMBERS; m++)
+		policy_nodes_adjust(&copy, m * 25 + 17, KUBEAPI_RES_GPU, 8);
+	policy_nodes_assign(&t, &copy);
+	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
+	                 0);
+	for (size_t m = 0; m < MEMBERS; m++)
+		assert_int_equal(out[m] % 25, 17);
+	policy_fitcache_free(&fits);
+	policy_nodes_release(&t);
+	arena_free(&a);
+	config_free(&cfg);
+	synth_free(&s);
+}
+
 /* ---- backfill.h ------------------------------------------------------ */
 
 /* Three nodes; n-0 is busy until now+100, n-1 until now+200, n-2 free. A
@@ -493,6 +558,7 @@ int main(void)
 	    cmocka_unit_test(test_place_reads_whole_gpus_kept_packed),
 	    cmocka_unit_test(test_tally_sums_domains_as_a_count_keeps_them),
 	    cmocka_unit_test(test_gpu_counts_follow_every_change),
+	    cmocka_unit_test(test_zone_list_follows_gpus_given_back),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
 	    cmocka_unit_test(test_preempt_one_victim),
