@@ -753,8 +753,9 @@ static bool domain_may_hold(const struct trial *tr, const uint32_t *cand, size_t
 	int64_t got = 0;
 
 	if (tr->n == 1)
-		return true;                           /* its trial is this test, as cheap */
-	if (tr->least.gpus > 0 && cand == tr->gcand) { /* the unlisted hold none */
+		return true; /* its trial is this test, as cheap */
+	/* On a zone's list (struct gpu_list): the nodes not listed hold none. */
+	if (tr->least.gpus > 0 && cand == tr->gcand) {
 		for (size_t j = 0; j < tr->ngks; j++)
 			if ((got += members_at_most(tr, cand[tr->gks[j]])) >= (int64_t)tr->n)
 				return true;
