@@ -32,6 +32,16 @@ the benchmark itself, never by a scheduler.
               2-core machine sustains beside the API server: at 40 the
               client itself reached only 15-30 gangs/s and every scheduler's
               latency was the saturated API server's (bench/README.md).
+  release     STREAM gangs whose pods are created first, without their
+              PodGroup, with the scheduler running (each scheduler holds
+              them back: no PodGroup, no gang); once its writes about them
+              have stopped for 2 s, the PodGroups are created at
+              RELEASE_RATE gangs/s, which releases the gangs. The stream
+              the machine cannot offer by creating pods (1 write a gang,
+              not 9): the default, 60 gangs/s (480 pods/s), is over twice
+              any peer's backlog rate and half the API server's bind
+              limit. pods/s = pods / (first release -> last bind);
+              release -> bind p50/p99 per pod.
   rack        RACK_GANGS gangs of 4 pods x 8 GPUs (whole nodes) on a pool
               where one rack in four has its 8 nodes free and every other
               rack only 3 (fillers of 1 GPU on 5 nodes): a gang fits in one
@@ -657,6 +667,63 @@ def shape_stream(a, api, sched, rep, nodes):
     return s.teardown()
 
 
+def quiet_writes(api, what=("pods/status", "events"), still_s=2.0, cap_s=120.0):
+    """Until the API server has taken no write of `what` (a scheduler's
+    answers to pods it cannot place yet) for `still_s`; returns seconds."""
+    t0 = time.monotonic()
+
+    def n():
+        return sum(v for (_, r), v in api.write_counts().items() if r in what)
+
+    last, since = n(), time.monotonic()
+    while time.monotonic() - t0 < cap_s:
+        time.sleep(0.5)
+        now = n()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= still_s:
+            break
+    return time.monotonic() - t0
+
+
+def shape_release(a, api, sched, rep, nodes):
+    s = Shape(a, api, sched, "release", rep)
+    bodies = [s.gang(f"r-{i:05d}", a.members, 1) for i in range(a.stream_gangs)]
+    t0 = time.monotonic()
+    s.create([], [p for _, ps in bodies for p in ps])
+    quiet = quiet_writes(api)
+    log(f"{s.what}: created {len(bodies) * a.members} pods without their PodGroups in "
+        f"{time.monotonic() - t0 - quiet:.1f} s; their scheduler's writes quiet after {quiet:.1f} s more")
+    s.restart_clocks()
+    writes0 = api.write_counts()
+    released = {}
+
+    def one(i):
+        g, ps = bodies[i]
+        api.create_podgroup(sched.dialect, s.ns, g)
+        t = time.monotonic()
+        for p in ps:
+            released[p["metadata"]["name"]] = t
+
+    t_first = time.monotonic()
+    submit_s, lag = arrivals(a.release_rate, len(bodies), one, a.threads)
+    total = len(bodies) * a.members
+    outcome = s.wait(total, a.stall_timeout, settle=a.settle)
+    bound = s.end(outcome)
+    log(f"{s.what}: writes once released: "
+        + ", ".join(f"{v} {r} {n:.0f}" for n, (v, r) in writes_between(writes0, api.write_counts())[:6]))
+    per_pod = sorted((bound[n] - released[n]) * 1000 for n in released if n in bound)
+    per_gang = gang_latency(s.gangs, released, bound)
+    times = sorted(bound.values())
+    s.res.update(submit_rate=len(bodies) / submit_s, lag_max_ms=lag * 1000, per_pod=per_pod, per_gang=per_gang,
+                 rate=len(times) / max(times[-1] - t_first, 1e-9) if times else None)
+    log(f"{s.what}: {len(bound)}/{total} bound; released at {len(bodies) / submit_s:.1f} gangs/s; "
+        f"pod release->bind ms p50/p90/p99/max {fmt_pcts(per_pod)}")
+    if bound_pods(s, bound) < total:
+        s.res["failed"] = f"{len(bound)}/{total} bound ({outcome})"
+    return s.teardown()
+
+
 def racks_of(nodes):
     racks = {}
     for n, r in nodes:
@@ -822,7 +889,7 @@ def shape_contention(a, api, sched, rep, nodes):
     return s.teardown()
 
 
-SHAPES = {"backlog": shape_backlog, "stream": shape_stream, "rack": shape_rack, "preempt": shape_preempt,
+SHAPES = {"backlog": shape_backlog, "stream": shape_stream, "release": shape_release, "rack": shape_rack, "preempt": shape_preempt,
           "smalljobs": shape_smalljobs, "contention": shape_contention}
 
 
@@ -875,6 +942,9 @@ def metrics():
         ("stream", "pod create->bind p50, ms", "pod_p50_ms", lambda r: pct(r.get("per_pod"), 50), f0, "low"),
         ("stream", "pod create->bind p99, ms", "pod_p99_ms", lambda r: pct(r.get("per_pod"), 99), f0, "low"),
         ("stream", "gang create->bind p99, ms", "gang_p99_ms", lambda r: pct(r.get("per_gang"), 99), f0, "low"),
+        ("release", "pods/s, first release to last bind", "pods_per_s", get("rate"), f0, "high"),
+        ("release", "pod release->bind p50, ms", "pod_p50_ms", lambda r: pct(r.get("per_pod"), 50), f0, "low"),
+        ("release", "pod release->bind p99, ms", "pod_p99_ms", lambda r: pct(r.get("per_pod"), 99), f0, "low"),
         ("rack", "gangs in one rack (of 4)", "one_rack", get("one_rack"), f1, "high"),
         ("rack", "gang create->bind p99, ms", "gang_p99_ms", lambda r: pct(r.get("per_gang"), 99), f0, "low"),
         ("preempt", "preemptors bound", "bound_gangs", get("whole"), f1, "high"),
@@ -1014,7 +1084,7 @@ def parse_args():
     p.add_argument("--coscheduling", help="scheduler-plugins' kube-scheduler")
     p.add_argument("--volcano", help="Volcano's scheduler")
     p.add_argument("--order", default="muster,volcano,coscheduling,kube")
-    p.add_argument("--shapes", default="backlog,stream,rack,preempt,smalljobs")
+    p.add_argument("--shapes", default="backlog,stream,release,rack,preempt,smalljobs")
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--pool", default="peers")
     p.add_argument("--bind-limit", type=float, default=None, help="the API server's bind limit, pods/s")
@@ -1022,6 +1092,7 @@ def parse_args():
     p.add_argument("--members", type=int, default=8)
     p.add_argument("--stream-gangs", type=int, default=300)
     p.add_argument("--rate", type=float, default=15.0, help="gangs per second in the stream")
+    p.add_argument("--release-rate", type=float, default=60.0, help="gangs per second released")
     p.add_argument("--rack-gangs", type=int, default=4)
     p.add_argument("--preemptors", type=int, default=8)
     p.add_argument("--preempt-wait", type=float, default=30.0,
@@ -1057,7 +1128,8 @@ def main():
     api = Api(a.kubeconfig, a.threads + 8, log)
     nodes = api.pool_nodes(a.pool)
     gpus = len(nodes) * NODE_GPUS
-    for n, what in ((a.gangs * a.members, "backlog"), (a.stream_gangs * a.members, "stream")):
+    for n, what in ((a.gangs * a.members, "backlog"), (a.stream_gangs * a.members, "stream"),
+                     (a.stream_gangs * a.members, "release")):
         if what in a.shapes and n > gpus:
             sys.exit(f"peers: the {what} asks {n} GPUs; pool {a.pool} has {gpus} on Ready nodes")
     api.priority_classes()

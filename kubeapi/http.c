@@ -9,7 +9,8 @@
  *
  * Calls (http_run.c). Each call sits on exactly one list of the engine, by state:
  *
- *   submit -> reads | writes (QUEUED, FIFO) -> running (RUNNING, in curl)
+ *   submit -> reads | writes | background (QUEUED, FIFO)
+ *          -> running (RUNNING, in curl)
  *          -> retrying (RETRYING, sorted by due time) -> back to the head
  *             of its queue
  *          -> done (DONE) -> done_cb, then freed
@@ -75,6 +76,8 @@ static int apply_options(struct kubeapi_http_options *o, const struct kubeapi_ht
 	DEFAULT(backoff_base_ms, KUBEAPI_HTTP_DEFAULT_BACKOFF_BASE_MS);
 	DEFAULT(backoff_cap_ms, KUBEAPI_HTTP_DEFAULT_BACKOFF_CAP_MS);
 	DEFAULT(stream_idle_ms, KUBEAPI_HTTP_DEFAULT_STREAM_IDLE_MS);
+	DEFAULT(max_background, KUBEAPI_HTTP_DEFAULT_MAX_BACKGROUND);
+	DEFAULT(max_background_queued, KUBEAPI_HTTP_DEFAULT_MAX_BG_QUEUED);
 	/* curl takes times as long; uv timers would take them as uint64_t. */
 	if (isnan(o->write_qps) || o->max_inflight > 65536 || o->max_body > SIZE_MAX / 2 ||
 	    o->timeout_ms > LONG_MAX || o->stream_idle_ms > LONG_MAX ||
@@ -202,6 +205,7 @@ int kubeapi_http_new(uv_loop_t *loop, struct kubeapi_conn *conn,
 	                         kubeapi__http_now_ms());
 	kubeapi__list_init(&h->reads);
 	kubeapi__list_init(&h->writes);
+	kubeapi__list_init(&h->background);
 	kubeapi__list_init(&h->running);
 	kubeapi__list_init(&h->retrying);
 	kubeapi__list_init(&h->done);
@@ -281,6 +285,9 @@ int kubeapi_http_submit(struct kubeapi_http *h, const struct kubeapi_request *re
 
 	if (rc < 0)
 		return rc;
+	if ((req->flags & KUBEAPI_REQ_BACKGROUND) &&
+	    h->stats.background_queued >= h->opt.max_background_queued)
+		return -ENOBUFS;
 	c = call_new(h, req);
 	if (!c)
 		return -ENOMEM;
@@ -349,6 +356,7 @@ void kubeapi_http_close(struct kubeapi_http **hp, void (*closed_cb)(void *), voi
 	h->closed_data = data;
 	cancel_list(&h->reads);
 	cancel_list(&h->writes);
+	cancel_list(&h->background);
 	cancel_list(&h->retrying);
 	for (l = h->running.next; l != &h->running; l = l->next)
 		kubeapi_http_cancel(kubeapi__http_call_of(l));

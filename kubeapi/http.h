@@ -14,6 +14,15 @@
  * that is only waiting for a token. A retry takes a slot and, for a write,
  * a token again: the server sees every attempt.
  *
+ * Background calls (KUBEAPI_REQ_BACKGROUND: Events) wait in a queue of
+ * their own that starts one only while no other call waits, and at most
+ * max_background of them run at once. Under a burst of binds the server
+ * gets the binds first and a trickle of Events, the rest once the burst
+ * has passed: a bind is what a pod waits for, an Event what a person
+ * reads later. At most max_background_queued wait; past that a submit is
+ * refused (-ENOBUFS), as kube-scheduler's event broadcaster drops what
+ * its full queue cannot take.
+ *
  * Retries (KUBEAPI_REQ_RETRY only): 429, 5xx other than 501 and 505, and
  * connection-level failures (refused, reset, timed out, broken HTTP/2
  * stream). The delay before retry n (n = 1, 2, ...) is the server's
@@ -82,15 +91,17 @@ enum kubeapi_method {
 };
 
 struct kubeapi_http_options {
-	unsigned max_inflight;    /* concurrent attempts, default 64 */
-	double write_qps;         /* writes per second, default 500; < 0: unlimited */
-	unsigned write_burst;     /* token bucket depth, default 1000 */
-	uint64_t timeout_ms;      /* per attempt, default 30000; a stream's connect */
-	unsigned max_retries;     /* retries after the first attempt, default 5 */
-	size_t max_body;          /* cap on a buffered response body, default 64 MiB */
-	uint64_t backoff_base_ms; /* first retry's jitter ceiling, default 200 */
-	uint64_t backoff_cap_ms;  /* ceiling on any retry delay, default 30000 */
-	uint64_t stream_idle_ms;  /* a stream silent this long fails, default 300000 */
+	unsigned max_inflight;          /* concurrent attempts, default 64 */
+	double write_qps;               /* writes per second, default 500; < 0: unlimited */
+	unsigned write_burst;           /* token bucket depth, default 1000 */
+	uint64_t timeout_ms;            /* per attempt, default 30000; a stream's connect */
+	unsigned max_retries;           /* retries after the first attempt, default 5 */
+	size_t max_body;                /* cap on a buffered response body, default 64 MiB */
+	uint64_t backoff_base_ms;       /* first retry's jitter ceiling, default 200 */
+	uint64_t backoff_cap_ms;        /* ceiling on any retry delay, default 30000 */
+	uint64_t stream_idle_ms;        /* a stream silent this long fails, default 300000 */
+	unsigned max_background;        /* background calls running at once, default 4 */
+	unsigned max_background_queued; /* background calls waiting, default 4096 */
 	/* Called after every attempt (retries included), for metrics: its
 	 * method, whether it was a stream (a watch), the HTTP status (0 when
 	 * no response came) and how long it took; a stream that starts (2xx)
@@ -108,6 +119,8 @@ struct kubeapi_http_options {
 #define KUBEAPI_HTTP_DEFAULT_BACKOFF_BASE_MS 200u
 #define KUBEAPI_HTTP_DEFAULT_BACKOFF_CAP_MS  30000u
 #define KUBEAPI_HTTP_DEFAULT_STREAM_IDLE_MS  300000u
+#define KUBEAPI_HTTP_DEFAULT_MAX_BACKGROUND  4u
+#define KUBEAPI_HTTP_DEFAULT_MAX_BG_QUEUED   4096u
 
 /* Longest request path accepted, in bytes. */
 #define KUBEAPI_HTTP_MAX_PATH 8192u
@@ -121,6 +134,8 @@ struct kubeapi_http_options {
 #define KUBEAPI_REQ_STREAM (1u << 1)
 /* With KUBEAPI_REQ_RETRY: hand a 429 to the caller instead of retrying. */
 #define KUBEAPI_REQ_NO_RETRY_429 (1u << 2)
+/* May wait behind every other call (see Background calls above). */
+#define KUBEAPI_REQ_BACKGROUND (1u << 3)
 
 struct kubeapi_response {
 	long status;           /* HTTP status of the last attempt, 0 if none */
@@ -161,12 +176,14 @@ struct kubeapi_request {
 };
 
 struct kubeapi_http_stats {
-	unsigned inflight;         /* attempts running now */
-	unsigned max_inflight_hwm; /* most attempts ever running at once */
-	unsigned queued;           /* waiting for a slot or a write token */
-	unsigned retrying;         /* waiting out a retry delay */
-	unsigned sockets;          /* sockets curl asked us to watch */
-	unsigned easy_pooled;      /* idle easy handles on the free list */
+	unsigned inflight;           /* attempts running now */
+	unsigned max_inflight_hwm;   /* most attempts ever running at once */
+	unsigned queued;             /* waiting for a slot or a write token */
+	unsigned background_queued;  /* of them, background calls */
+	unsigned background_running; /* background attempts running now */
+	unsigned retrying;           /* waiting out a retry delay */
+	unsigned sockets;            /* sockets curl asked us to watch */
+	unsigned easy_pooled;        /* idle easy handles on the free list */
 	uint64_t submitted, completed, attempts, retries;
 };
 
@@ -187,7 +204,8 @@ void kubeapi_query_append(char *dst, size_t cap, const char *s);
 /** Queue a request. Returns 0, and *call when call is not NULL: valid
  *  until done_cb begins, for kubeapi_http_cancel(). Returns -EINVAL (bad
  *  method, path, missing callback), -EMSGSIZE (body over max_body),
- *  -ESHUTDOWN (engine closing), -ENOMEM; then done_cb is never called.
+ *  -ESHUTDOWN (engine closing), -ENOBUFS (a background call over
+ *  max_background_queued), -ENOMEM; then done_cb is never called.
  *  Never calls done_cb before returning. */
 int kubeapi_http_submit(struct kubeapi_http *h, const struct kubeapi_request *req,
                         struct kubeapi_http_call **call);

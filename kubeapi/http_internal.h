@@ -101,7 +101,7 @@ struct kubeapi_http {
 	CURLM *multi;
 	uv_timer_t curl_timer; /* curl's timeout */
 	uv_timer_t wake;       /* a kick, the next write token or the next retry */
-	struct kubeapi__link reads, writes, running, retrying, done, socks;
+	struct kubeapi__link reads, writes, background, running, retrying, done, socks;
 	struct kubeapi_http_bucket bucket;
 	CURL **pool; /* idle easy handles, at most opt.max_inflight */
 	unsigned npool;
@@ -128,8 +128,8 @@ static inline struct kubeapi_http_call *kubeapi__http_call_of(struct kubeapi__li
 
 /* ---- http_run.c: queues, attempts, process() -------------------------- */
 
-/* Append c to its queue (writes or reads, by method), or put it at the
- * head with front; c becomes QUEUED. */
+/* Append c to its queue (background by its flag, else writes or reads by
+ * method), or put it at the head with front; c becomes QUEUED. */
 void kubeapi__http_enqueue(struct kubeapi_http *h, struct kubeapi_http_call *c, int front);
 
 /* Take a QUEUED or RETRYING c off its list. */

@@ -1,6 +1,6 @@
 /*
- * The HTTP engine's scheduler (see http.c for the design): the read and
- * write queues, the max_inflight slots and the write token bucket,
+ * The HTTP engine's scheduler (see http.c for the design): the read,
+ * write and background queues, the max_inflight slots and the write token bucket,
  * starting and finishing attempts, retries with backoff, and handing
  * finished calls to their done_cb, all from kubeapi__http_process().
  *
@@ -40,25 +40,38 @@ static uint64_t rng_next(struct kubeapi_http *h)
 
 void kubeapi__http_enqueue(struct kubeapi_http *h, struct kubeapi_http_call *c, int front)
 {
-	struct kubeapi__link *q =
-	    kubeapi_http_method_info(c->method)->write ? &h->writes : &h->reads;
+	struct kubeapi__link *q = (c->flags & KUBEAPI_REQ_BACKGROUND)          ? &h->background
+	                          : kubeapi_http_method_info(c->method)->write ? &h->writes
+	                                                                       : &h->reads;
 
 	c->state = KUBEAPI__CALL_QUEUED;
 	kubeapi__list_insert_after(front ? q : q->prev, &c->link);
 	h->stats.queued++;
+	h->stats.background_queued += (c->flags & KUBEAPI_REQ_BACKGROUND) != 0;
 }
 
 void kubeapi__http_dequeue(struct kubeapi_http *h, struct kubeapi_http_call *c)
 {
 	kubeapi__list_remove(&c->link);
-	if (c->state == KUBEAPI__CALL_QUEUED)
+	if (c->state == KUBEAPI__CALL_QUEUED) {
 		h->stats.queued--;
-	else if (c->state == KUBEAPI__CALL_RETRYING)
+		h->stats.background_queued -= (c->flags & KUBEAPI_REQ_BACKGROUND) != 0;
+	} else if (c->state == KUBEAPI__CALL_RETRYING)
 		h->stats.retrying--;
 }
 
+/* Whether a background call may start now but for its write token:
+ * one waits, no other call does, and fewer than max_background run. */
+static int background_due(const struct kubeapi_http *h)
+{
+	return !kubeapi__list_empty(&h->background) && kubeapi__list_empty(&h->reads) &&
+	       kubeapi__list_empty(&h->writes) &&
+	       h->stats.background_running < h->opt.max_background;
+}
+
 /* The next call to start, or NULL: the older queue head, except that a
- * write without a token gives way to a read. Takes the write's token. */
+ * write without a token gives way to a read; a background call only when
+ * background_due(). Takes the write's token. */
 static struct kubeapi_http_call *next_call(struct kubeapi_http *h, uint64_t now)
 {
 	struct kubeapi_http_call *r =
@@ -71,7 +84,12 @@ static struct kubeapi_http_call *next_call(struct kubeapi_http *h, uint64_t now)
 			return w;
 		return r;
 	}
-	return r;
+	if (r || !background_due(h))
+		return r;
+	if (kubeapi_http_method_info(kubeapi__http_call_of(h->background.next)->method)->write &&
+	    kubeapi_http_bucket_take(&h->bucket, now) < 0)
+		return NULL;
+	return kubeapi__http_call_of(h->background.next);
 }
 
 void kubeapi__http_kick(struct kubeapi_http *h)
@@ -125,6 +143,7 @@ static int start_attempt(struct kubeapi_http *h, struct kubeapi_http_call *c)
 	kubeapi__list_insert_after(h->running.prev, &c->link);
 	c->attempts++;
 	h->stats.attempts++;
+	h->stats.background_running += (c->flags & KUBEAPI_REQ_BACKGROUND) != 0;
 	if (++h->stats.inflight > h->stats.max_inflight_hwm)
 		h->stats.max_inflight_hwm = h->stats.inflight;
 	return 0;
@@ -167,6 +186,7 @@ static void detach(struct kubeapi_http *h, struct kubeapi_http_call *c)
 	c->headers = NULL;
 	kubeapi__list_remove(&c->link);
 	h->stats.inflight--;
+	h->stats.background_running -= (c->flags & KUBEAPI_REQ_BACKGROUND) != 0;
 }
 
 static void schedule_retry(struct kubeapi_http *h, struct kubeapi_http_call *c)
@@ -317,7 +337,8 @@ static void arm_wake(struct kubeapi_http *h)
 		w = kubeapi__http_call_of(h->retrying.next)->retry_at_ms;
 		wait = w > now ? w - now : 0;
 	}
-	if (!kubeapi__list_empty(&h->writes) && h->stats.inflight < h->opt.max_inflight) {
+	if ((!kubeapi__list_empty(&h->writes) || background_due(h)) &&
+	    h->stats.inflight < h->opt.max_inflight) {
 		w = kubeapi_http_bucket_wait_ms(&h->bucket, now);
 		wait = w < wait ? w : wait;
 	}

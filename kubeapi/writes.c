@@ -285,7 +285,8 @@ int kubeapi_event_create(struct kubeapi_http *h, const struct kubeapi_event *ev,
 			cJSON_AddStringToObject(reg, "uid", t->uid);
 	}
 	snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", t->ns);
-	return submit_json(h, KUBEAPI_POST, path, e, KUBEAPI_REQ_RETRY, cb, data);
+	return submit_json(h, KUBEAPI_POST, path, e, KUBEAPI_REQ_RETRY | KUBEAPI_REQ_BACKGROUND, cb,
+	                   data);
 }
 
 int kubeapi_lease_get(struct kubeapi_http *h, const char *ns, const char *name,

@@ -76,7 +76,9 @@ struct kubeapi_event {
 	const char *instance;                   /* reportingInstance */
 };
 
-/** POST an Event named <pod>.<now in hex nanoseconds>, as kube-scheduler does. */
+/** POST an Event named <pod>.<now in hex nanoseconds>, as kube-scheduler
+ *  does, in the background (http.h): behind binds and status writes, and
+ *  -ENOBUFS when too many Events wait already. */
 int kubeapi_event_create(struct kubeapi_http *h, const struct kubeapi_event *ev,
                          struct timespec now, kubeapi_http_done_cb cb, void *data);
 

@@ -652,6 +652,7 @@ static void debug_view(void *data, struct debug_view *v)
 	v->cycles = s->n.cycles;
 	v->binds_ok = s->n.binds_ok;
 	v->binds_failed = s->n.binds_failed;
+	v->events_dropped = s->n.events_dropped;
 	v->evictions = s->n.evictions;
 	v->m = &s->m;
 	v->snap = s->snap.cycle ? &s->snap : NULL;

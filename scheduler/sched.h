@@ -173,7 +173,7 @@ enum sched_bind_state {
 
 struct sched_counters {
 	uint64_t cycles, binds_sent, binds_ok, binds_failed, binds_retried, gangs_released;
-	uint64_t status_writes, events, podgroup_writes, write_errors;
+	uint64_t status_writes, events, events_dropped, podgroup_writes, write_errors;
 	uint64_t evictions, evictions_refused;
 	double last_cycle_ms;
 };

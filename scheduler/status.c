@@ -44,6 +44,7 @@
  * most every STATUS_DRIFT_S; a new shape goes at once.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,8 +152,16 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
 
 	sched_target(s, pod, &t, uid);
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (kubeapi_event_create(s->http, &ev, now, on_event, s) == 0)
+	switch (kubeapi_event_create(s->http, &ev, now, on_event, s)) {
+	case 0:
 		s->n.events++;
+		break;
+	case -ENOBUFS: /* the server is behind; the pod's condition says it too */
+		s->n.events_dropped++;
+		break;
+	default:
+		break;
+	}
 }
 
 /* May a write to the object at key, whose cached copy is at

@@ -282,6 +282,9 @@ static void scheduler(struct mbuf *b, const struct debug_view *v)
 	counter(b, "muster_binds_total", "Pods bound (the API server said yes).", v->binds_ok);
 	counter(b, "muster_bind_failures_total", "Binds the API server refused.", v->binds_failed);
 	counter(b, "muster_evictions_total", "Pods evicted to make room.", v->evictions);
+	counter(b, "muster_events_dropped_total",
+	        "Events not sent: too many waited behind binds already (kubeapi/http.h).",
+	        v->events_dropped);
 	counter(b, "muster_preemptions_total", "Gangs that preempted others.", v->m->preemptions);
 	counter(b, "muster_plan_pods_read_total",
 	        "Pods the planner read again: those that changed since the cycle before, or all.",

@@ -946,6 +946,7 @@ def test_metrics_match_the_cluster(scenario, core, custom):
         "muster_admission_wait_seconds": "histogram", "muster_binds_total": "counter",
         "muster_bind_failures_total": "counter", "muster_evictions_total": "counter",
         "muster_preemptions_total": "counter", "muster_cycles_total": "counter",
+        "muster_events_dropped_total": "counter",
         "muster_api_requests_total": "counter", "muster_api_request_duration_seconds": "histogram",
         "muster_leader": "gauge", "muster_ready": "gauge",
         "muster_loop_stall_seconds": "histogram", "muster_loop_stall_max_seconds": "gauge",

@@ -769,12 +769,13 @@ static void test_stream_error_is_buffered(void **state)
 /* ---- Limits ----------------------------------------------------------- */
 
 /* A batch of calls, done when all are; samples the engine's in-flight
- * count before every poll of the loop. */
+ * count before every poll of the loop, and counts the polls that found a
+ * background call running while another call waited (bg_early). */
 struct batch {
 	struct result *r;
 	int n;
 	struct kubeapi_http *h;
-	unsigned max_seen;
+	unsigned max_seen, max_bg_seen, bg_early;
 };
 
 static int batch_done(void *arg)
@@ -785,6 +786,9 @@ static int batch_done(void *arg)
 
 	kubeapi_http_get_stats(b->h, &st);
 	b->max_seen = st.inflight > b->max_seen ? st.inflight : b->max_seen;
+	if (st.background_running > b->max_bg_seen)
+		b->max_bg_seen = st.background_running;
+	b->bg_early += st.background_running > 0 && st.queued > st.background_queued;
 	for (int i = 0; i < b->n; i++)
 		done += (int)b->r[i].done;
 	return done == b->n;
@@ -798,7 +802,7 @@ static void test_concurrency_cap(void **state)
 	struct env *e = *state;
 	struct kubeapi_http_options opt = {.max_inflight = 8};
 	struct kubeapi_http *h = engine(e, &e->conn, &opt);
-	struct batch b = {calloc(MANY, sizeof(struct result)), MANY, h, 0};
+	struct batch b = {.r = calloc(MANY, sizeof(struct result)), .n = MANY, .h = h};
 	struct kubeapi_http_stats st;
 
 	assert_non_null(b.r);
@@ -825,6 +829,53 @@ static void test_concurrency_cap(void **state)
 	engine_close(e, &h);
 }
 
+#define FOREGROUND 100
+#define BACKGROUND 30
+
+/* Background calls submitted first still wait for every other call, run
+ * at most max_background at once, and one past max_background_queued is
+ * refused. */
+static void test_background_calls_wait(void **state)
+{
+	struct env *e = *state;
+	struct kubeapi_http_options opt = {
+	    .max_inflight = 8, .max_background = 2, .max_background_queued = BACKGROUND};
+	struct kubeapi_http *h = engine(e, &e->conn, &opt);
+	struct batch b = {.r = calloc(FOREGROUND + BACKGROUND, sizeof(struct result)),
+	                  .n = FOREGROUND + BACKGROUND,
+	                  .h = h};
+	struct result extra = {0};
+	struct kubeapi_request more = {.method = KUBEAPI_GET,
+	                               .path = "/version",
+	                               .flags = KUBEAPI_REQ_BACKGROUND,
+	                               .done_cb = on_done,
+	                               .data = &extra};
+	struct kubeapi_http_stats st;
+
+	assert_non_null(b.r);
+	for (int i = 0; i < BACKGROUND; i++)
+		submit(h, KUBEAPI_GET, "/version", NULL, KUBEAPI_REQ_BACKGROUND, &b.r[i]);
+	assert_int_equal(kubeapi_http_submit(h, &more, NULL), -ENOBUFS);
+	for (int i = BACKGROUND; i < BACKGROUND + FOREGROUND; i++)
+		submit(h, KUBEAPI_GET, "/api/v1/namespaces/default", NULL, 0, &b.r[i]);
+	kubeapi_http_get_stats(h, &st);
+	assert_int_equal(st.queued, FOREGROUND + BACKGROUND);
+	assert_int_equal(st.background_queued, BACKGROUND);
+	assert_int_equal(run_until_fn(e, batch_done, &b, WAIT_MS), 0);
+	for (int i = 0; i < BACKGROUND + FOREGROUND; i++) {
+		assert_int_equal(b.r[i].status, 200);
+		result_free(&b.r[i]);
+	}
+	assert_int_equal(b.bg_early, 0);
+	assert_true(b.max_bg_seen >= 1 && b.max_bg_seen <= 2);
+	kubeapi_http_get_stats(h, &st);
+	assert_int_equal(st.background_queued + st.background_running, 0);
+	assert_int_equal(st.completed, FOREGROUND + BACKGROUND);
+	assert_int_equal(extra.done, 0);
+	free(b.r);
+	engine_close(e, &h);
+}
+
 #define WRITES 60
 
 /* 60 POSTs at 50/s with a burst of 5 need at least 55/50 s; a GET
@@ -834,7 +885,7 @@ static void test_write_rate_limit(void **state)
 	struct env *e = *state;
 	struct kubeapi_http_options opt = {.write_qps = 50, .write_burst = 5};
 	struct kubeapi_http *h = engine(e, &e->conn, &opt);
-	struct batch b = {calloc(WRITES + 1, sizeof(struct result)), WRITES + 1, h, 0};
+	struct batch b = {.r = calloc(WRITES + 1, sizeof(struct result)), .n = WRITES + 1, .h = h};
 	struct result *r = b.r;
 	char path[256], body[512], out[65536], args[256];
 	uint64_t start = now_ms(), last = 0;
@@ -1409,6 +1460,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_stream_error_is_buffered, test_cleanup),
 	    cmocka_unit_test_teardown(test_concurrency_cap, test_cleanup),
 	    cmocka_unit_test_teardown(test_write_rate_limit, test_cleanup),
+	    cmocka_unit_test_teardown(test_background_calls_wait, test_cleanup),
 	    cmocka_unit_test_teardown(test_body_cap, test_cleanup),
 	    cmocka_unit_test_teardown(test_client_certificates, test_cleanup),
 	    cmocka_unit_test_teardown(test_tls_server_name, test_cleanup),
