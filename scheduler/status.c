@@ -527,7 +527,9 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 
 /* Writes waiting in the engine beyond which status waits for a later
  * cycle: the engine sends in order, and binds must not queue behind a
- * backlog of status. */
+ * backlog of status. Events waiting in the background do not count: they
+ * go behind everything (kubeapi/http.h), and thousands of them after a
+ * burst of binds would hold status back until they had all gone. */
 #define STATUS_BACKLOG 256
 
 static int todo_add(struct buf *t, size_t gang, const struct kubeapi_pod *pod)
@@ -583,7 +585,7 @@ void sched_status_write(struct sched *s, const struct buf *todo)
 	uint32_t gang = UINT32_MAX, h = 0;
 
 	kubeapi_http_get_stats(s->http, &st);
-	if (st.queued + st.retrying > STATUS_BACKLOG)
+	if (st.queued - st.background_queued + st.retrying > STATUS_BACKLOG)
 		return;
 	if (budget > STATUS_BACKLOG)
 		budget = STATUS_BACKLOG;
