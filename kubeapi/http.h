@@ -21,7 +21,8 @@
  * has passed: a bind is what a pod waits for, an Event what a person
  * reads later. At most max_background_queued wait; past that a submit is
  * refused (-ENOBUFS), as kube-scheduler's event broadcaster drops what
- * its full queue cannot take.
+ * its full queue (of 1,000) cannot take. An Event's call is about 1 KiB:
+ * 4 MiB at the default cap.
  *
  * Retries (KUBEAPI_REQ_RETRY only): 429, 5xx other than 501 and 505, and
  * connection-level failures (refused, reset, timed out, broken HTTP/2
