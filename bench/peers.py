@@ -568,7 +568,8 @@ class Shape:
         t_end = time.monotonic()
         bound = self.watcher.results()
         self.wl = self.watcher.log
-        self.res["writes"] = writes_between(self.writes0, self.api.write_counts())
+        self.writes_end = self.api.write_counts()
+        self.res["writes"] = writes_between(self.writes0, self.writes_end)
         self.res["outcome"] = outcome
         self.res["safety"] = gang_safety(self.wl, self.gangs, t_end)
         self.res["load_after"] = loadavg()
@@ -647,24 +648,32 @@ def gang_latency(gangs, created, bound):
     return sorted(out)
 
 
+def stream_end(s, t_first, arrived, n_gangs, submit_s, lag, what):
+    """The end of a stream shape (stream, release): waits for every pod
+    bound, then per pod and per gang `what` -> bind, and pods/s from
+    t_first; `arrived` is {pod: when it arrived}. Returns the teardown."""
+    a = s.a
+    total = n_gangs * a.members
+    outcome = s.wait(total, a.stall_timeout, settle=a.settle)
+    bound = s.end(outcome)
+    per_pod = sorted((bound[n] - arrived[n]) * 1000 for n in arrived if n in bound)
+    per_gang = gang_latency(s.gangs, arrived, bound)
+    times = sorted(bound.values())
+    s.res.update(submit_rate=n_gangs / submit_s, lag_max_ms=lag * 1000, per_pod=per_pod, per_gang=per_gang,
+                 rate=len(times) / max(times[-1] - t_first, 1e-9) if times else None)
+    log(f"{s.what}: {len(bound)}/{total} bound; {what}d at {n_gangs / submit_s:.1f} gangs/s; "
+        f"pod {what}->bind ms p50/p90/p99/max {fmt_pcts(per_pod)}")
+    if bound_pods(s, bound) < total:
+        s.res["failed"] = f"{len(bound)}/{total} bound ({outcome})"
+    return s.teardown()
+
+
 def shape_stream(a, api, sched, rep, nodes):
     s = Shape(a, api, sched, "stream", rep)
     bodies = [s.gang(f"s-{i:05d}", a.members, 1) for i in range(a.stream_gangs)]
     t_first = time.monotonic()
     created, submit_s, lag = s.arrive(a.rate, bodies)
-    total = a.stream_gangs * a.members
-    outcome = s.wait(total, a.stall_timeout, settle=a.settle)
-    bound = s.end(outcome)
-    per_pod = sorted((bound[n] - created[n]) * 1000 for n in created if n in bound)
-    per_gang = gang_latency(s.gangs, created, bound)
-    times = sorted(bound.values())
-    s.res.update(submit_rate=a.stream_gangs / submit_s, lag_max_ms=lag * 1000, per_pod=per_pod, per_gang=per_gang,
-                 rate=len(times) / max(times[-1] - t_first, 1e-9) if times else None)
-    log(f"{s.what}: {len(bound)}/{total} bound; submitted at {a.stream_gangs / submit_s:.1f} gangs/s; "
-        f"pod create->bind ms p50/p90/p99/max {fmt_pcts(per_pod)}")
-    if bound_pods(s, bound) < total:
-        s.res["failed"] = f"{len(bound)}/{total} bound ({outcome})"
-    return s.teardown()
+    return stream_end(s, t_first, created, len(bodies), submit_s, lag, "create")
 
 
 def quiet_writes(api, what=("pods/status", "events"), still_s=2.0, cap_s=120.0):
@@ -707,21 +716,10 @@ def shape_release(a, api, sched, rep, nodes):
 
     t_first = time.monotonic()
     submit_s, lag = arrivals(a.release_rate, len(bodies), one, a.threads)
-    total = len(bodies) * a.members
-    outcome = s.wait(total, a.stall_timeout, settle=a.settle)
-    bound = s.end(outcome)
+    out = stream_end(s, t_first, released, len(bodies), submit_s, lag, "release")
     log(f"{s.what}: writes once released: "
-        + ", ".join(f"{v} {r} {n:.0f}" for n, (v, r) in writes_between(writes0, api.write_counts())[:6]))
-    per_pod = sorted((bound[n] - released[n]) * 1000 for n in released if n in bound)
-    per_gang = gang_latency(s.gangs, released, bound)
-    times = sorted(bound.values())
-    s.res.update(submit_rate=len(bodies) / submit_s, lag_max_ms=lag * 1000, per_pod=per_pod, per_gang=per_gang,
-                 rate=len(times) / max(times[-1] - t_first, 1e-9) if times else None)
-    log(f"{s.what}: {len(bound)}/{total} bound; released at {len(bodies) / submit_s:.1f} gangs/s; "
-        f"pod release->bind ms p50/p90/p99/max {fmt_pcts(per_pod)}")
-    if bound_pods(s, bound) < total:
-        s.res["failed"] = f"{len(bound)}/{total} bound ({outcome})"
-    return s.teardown()
+        + ", ".join(f"{v} {r} {n:.0f}" for n, (v, r) in writes_between(writes0, s.writes_end)[:6]))
+    return out
 
 
 def racks_of(nodes):
