@@ -216,23 +216,63 @@ static struct sort_item *radix_sort(struct sort_item *a, struct sort_item *b, si
 	return a;
 }
 
+/* Bits needed for v. */
+static unsigned bits_of(uint64_t v)
+{
+	return v ? 64 - (unsigned)__builtin_clzll(v) : 0;
+}
+
+/* The gang keys a[0..n) packed, order kept: (single, namespace, name)
+ * each as wide as the largest needs, so the sort passes over the
+ * digits those fill (three or four) rather than over the 64 bits the
+ * key spreads them across (plan_gang_key()). Always fits: 1 + 31 + 32. */
+static void pack_gang_keys(struct sort_item *a, size_t n)
+{
+	uint64_t ns = 0, name = 0;
+	unsigned nsb, nameb;
+
+	for (size_t k = 0; k < n; k++) {
+		ns |= a[k].key >> 32 & 0x7fffffffu;
+		name |= (uint32_t)a[k].key;
+	}
+	nsb = bits_of(ns);
+	nameb = bits_of(name);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t key = a[k].key;
+
+		a[k].key = (key >> 63) << (nsb + nameb) | (key >> 32 & 0x7fffffffu) << nameb |
+		           (uint32_t)key;
+	}
+}
+
 /* Put a gang's records in a row, gangs in key order and records of no
- * gang (key 0) last: the radix sort of (gang key - 1, position), then
- * the records moved. Stable, so a gang's pods keep the order they were
- * read in. O(records) where a qsort of the records was a quarter of a
- * full cycle. */
+ * gang (key 0) last: the radix sort of (packed gang key, position) over
+ * the gangs' records, those of no gang set apart first, then the records
+ * moved. Set apart, as their key was all ones, they made the sort pass
+ * over all eight digits. Stable, so a gang's pods keep the order they
+ * were read in. O(records) where a qsort of the records was a quarter of
+ * a full cycle. */
 static int group_by_gang(struct plan_podtab *t)
 {
 	struct sort_item *a = malloc(t->n * sizeof(*a)), *b = malloc(t->n * sizeof(*b)), *sorted;
+	size_t m = 0, none = 0;
 
 	if (!a || !b) {
 		free(a);
 		free(b);
 		return -ENOMEM;
 	}
-	for (size_t k = 0; k < t->n; k++)
-		a[k] = (struct sort_item){t->v[k].gang - 1, k};
-	sorted = radix_sort(a, b, t->n);
+	for (size_t k = 0; k < t->n; k++) {
+		if (t->v[k].gang)
+			a[m++] = (struct sort_item){t->v[k].gang, k};
+		else
+			b[none++] = (struct sort_item){0, k};
+	}
+	memcpy(&a[m], b, none * sizeof(*a));
+	pack_gang_keys(a, m);
+	sorted = radix_sort(a, b, m);
+	if (sorted == b)
+		memcpy(&b[m], &a[m], none * sizeof(*a));
 	free(sorted == a ? b : a); /* gather() makes a table of its own */
 	gather(t, sorted);
 	free(sorted);
@@ -514,6 +554,17 @@ static bool same(const struct plan_pod *x, const struct plan_pod *y)
 	       (x->flags & ~PLAN_POD_KEPT_FLAGS) == (y->flags & ~PLAN_POD_KEPT_FLAGS);
 }
 
+/* Records of a fresh read out of gang order (group_by_gang()): a gang's
+ * key below the one before it, or after a record of no gang. */
+static size_t out_of_order(const struct plan_podtab *t)
+{
+	size_t n = 0;
+
+	for (size_t k = 1; k < t->n; k++)
+		n += t->v[k].gang && (!t->v[k - 1].gang || t->v[k].gang < t->v[k - 1].gang);
+	return n;
+}
+
 int plan__podtab_check(struct plan_run *r, size_t *mismatches)
 {
 	const struct plan_podtab *t = &r->keep->pods;
@@ -524,6 +575,7 @@ int plan__podtab_check(struct plan_run *r, size_t *mismatches)
 	*mismatches = 0;
 	if ((rc = build(r, &fresh)) < 0 || (rc = idmap_reserve(&at, fresh.n)) < 0)
 		goto out;
+	*mismatches += out_of_order(&fresh);
 	for (size_t k = 0; k < fresh.n; k++)
 		if ((rc = idmap_put(&at, fresh.keys[k], &fresh.v[k])) < 0)
 			goto out;
