@@ -356,8 +356,8 @@ static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *
 	f[KUBEAPI_RES_PODS] += sign;
 	t->free_cpu[i] = f[KUBEAPI_RES_CPU];
 	t->free_gpu[i] = f[KUBEAPI_RES_GPU];
-	if (was <= 0 && t->free_gpu[i] > 0)
-		policy__gpu_rose(t, i);
+	if (t->free_gpu[i] > was)
+		policy__gpu_rose(t, i, was);
 	policy__held_use(t, held, sign, &cores, &empty);
 	if (held && later == LATER_NONE)
 		policy__node_room(t, i);
@@ -478,8 +478,8 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 	t->free[i * t->nres + res] += delta;
 	t->free_cpu[i] = t->free[i * t->nres + KUBEAPI_RES_CPU];
 	t->free_gpu[i] = t->free[i * t->nres + KUBEAPI_RES_GPU];
-	if (was <= 0 && t->free_gpu[i] > 0)
-		policy__gpu_rose(t, i);
+	if (t->free_gpu[i] > was)
+		policy__gpu_rose(t, i, was);
 	for (unsigned l = 0; res == KUBEAPI_RES_GPU && l < t->nlevels; l++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
@@ -571,7 +571,7 @@ void policy_nodes_reset_row(struct policy_nodes *t, const struct policy_nodes *b
 	t->free_cpu[i] = base->free_cpu[i];
 	t->free_gpu[i] = base->free_gpu[i];
 	if (t->free_gpu[i] > 0)
-		policy__gpu_rose(t, i);
+		policy__gpu_rose(t, i, 0);
 	memcpy(&t->gpu[first], &base->gpu[first], n * sizeof(*t->gpu));
 	t->gpu_room[i] = base->gpu_room[i];
 	t->gpu_empty[i] = base->gpu_empty[i];

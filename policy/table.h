@@ -39,9 +39,9 @@ void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int s
 
 /* ---- the zones' nodes with a free GPU (place.c) ------------------------- */
 
-/** Node i's free GPUs rose from none (or may have): put it in its zones'
- *  lists. O(levels). */
-void policy__gpu_rose(struct policy_nodes *t, size_t i);
+/** Node i's free GPUs rose from was (or may have: was 0): put it in its
+ *  zones' lists for what it has now. O(levels). */
+void policy__gpu_rose(struct policy_nodes *t, size_t i, int64_t was);
 /** Many nodes' free GPUs were set at once: list the zones again on
  *  their next trial. O(1). */
 void policy__gpu_lists_stale(struct policy_nodes *t);
