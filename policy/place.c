@@ -294,9 +294,10 @@ void policy__gpu_lists_stale(struct policy_nodes *t)
 		t->scratch->gpus[l].stale = true;
 }
 
-/* Whether entry j of list x of the domain of lists g starting at start,
- * node i with free GPUs, stays: if not (below the list's count), it
- * leaves, the last entry takes its place, and *n counts one fewer. */
+/* Whether entry j of ks, one domain's part of list x of g (*n entries),
+ * node i with `free` GPUs, stays: if not (below the list's count), it
+ * leaves: its bit is cleared, the last entry takes its place and *n
+ * counts one fewer. */
 static bool gpu_list_keeps(struct gpu_list *g, unsigned x, uint32_t *ks, uint32_t *n, size_t j,
                            size_t i, int64_t free)
 {
