@@ -321,14 +321,15 @@ static void test_gpu_counts_follow_every_change(void **state)
 	synth_free(&s);
 }
 
-/* A zone of 320 nodes in racks of 8 keeps a list of its nodes with a free
- * GPU (place.c), which a gang too big for any rack is placed on: twelve
- * 8-GPU members. The list is made as the gang first lands on the only
+/* A zone of 320 nodes in racks of 8 keeps lists of its nodes by free
+ * GPUs (place.c), which a gang too big for any rack is placed on: twelve
+ * 8-GPU members. The lists are made as the gang first lands on the only
  * twelve nodes with GPUs free, one a rack; GPUs given back then on twelve
- * others must reach it (adjustment), and so must a whole table assigned
- * back (a copy with yet other nodes free), or the gang fits nowhere (it
- * is asked to stay within a zone: no placement over the whole cluster
- * makes up for a zone trial that missed its nodes). */
+ * others must reach them (adjustment), and so must a whole table assigned
+ * back (a copy with yet other nodes free) and GPUs given back in two
+ * halves, or the gang fits nowhere (it is asked to stay within a zone:
+ * no placement over the whole cluster makes up for a zone trial that
+ * missed its nodes). */
 static void test_zone_list_follows_gpus_given_back(void **state)
 {
 	enum { NODES = 320, MEMBERS = 12 };
@@ -380,6 +381,18 @@ static void test_zone_list_follows_gpus_given_back(void **state)
 	                 0);
 	for (size_t m = 0; m < MEMBERS; m++)
 		assert_int_equal(out[m] % 25, 17);
+	/* Halfway is not enough for an 8-GPU member; the second half must
+	 * list the nodes for eight (a rise from 4, not from none). */
+	for (size_t m = 0; m < MEMBERS; m++)
+		policy_nodes_adjust(&t, m * 25 + 5, KUBEAPI_RES_GPU, 4);
+	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
+	                 -ENOSPC);
+	for (size_t m = 0; m < MEMBERS; m++)
+		policy_nodes_adjust(&t, m * 25 + 5, KUBEAPI_RES_GPU, 4);
+	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
+	                 0);
+	for (size_t m = 0; m < MEMBERS; m++)
+		assert_int_equal(out[m] % 25, 5);
 	policy_fitcache_free(&fits);
 	policy_nodes_release(&t);
 	arena_free(&a);
