@@ -37,10 +37,10 @@ void policy__node_room(struct policy_nodes *t, size_t i);
 void policy__held_use(struct policy_nodes *t, const struct policy_held *h, int sign, int64_t *cores,
                       int64_t *empty);
 
-/* ---- the zones' nodes with a free GPU (place.c) ------------------------- */
+/* ---- the zones' nodes by free GPUs (place.c) --------------------------- */
 
 /** Node i's free GPUs rose from was (or may have: was 0): put it in its
- *  zones' lists for what it has now. O(levels). */
+ *  zones' lists for what it has now. O(levels x lists). */
 void policy__gpu_rose(struct policy_nodes *t, size_t i, int64_t was);
 /** Many nodes' free GPUs were set at once: list the zones again on
  *  their next trial. O(1). */
