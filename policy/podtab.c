@@ -224,8 +224,9 @@ static unsigned bits_of(uint64_t v)
 
 /* The gang keys a[0..n) packed, order kept: (single, namespace, name)
  * each as wide as the largest needs, so the sort passes over the
- * digits those fill (three or four) rather than over the 64 bits the
- * key spreads them across (plan_gang_key()). Always fits: 1 + 31 + 32. */
+ * digits those fill (four at 5,000 nodes of plan_cycle, five at
+ * 100,000) rather than over the 64 bits the key spreads them across
+ * (plan_gang_key()). Always fits: 1 + 31 + 32. */
 static void pack_gang_keys(struct sort_item *a, size_t n)
 {
 	uint64_t ns = 0, name = 0;

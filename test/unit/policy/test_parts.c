@@ -321,6 +321,36 @@ static void test_gpu_counts_follow_every_change(void **state)
 	synth_free(&s);
 }
 
+/* The zone test's gang (below): twelve 8-GPU members, one node in 25
+ * at the same offset each time GPUs are given back. */
+enum { ZONE_NODES = 320, ZONE_MEMBERS = 12, ZONE_EVERY = 25 };
+
+/* The gang placed within zone 0 of t: where it went, as the offset its
+ * nodes share (-1 if they differ), or placement's negative errno. */
+static long zone_offset(struct policy_nodes *t, struct policy_fitcache *fits, struct arena *a,
+                        const struct kubeapi_podspec *const *gang)
+{
+	const struct policy_within zone = {0, POLICY_NO_DOMAIN};
+	const struct policy_held *held[ZONE_MEMBERS];
+	struct policy_why why;
+	uint32_t out[ZONE_MEMBERS];
+	int rc = policy_place_within(t, fits, a, &zone, gang, ZONE_MEMBERS, out, held, &why);
+
+	if (rc < 0)
+		return rc;
+	for (size_t m = 1; m < ZONE_MEMBERS; m++)
+		if (out[m] % ZONE_EVERY != out[0] % ZONE_EVERY)
+			return -1;
+	return out[0] % ZONE_EVERY;
+}
+
+/* gpus given back on the nodes at offset at, one in ZONE_EVERY. */
+static void give_back(struct policy_nodes *t, size_t at, int64_t gpus)
+{
+	for (size_t m = 0; m < ZONE_MEMBERS; m++)
+		policy_nodes_adjust(t, m * ZONE_EVERY + at, KUBEAPI_RES_GPU, gpus);
+}
+
 /* A zone of 320 nodes in racks of 8 keeps lists of its nodes by free
  * GPUs (place.c), which a gang too big for any rack is placed on: twelve
  * 8-GPU members. The lists are made as the gang first lands on the only
@@ -332,67 +362,44 @@ static void test_gpu_counts_follow_every_change(void **state)
  * missed its nodes). */
 static void test_zone_list_follows_gpus_given_back(void **state)
 {
-	enum { NODES = 320, MEMBERS = 12 };
 	struct synth s;
 	struct config *cfg;
 	struct arena a = {0};
 	struct policy_nodes t, copy;
 	struct policy_fitcache fits = {0};
-	const struct kubeapi_node *nodes[NODES];
-	const struct kubeapi_podspec *eight[MEMBERS];
-	const struct policy_held *held[MEMBERS];
-	struct policy_why why;
-	uint32_t out[MEMBERS];
-	const struct policy_within zone = {0, POLICY_NO_DOMAIN};
+	const struct kubeapi_node *nodes[ZONE_NODES];
+	const struct kubeapi_podspec *eight[ZONE_MEMBERS];
 	char name[16], rack[16];
 
 	(void)state;
 	assert_int_equal(synth_init(&s), 0);
 	assert_int_equal(config_parse("t.yaml", levels, strlen(levels), &cfg, NULL), 0);
-	for (int k = 0; k < NODES; k++) {
+	for (int k = 0; k < ZONE_NODES; k++) {
 		snprintf(name, sizeof(name), "n-%03d", k);
 		snprintf(rack, sizeof(rack), "r-%02d", k / 8);
 		nodes[k] = synth_node(&s, name, "z-0", rack, 8, NULL);
 	}
-	assert_int_equal(policy_nodes_build(&t, &a, s.model, cfg, NULL, 0, nodes, NODES), 0);
-	for (size_t i = 0; i < NODES; i++)
-		if (i % 25 != 3 || i / 25 >= MEMBERS)
+	assert_int_equal(policy_nodes_build(&t, &a, s.model, cfg, NULL, 0, nodes, ZONE_NODES), 0);
+	for (size_t i = 0; i < ZONE_NODES; i++)
+		if (i % ZONE_EVERY != 3 || i / ZONE_EVERY >= ZONE_MEMBERS)
 			policy_nodes_adjust(&t, i, KUBEAPI_RES_GPU, -8);
 	eight[0] = synth_pod(&s, "t", "eight", NULL, "muster", 100, 8, NULL, 0, NULL)->spec;
-	for (int m = 1; m < MEMBERS; m++)
+	for (int m = 1; m < ZONE_MEMBERS; m++)
 		eight[m] = eight[0];
-	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
-	                 0);
-	for (size_t m = 0; m < MEMBERS; m++)
-		assert_int_equal(out[m] % 25, 3);
-	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
-	                 -ENOSPC);
-	for (size_t m = 0; m < MEMBERS; m++)
-		policy_nodes_adjust(&t, m * 25 + 11, KUBEAPI_RES_GPU, 8);
-	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
-	                 0);
-	for (size_t m = 0; m < MEMBERS; m++)
-		assert_int_equal(out[m] % 25, 11);
+	assert_int_equal(zone_offset(&t, &fits, &a, eight), 3);
+	assert_int_equal(zone_offset(&t, &fits, &a, eight), -ENOSPC);
+	give_back(&t, 11, 8);
+	assert_int_equal(zone_offset(&t, &fits, &a, eight), 11);
 	assert_int_equal(policy_nodes_copy(&copy, &t, &a), 0);
-	for (size_t m = 0; m < MEMBERS; m++)
-		policy_nodes_adjust(&copy, m * 25 + 17, KUBEAPI_RES_GPU, 8);
+	give_back(&copy, 17, 8);
 	policy_nodes_assign(&t, &copy);
-	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
-	                 0);
-	for (size_t m = 0; m < MEMBERS; m++)
-		assert_int_equal(out[m] % 25, 17);
+	assert_int_equal(zone_offset(&t, &fits, &a, eight), 17);
 	/* Halfway is not enough for an 8-GPU member; the second half must
 	 * list the nodes for eight (a rise from 4, not from none). */
-	for (size_t m = 0; m < MEMBERS; m++)
-		policy_nodes_adjust(&t, m * 25 + 5, KUBEAPI_RES_GPU, 4);
-	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
-	                 -ENOSPC);
-	for (size_t m = 0; m < MEMBERS; m++)
-		policy_nodes_adjust(&t, m * 25 + 5, KUBEAPI_RES_GPU, 4);
-	assert_int_equal(policy_place_within(&t, &fits, &a, &zone, eight, MEMBERS, out, held, &why),
-	                 0);
-	for (size_t m = 0; m < MEMBERS; m++)
-		assert_int_equal(out[m] % 25, 5);
+	give_back(&t, 5, 4);
+	assert_int_equal(zone_offset(&t, &fits, &a, eight), -ENOSPC);
+	give_back(&t, 5, 4);
+	assert_int_equal(zone_offset(&t, &fits, &a, eight), 5);
 	policy_fitcache_free(&fits);
 	policy_nodes_release(&t);
 	arena_free(&a);
