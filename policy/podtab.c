@@ -31,13 +31,14 @@
  * each gang's sort by age. Node
  * indexes are kept in the records while the node table has the same
  * names in the same order; O(N) to check that. Memory: 48 bytes a pod
- * (record and key), and 32 more during a rebuild's sorts.
+ * (record and key), and 16 more during a rebuild's sorts.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/keyfilter.h"
+#include "base/radix.h"
 #include "policy/plan_internal.h"
 
 /* The schedulerNames the records' OURS flag was read for. */
@@ -105,33 +106,26 @@ static int append(const struct plan_run *r, struct plan_podtab *t, const struct 
 	return 0;
 }
 
-/* What the radix sort below orders: a key, and where its item is (a
- * record's position; nothing where the key is the item, an address). */
-struct sort_item {
-	uint64_t key;
-	size_t at;
-};
-
-/* Move record a[k].at to position k for every k, in place: one cycle of
- * the permutation at a time (a[].at set to SIZE_MAX once placed), so the
- * rebuild needs no second table. O(records). */
-static void permute(struct plan_pod *v, uint64_t *keys, struct sort_item *a, size_t n)
+/* Move record order[k] to position k for every k, in place: one cycle
+ * of the permutation at a time (order[] set to all ones once placed),
+ * so the rebuild needs no second table. O(records). */
+static void permute(struct plan_pod *v, uint64_t *keys, uint64_t *order, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
 		struct plan_pod first;
 		uint64_t first_key;
 		size_t at = k;
 
-		if (a[k].at == SIZE_MAX || a[k].at == k) {
-			a[k].at = SIZE_MAX;
+		if (order[k] == UINT64_MAX || order[k] == k) {
+			order[k] = UINT64_MAX;
 			continue;
 		}
 		first = v[k];
 		first_key = keys[k];
 		for (;;) {
-			size_t from = a[at].at;
+			size_t from = (size_t)order[at];
 
-			a[at].at = SIZE_MAX;
+			order[at] = UINT64_MAX;
 			if (from == k) {
 				v[at] = first;
 				keys[at] = first_key;
@@ -147,32 +141,38 @@ static void permute(struct plan_pod *v, uint64_t *keys, struct sort_item *a, siz
 /* How far ahead gather() asks for the record it will copy. */
 #define GATHER_AHEAD 8
 
-/* The records in the order a[] gives, copied into a new array: each read
- * is a cache miss at random, but none waits for another, where
- * permute()'s cycles chain them (three quarters of the sort at 100,000
- * nodes, a fifth of the full cycle). Costs a second table while it runs
- * (48 bytes a record and its key); without the memory, permute() in
- * place. */
-static void gather(struct plan_podtab *t, struct sort_item *a)
+/* The records in the order of order[first..n) then order[0..first),
+ * copied into a new array: each read is a cache miss at random, but none
+ * waits for another, where permute()'s cycles chain them (three quarters
+ * of the sort at 100,000 nodes, a fifth of the full cycle). Costs a
+ * second table while it runs (48 bytes a record and its key); without
+ * the memory, permute() in place, the order first turned in spare. */
+static void gather(struct plan_podtab *t, const uint64_t *order, size_t first, uint64_t *spare)
 {
 	struct plan_pod *v = malloc(t->cap * sizeof(*v));
 	uint64_t *keys = v ? malloc(t->cap * sizeof(*keys)) : NULL;
+	size_t n = t->n;
 
+	first = n ? first % n : 0; /* all of no gang: from the start */
 	if (!keys) {
 		free(v);
-		permute(t->v, t->keys, a, t->n);
+		memcpy(spare, &order[first], (n - first) * sizeof(*spare));
+		memcpy(&spare[n - first], order, first * sizeof(*spare));
+		permute(t->v, t->keys, spare, n);
 		return;
 	}
-	for (size_t k = 0; k < t->n; k++) {
-		if (k + GATHER_AHEAD < t->n) {
-			const char *p = (const char *)&t->v[a[k + GATHER_AHEAD].at];
+	for (size_t k = 0, at = first, ahead = (first + GATHER_AHEAD) % (n ? n : 1); k < n; k++) {
+		if (k + GATHER_AHEAD < n) {
+			const char *p = (const char *)&t->v[order[ahead]];
 
 			/* A record may straddle two lines. */
 			__builtin_prefetch(p);
 			__builtin_prefetch(p + sizeof(*v) - 1);
 		}
-		v[k] = t->v[a[k].at];
-		keys[k] = t->keys[a[k].at];
+		v[k] = t->v[order[at]];
+		keys[k] = t->keys[order[at]];
+		at = at + 1 == n ? 0 : at + 1;
+		ahead = ahead + 1 == n ? 0 : ahead + 1;
 	}
 	free(t->v);
 	free(t->keys);
@@ -180,104 +180,33 @@ static void gather(struct plan_podtab *t, struct sort_item *a)
 	t->keys = keys;
 }
 
-#define DIGIT_BITS 8
-#define DIGITS     (1u << DIGIT_BITS)
-
-/* a[0..n) sorted by key, stably, with b[0..n) as scratch: an LSD radix
- * sort on 8 bits a pass (256 counters stay in cache, 65,536 did not),
- * skipping the passes whose digit is the same everywhere (the namespace
- * half of a gang key, the high bits of an address). Returns a or b,
- * whichever holds the result. O(n) a pass. */
-static struct sort_item *radix_sort(struct sort_item *a, struct sort_item *b, size_t n)
-{
-	size_t count[DIGITS];
-
-	for (unsigned shift = 0; n > 0 && shift < 64; shift += DIGIT_BITS) {
-		struct sort_item *swap;
-		size_t sum = 0;
-
-		memset(count, 0, sizeof(count));
-		for (size_t k = 0; k < n; k++)
-			count[a[k].key >> shift & (DIGITS - 1)]++;
-		if (count[a[0].key >> shift & (DIGITS - 1)] == n)
-			continue; /* one digit everywhere: the order stands */
-		for (size_t d = 0; d < DIGITS; d++) {
-			size_t c = count[d];
-
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t k = 0; k < n; k++)
-			b[count[a[k].key >> shift & (DIGITS - 1)]++] = a[k];
-		swap = a;
-		a = b;
-		b = swap;
-	}
-	return a;
-}
-
-/* Bits needed for v. */
-static unsigned bits_of(uint64_t v)
-{
-	return v ? 64 - (unsigned)__builtin_clzll(v) : 0;
-}
-
-/* The gang keys a[0..n) packed, order kept: (single, namespace, name)
- * each as wide as the largest needs, so the sort passes over the
- * digits those fill (four at 5,000 nodes of plan_cycle, five at
- * 100,000) rather than over the 64 bits the key spreads them across
- * (plan_gang_key()). Always fits: 1 + 31 + 32. */
-static void pack_gang_keys(struct sort_item *a, size_t n)
-{
-	uint64_t ns = 0, name = 0;
-	unsigned nsb, nameb;
-
-	for (size_t k = 0; k < n; k++) {
-		ns |= a[k].key >> 32 & 0x7fffffffu;
-		name |= (uint32_t)a[k].key;
-	}
-	nsb = bits_of(ns);
-	nameb = bits_of(name);
-	for (size_t k = 0; k < n; k++) {
-		uint64_t key = a[k].key;
-
-		a[k].key = (key >> 63) << (nsb + nameb) | (key >> 32 & 0x7fffffffu) << nameb |
-		           (uint32_t)key;
-	}
-}
-
 /* Put a gang's records in a row, gangs in key order and records of no
- * gang (key 0) last: the radix sort of (packed gang key, position) over
- * the gangs' records, those of no gang set apart first, then the records
- * moved. Set apart, as their key was all ones, they made the sort pass
- * over all eight digits. Stable, so a gang's pods keep the order they
- * were read in. O(records) where a qsort of the records was a quarter of
- * a full cycle. */
+ * gang last: the records' order by gang key (radix_order(), stable, so
+ * a gang's pods keep the order they were read in; the bits no key has
+ * different dropped, four digits at 5,000 nodes of plan_cycle, five at
+ * 100,000), then the records moved. Records of no gang, key 0, come
+ * first in that order; the move starts after them. O(records) where a
+ * qsort of the records was a quarter of a full cycle. */
 static int group_by_gang(struct plan_podtab *t)
 {
-	struct sort_item *a = malloc(t->n * sizeof(*a)), *b = malloc(t->n * sizeof(*b)), *sorted;
-	size_t m = 0, none = 0;
+	uint64_t *v = malloc(t->n * sizeof(*v)), *scratch = malloc(t->n * sizeof(*scratch)), *order;
+	size_t none = 0;
+	int rc;
 
-	if (!a || !b) {
-		free(a);
-		free(b);
+	if (!v || !scratch) {
+		free(v);
+		free(scratch);
 		return -ENOMEM;
 	}
 	for (size_t k = 0; k < t->n; k++) {
-		if (t->v[k].gang)
-			a[m++] = (struct sort_item){t->v[k].gang, k};
-		else
-			b[none++] = (struct sort_item){0, k};
+		v[k] = t->v[k].gang;
+		none += !v[k];
 	}
-	memcpy(&a[m], b, none * sizeof(*a));
-	pack_gang_keys(a, m);
-	sorted = radix_sort(a, b, m);
-	if (sorted == b)
-		memcpy(&b[m], &a[m], none * sizeof(*a));
-	free(sorted == a ? b : a); /* gather() makes a table of its own */
-	gather(t, sorted);
-	free(sorted);
-	return 0;
+	if ((rc = radix_order(v, scratch, t->n, &order)) == 0)
+		gather(t, order, none, order == v ? scratch : v);
+	free(v);
+	free(scratch);
+	return rc;
 }
 
 static int record_by_age(const void *a, const void *b)
@@ -315,12 +244,12 @@ static void order_gangs(struct plan_podtab *t, bool all)
  * 100,000 nodes (plan__is_ours(), the first read of each). In address
  * order the reads run forward through memory, where a pod's neighbours
  * are those created with it (a gang's members, a node's pods). The sort
- * costs two passes a digit over 16 bytes a pod. */
+ * costs a read and a write of 8 bytes a pod a digit. */
 static int read_store(const struct plan_run *r, struct plan_podtab *t)
 {
 	size_t n = r->in->pods->n, np = 0;
-	struct sort_item *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b));
-	const struct sort_item *sorted;
+	uint64_t *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b));
+	const uint64_t *sorted;
 	const struct idmap_slot *e;
 	int rc = 0;
 
@@ -330,10 +259,10 @@ static int read_store(const struct plan_run *r, struct plan_podtab *t)
 		return -ENOMEM;
 	}
 	IDMAP_FOREACH(r->in->pods, i, e)
-		a[np++] = (struct sort_item){(uint64_t)(uintptr_t)e->value, 0};
+		a[np++] = (uint64_t)(uintptr_t)e->value;
 	sorted = radix_sort(a, b, np);
 	for (size_t k = 0; k < np && rc == 0; k++)
-		rc = append(r, t, (const struct kubeapi_pod *)(uintptr_t)sorted[k].key);
+		rc = append(r, t, (const struct kubeapi_pod *)(uintptr_t)sorted[k]);
 	free(a);
 	free(b);
 	return rc;
