@@ -141,6 +141,12 @@ static void permute(struct plan_pod *v, uint64_t *keys, uint64_t *order, size_t 
 /* How far ahead gather() asks for the record it will copy. */
 #define GATHER_AHEAD 8
 
+/* Place k of the order that starts at first and wraps at n. */
+static size_t turned(size_t k, size_t first, size_t n)
+{
+	return k + first < n ? k + first : k + first - n;
+}
+
 /* The records in the order of order[first..n) then order[0..first),
  * copied into a new array: each read is a cache miss at random, but none
  * waits for another, where permute()'s cycles chain them (three quarters
@@ -153,26 +159,27 @@ static void gather(struct plan_podtab *t, const uint64_t *order, size_t first, u
 	uint64_t *keys = v ? malloc(t->cap * sizeof(*keys)) : NULL;
 	size_t n = t->n;
 
-	first = n ? first % n : 0; /* all of no gang: from the start */
+	first = first < n ? first : 0; /* all of no gang: from the start */
 	if (!keys) {
 		free(v);
-		memcpy(spare, &order[first], (n - first) * sizeof(*spare));
-		memcpy(&spare[n - first], order, first * sizeof(*spare));
+		for (size_t k = 0; k < n; k++)
+			spare[k] = order[turned(k, first, n)];
 		permute(t->v, t->keys, spare, n);
 		return;
 	}
-	for (size_t k = 0, at = first, ahead = (first + GATHER_AHEAD) % (n ? n : 1); k < n; k++) {
+	for (size_t k = 0; k < n; k++) {
+		size_t at = order[turned(k, first, n)];
+
 		if (k + GATHER_AHEAD < n) {
-			const char *p = (const char *)&t->v[order[ahead]];
+			const char *p =
+			    (const char *)&t->v[order[turned(k + GATHER_AHEAD, first, n)]];
 
 			/* A record may straddle two lines. */
 			__builtin_prefetch(p);
 			__builtin_prefetch(p + sizeof(*v) - 1);
 		}
-		v[k] = t->v[order[at]];
-		keys[k] = t->keys[order[at]];
-		at = at + 1 == n ? 0 : at + 1;
-		ahead = ahead + 1 == n ? 0 : ahead + 1;
+		v[k] = t->v[at];
+		keys[k] = t->keys[at];
 	}
 	free(t->v);
 	free(t->keys);
