@@ -97,42 +97,41 @@ static void level_most(const struct policy_nodes *t, struct policy_level *lv)
 		}
 }
 
-/* The bucket in by_gpus of a node with `free` whole GPUs. */
-static unsigned gpu_bucket(int64_t free)
+/* A node with `free` GPUs counted into (sign +1) or out of (-1) domain
+ * d's takes. */
+static void count_takes(struct policy_level *lv, uint32_t d, int64_t free, int sign)
 {
-	if (free <= 0)
-		return 0;
-	return free < POLICY_GPU_BUCKETS - 1 ? (unsigned)free : POLICY_GPU_BUCKETS - 1;
+	uint32_t *k = &lv->takes[(size_t)d * POLICY_TAKES];
+
+	for (unsigned x = 0; free > 0 && x < POLICY_TAKES; x++)
+		k[x] += (uint32_t)(sign * (free >> x));
 }
 
-/* A node of domain d whose free GPUs went from was to now, moved between
- * lv's buckets. */
-static void move_bucket(struct policy_level *lv, uint32_t d, int64_t was, int64_t now)
+/* A node of domain d whose free GPUs went from was to now, counted
+ * again into lv's takes. */
+static void move_takes(struct policy_level *lv, uint32_t d, int64_t was, int64_t now)
 {
-	unsigned from = gpu_bucket(was), to = gpu_bucket(now);
-
-	if (!lv->by_gpus || from == to)
+	if (!lv->takes || was == now)
 		return;
-	lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + from]--;
-	lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + to]++;
+	count_takes(lv, d, was, -1);
+	count_takes(lv, d, now, +1);
 }
 
-/* Every node of level l counted into its domain's bucket (by_gpus
- * zeroed). */
-static void fill_buckets(struct policy_nodes *t, unsigned l)
+/* Every node of level l counted into its domain's takes (zeroed). */
+static void fill_takes(struct policy_nodes *t, unsigned l)
 {
 	struct policy_level *lv = &t->level[l];
 
-	for (size_t i = 0; lv->by_gpus && i < t->n; i++) {
+	for (size_t i = 0; lv->takes && i < t->n; i++) {
 		uint32_t d = t->domain[i * t->nlevels + l];
 
 		if (d != POLICY_NO_DOMAIN)
-			lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + gpu_bucket(t->free_gpu[i])]++;
+			count_takes(lv, d, t->free_gpu[i], +1);
 	}
 }
 
 /* Whether some domain of lv has more than one node: else a domain's
- * buckets say no more than its one node's row, and it keeps none. */
+ * takes say no more than its one node's row, and it keeps none. */
 static bool has_groups(const struct policy_level *lv)
 {
 	for (uint32_t d = 0; d < lv->ndomains; d++)
@@ -199,11 +198,10 @@ static int build_level(struct policy_nodes *t, struct arena *a, unsigned l)
 		lv->members[lv->start[d] + fill[d]++] = (uint32_t)i;
 		lv->free_gpu[d] += t->free[i * t->nres + KUBEAPI_RES_GPU];
 	}
-	if (has_groups(lv) &&
-	    !(lv->by_gpus = arena_calloc(a, (size_t)lv->ndomains * POLICY_GPU_BUCKETS + 1,
-	                                 sizeof(*lv->by_gpus))))
+	if (has_groups(lv) && !(lv->takes = arena_calloc(a, (size_t)lv->ndomains * POLICY_TAKES + 1,
+	                                                 sizeof(*lv->takes))))
 		return -ENOMEM;
-	fill_buckets(t, l);
+	fill_takes(t, l);
 	level_most(t, lv);
 	return 0;
 }
@@ -374,7 +372,7 @@ static void use(struct policy_nodes *t, size_t i, const struct kubeapi_podspec *
 			t->level[l].free_gpu[d] += sign * gpus;
 			t->level[l].free_core[d] += sign * cores;
 			t->level[l].empty_gpu[d] += empty;
-			move_bucket(&t->level[l], d, was, t->free_gpu[i]);
+			move_takes(&t->level[l], d, was, t->free_gpu[i]);
 			if (t->level[l].index)
 				policy__dindex_update(&t->level[l], d);
 		}
@@ -427,9 +425,9 @@ static void sum_levels(struct policy_nodes *t)
 		memset(lv->free_gpu, 0, lv->ndomains * sizeof(*lv->free_gpu));
 		memset(lv->free_core, 0, lv->ndomains * sizeof(*lv->free_core));
 		memset(lv->empty_gpu, 0, lv->ndomains * sizeof(*lv->empty_gpu));
-		if (lv->by_gpus)
-			memset(lv->by_gpus, 0,
-			       (size_t)lv->ndomains * POLICY_GPU_BUCKETS * sizeof(*lv->by_gpus));
+		if (lv->takes)
+			memset(lv->takes, 0,
+			       (size_t)lv->ndomains * POLICY_TAKES * sizeof(*lv->takes));
 		lv->index = NULL;
 		lv->index_tried = 0;
 	}
@@ -445,9 +443,8 @@ static void sum_levels(struct policy_nodes *t)
 			t->level[l].free_gpu[d] += t->free_gpu[i];
 			t->level[l].free_core[d] += cores;
 			t->level[l].empty_gpu[d] += empty;
-			if (t->level[l].by_gpus)
-				t->level[l].by_gpus[(size_t)d * POLICY_GPU_BUCKETS +
-				                    gpu_bucket(t->free_gpu[i])]++;
+			if (t->level[l].takes)
+				count_takes(&t->level[l], d, t->free_gpu[i], +1);
 		}
 	}
 	t->levels_stale = 0;
@@ -486,7 +483,7 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 		if (d == POLICY_NO_DOMAIN)
 			continue;
 		t->level[l].free_gpu[d] += delta;
-		move_bucket(&t->level[l], d, was, t->free_gpu[i]);
+		move_takes(&t->level[l], d, was, t->free_gpu[i]);
 		if (t->level[l].index)
 			policy__dindex_update(&t->level[l], d);
 	}
@@ -535,12 +532,12 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
 		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
 		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
-		bytes = (size_t)src->level[l].ndomains * POLICY_GPU_BUCKETS * sizeof(uint32_t);
-		if (src->level[l].by_gpus &&
-		    !(dst->level[l].by_gpus = arena_alloc(a, bytes + sizeof(uint32_t))))
+		bytes = (size_t)src->level[l].ndomains * POLICY_TAKES * sizeof(uint32_t);
+		if (src->level[l].takes &&
+		    !(dst->level[l].takes = arena_alloc(a, bytes + sizeof(uint32_t))))
 			return -ENOMEM;
-		if (src->level[l].by_gpus)
-			memcpy(dst->level[l].by_gpus, src->level[l].by_gpus, bytes);
+		if (src->level[l].takes)
+			memcpy(dst->level[l].takes, src->level[l].takes, bytes);
 		dst->level[l].index = NULL; /* src's follows src; a copy makes its own */
 		dst->level[l].index_tried = 0;
 	}
@@ -602,10 +599,9 @@ void policy_nodes_assign(struct policy_nodes *dst, const struct policy_nodes *sr
 		memcpy(dst->level[l].free_gpu, src->level[l].free_gpu, bytes);
 		memcpy(dst->level[l].free_core, src->level[l].free_core, bytes);
 		memcpy(dst->level[l].empty_gpu, src->level[l].empty_gpu, bytes);
-		if (src->level[l].by_gpus)
-			memcpy(dst->level[l].by_gpus, src->level[l].by_gpus,
-			       (size_t)src->level[l].ndomains * POLICY_GPU_BUCKETS *
-			           sizeof(uint32_t));
+		if (src->level[l].takes)
+			memcpy(dst->level[l].takes, src->level[l].takes,
+			       (size_t)src->level[l].ndomains * POLICY_TAKES * sizeof(uint32_t));
 		dst->level[l].index = NULL; /* made again by the next search */
 		dst->level[l].index_tried = 0;
 	}

@@ -166,8 +166,8 @@ struct policy_try {
 
 /* The free GPUs each of a domain's lists is for (struct gpu_list): the
  * counts whole-GPU pods mostly ask. */
-#define GPU_LISTS 4
-static const int64_t gpu_list_at[GPU_LISTS] = {1, 2, 4, 8};
+#define GPU_LISTS POLICY_TAKES
+static const int64_t gpu_list_at[GPU_LISTS] = {1, 2, 4, 8}; /* 2^x, as takes (policy.h) */
 
 /*
  * A zone-sized level's nodes that may have free GPUs, domain by domain,
@@ -204,8 +204,8 @@ struct policy_scratch {
 	struct gpu_list gpus[POLICY_MAX_LEVELS]; /* zone-sized levels' (ks[0] NULL: none) */
 };
 
-/* The list for members asking g GPUs or more: the one for the most at
- * or below g. g >= 1. */
+/* The list (and the takes, policy.h) for members asking g GPUs or more:
+ * the one for the most at or below g. g >= 1. */
 static unsigned list_for(int64_t g)
 {
 	unsigned x = 0;
@@ -836,24 +836,19 @@ static bool domain_may_hold(const struct trial *tr, const uint32_t *cand, size_t
 }
 
 /* Whether domain d of lv could hold every member by free whole GPUs
- * alone, each asking the least any asks (struct least): its nodes'
- * counts by free GPUs (by_gpus) added up, O(buckets). A necessary test
+ * alone, each asking the least any asks (struct least): its takes for
+ * the most 2^x at or below that (policy.h), one read. A necessary test
  * like domain_may_hold(), which reads every node of the domain where
  * this reads none: the test that turns down the racks a gang too big
- * for any rack meets, whose GPUs are free in sum but scattered. */
+ * for any rack meets, whose GPUs are free in sum but scattered. The
+ * level's index makes it too, for its walk (tightest()). */
 static bool gpus_may_hold(const struct trial *tr, const struct policy_level *lv, uint32_t d)
 {
-	const uint32_t *h;
-	int64_t g = tr->least.gpus, got = 0;
+	int64_t g = tr->least.gpus;
 
-	if (!lv->by_gpus || g <= 0 || g == INT64_MAX)
+	if (!lv->takes || g <= 0 || g == INT64_MAX)
 		return true;
-	h = lv->by_gpus + (size_t)d * POLICY_GPU_BUCKETS;
-	if (h[POLICY_GPU_BUCKETS - 1])
-		return true; /* a node with more than the buckets count */
-	for (int64_t b = g; b < POLICY_GPU_BUCKETS - 1; b++)
-		got += h[b] * (b / g);
-	return got >= (int64_t)tr->n;
+	return lv->takes[(size_t)d * POLICY_TAKES + list_for(g)] >= tr->n;
 }
 
 /* Domain d of lv, a zone-sized level, its lists of nodes (struct
@@ -919,19 +914,23 @@ static bool scan_tightest(struct trial *tr, const struct policy_level *lv, const
 
 /* The same search over the level's index: its walk is in (what is left,
  * index) order, the heap's, so the same domain wins, without reading the
- * domains that have too little free. Trials undo what they change, so
- * the walk stays valid; should one drop the index (out of memory), the
- * scan takes over and finds the same answer. */
+ * domains that have too little free, nor most of those gpus_may_hold()
+ * would turn down (the walk's `only` passes over no other). Trials undo
+ * what they change, so the walk stays valid; should one drop the index
+ * (out of memory), the scan takes over and finds the same answer. */
 static bool tightest(struct trial *tr, unsigned l, const struct ask *ask)
 {
 	struct policy_level *lv = &tr->t->level[l];
-	struct policy__dcursor c = {100 * ask->gpus + ask->cores, 0};
+	struct policy__dcursor c = {100 * ask->gpus + ask->cores, 0, NULL};
+	int64_t g = tr->least.gpus;
 	uint32_t d;
 
 	if (!level_holds(tr, lv))
 		return false;
 	if (!lv->index_tried && policy__dindex_build(lv, tr->a) < 0)
 		lv->index = NULL; /* scanned */
+	if (lv->index && g > 0 && g != INT64_MAX)
+		c.only = policy__dindex_only(lv->index, list_for(g), (uint32_t)tr->n);
 	while (lv->index && policy__dindex_next(lv->index, &c, &d)) {
 		if (offers(tr, lv, ask, d) && try_domain(tr, lv, d))
 			return true;

@@ -40,9 +40,12 @@ struct policy_dindex;    /* dindex.c */
 /** The node label whose value names the model of the node's GPUs, as
  *  NVIDIA's GPU feature discovery sets it ("Tesla-T4"). */
 #define POLICY_MODEL_LABEL "nvidia.com/gpu.product"
-/** Buckets of a domain's nodes by free whole GPUs: 0 .. 16 each, and
- *  one for more (struct policy_level's by_gpus). */
+/** Buckets of nodes by free whole GPUs: 0 .. 16 each, and one for more
+ *  (the forecast's, forecast.c). */
 #define POLICY_GPU_BUCKETS 18
+/** Members of 1, 2, 4 and 8 GPUs a domain's nodes could take (struct
+ *  policy_level's takes): a count each. */
+#define POLICY_TAKES 4
 /** A start or end time that is not known (work without an estimate). */
 #define POLICY_NEVER INT64_MAX
 
@@ -60,15 +63,19 @@ struct policy_level {
 	/* Per domain, its healthy registered GPUs with no share on them:
 	 * what vGPU asks of all the cores (100: the GPU alone) need. */
 	int64_t *empty_gpu;
-	/* Per domain, its nodes counted by their free whole GPUs: node
-	 * counts by_gpus[d * POLICY_GPU_BUCKETS + b] for b free (none or
-	 * less: 0; the last bucket: that many or more), kept with the
-	 * counts above. What lets placement pass over a domain whose free
-	 * GPUs are enough in sum but scattered over nodes too small for the
-	 * gang's members, without reading its nodes: at 100,000 nodes the
-	 * gangs that fit no rack read every rack's nodes, a tenth of the
-	 * cycle. NULL on a level whose domains are single nodes. */
-	uint32_t *by_gpus;
+	/* Per domain, for x < POLICY_TAKES, takes[d * POLICY_TAKES + x]:
+	 * how many members asking 2^x whole GPUs its nodes could take by
+	 * their free GPUs alone (the sum of each node's free / 2^x), kept
+	 * with the counts above. A gang whose members each ask g GPUs or
+	 * more fits no domain that could take fewer members than it has,
+	 * counted for the most 2^x at or below g: what lets placement pass
+	 * over a domain whose free GPUs are enough in sum but scattered
+	 * over nodes too small for the members, without reading its nodes
+	 * (at 100,000 nodes the gangs that fit no rack read every rack's
+	 * nodes, a tenth of the cycle), and what the level's index filters
+	 * its walk by (dindex.c). NULL on a level whose domains are single
+	 * nodes. */
+	uint32_t *takes;
 	/* The most of each well-known resource one domain has allocatable:
 	 * a gang asking more in all fits no domain of the level, and the
 	 * level is passed over without reading a domain. */

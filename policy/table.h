@@ -58,12 +58,21 @@ int policy__dindex_build(struct policy_level *lv, struct arena *a);
 void policy__dindex_update(struct policy_level *lv, uint32_t d);
 
 /* A walk of an index in (key, domain) order, from key `key` (start it at
- * the least key wanted, domain 0). A walk stays valid across changes
- * that are undone before its next step. */
+ * the least key wanted, domain 0), over the domains in `only` (a bitmap
+ * from policy__dindex_only()) or, NULL, all. A walk stays valid across
+ * changes that are undone before its next step. */
 struct policy__dcursor {
 	int64_t key;
 	uint32_t d;
+	const uint64_t *only;
 };
+
+/** The domains of index x that may take n members asking 2^takes GPUs
+ *  or more by their free GPUs (policy.h's takes): a bitmap for a walk's
+ *  `only`, which lets through every domain whose takes reach n and few
+ *  others (their tier is n's, dindex.c). NULL when the level keeps no
+ *  takes. O(1); valid while x is. */
+const uint64_t *policy__dindex_only(const struct policy_dindex *x, unsigned takes, uint32_t n);
 
 /** The walk's next domain into *d, or false at the end. O(keys / 64 +
  *  domains / 64) at most. */

@@ -118,28 +118,23 @@ static void assert_packed(const struct policy_nodes *t)
 	}
 }
 
-/* Each domain's nodes by free whole GPUs (by_gpus) as counted from the
- * nodes themselves, on every level that keeps them. */
-static void assert_buckets(const struct policy_nodes *t)
+/* The members of 1, 2, 4 and 8 GPUs each domain could take (takes), as
+ * counted from its nodes themselves, on every level that keeps them. */
+static void assert_takes(const struct policy_nodes *t)
 {
 	for (unsigned l = 0; l < t->nlevels; l++) {
 		const struct policy_level *lv = &t->level[l];
 
-		for (uint32_t d = 0; lv->by_gpus && d < lv->ndomains; d++)
-			for (unsigned b = 0; b < POLICY_GPU_BUCKETS; b++) {
+		for (uint32_t d = 0; lv->takes && d < lv->ndomains; d++)
+			for (unsigned x = 0; x < POLICY_TAKES; x++) {
 				uint32_t want = 0;
 
 				for (uint32_t k = lv->start[d]; k < lv->start[d + 1]; k++) {
 					int64_t f = t->free_gpu[lv->members[k]];
-					unsigned at = f <= 0 ? 0
-					              : f >= POLICY_GPU_BUCKETS - 1
-					                  ? POLICY_GPU_BUCKETS - 1
-					                  : (unsigned)f;
 
-					want += at == b;
+					want += f > 0 ? (uint32_t)(f / (1 << x)) : 0;
 				}
-				assert_int_equal(lv->by_gpus[(size_t)d * POLICY_GPU_BUCKETS + b],
-				                 want);
+				assert_int_equal(lv->takes[(size_t)d * POLICY_TAKES + x], want);
 			}
 	}
 }
@@ -191,8 +186,8 @@ static void assert_same_levels(const struct policy_nodes *a, const struct policy
 			assert_int_equal(a->level[l].empty_gpu[d], b->level[l].empty_gpu[d]);
 		}
 	}
-	assert_buckets(a);
-	assert_buckets(b);
+	assert_takes(a);
+	assert_takes(b);
 }
 
 /* Zones, racks and hosts: the levels of the tests below. */
@@ -268,7 +263,7 @@ static void test_tally_sums_domains_as_a_count_keeps_them(void **state)
 /* Two 4-GPU members, one zone of two racks, 8 GPUs free in each: rack
  * r-0's on nodes of 6 and 2, too small for two members, rack r-1's as
  * 4 and 4. No node holds both; r-0 is the first rack the search meets
- * (equal room, lower index), and its nodes' counts by free GPUs turn it
+ * (equal room, lower index), and the members its nodes could take turn it
  * down (a run in it would fail as well: the gang lands in r-1 either
  * way). The counts follow every change: adjustment, placement, a copy
  * of the table and an assignment back. */
@@ -296,24 +291,25 @@ static void test_gpu_counts_follow_every_change(void **state)
 		nodes[k] = synth_node(&s, name, "z-0", rack, 8, NULL);
 	}
 	assert_int_equal(policy_nodes_build(&t, &a, s.model, cfg, NULL, 0, nodes, 4), 0);
-	assert_non_null(t.level[0].by_gpus); /* zones and racks keep counts */
-	assert_non_null(t.level[1].by_gpus);
-	assert_null(t.level[2].by_gpus); /* a host's are its row */
-	assert_buckets(&t);
+	assert_non_null(t.level[0].takes); /* zones and racks keep counts */
+	assert_non_null(t.level[1].takes);
+	assert_null(t.level[2].takes); /* a host's are its row */
+	assert_takes(&t);
 	for (size_t i = 0; i < 4; i++)
 		policy_nodes_adjust(&t, i, KUBEAPI_RES_GPU, -take[i]);
-	assert_buckets(&t);
-	assert_int_equal(t.level[1].by_gpus[6] + t.level[1].by_gpus[2], 2); /* r-0: 6 and 2 */
+	assert_takes(&t);
+	assert_int_equal(t.level[1].takes[0], 8); /* r-0: 6 and 2 free */
+	assert_int_equal(t.level[1].takes[2], 1); /* one member of 4 GPUs */
 	assert_int_equal(policy_nodes_copy(&copy, &t, &a), 0);
 	four[0] = four[1] = synth_pod(&s, "t", "four", NULL, "muster", 100, 4, NULL, 0, NULL)->spec;
 	assert_int_equal(policy_place(&t, &fits, &a, four, 2, out, held, &why), 0);
 	assert_true(out[0] >= 2 && out[1] >= 2 && out[0] != out[1]); /* r-1's nodes */
-	assert_buckets(&t);
-	assert_buckets(&copy); /* the copy's own, unchanged */
-	assert_int_equal(copy.level[1].by_gpus[POLICY_GPU_BUCKETS + 4], 2);
+	assert_takes(&t);
+	assert_takes(&copy);                                        /* the copy's own, unchanged */
+	assert_int_equal(copy.level[1].takes[POLICY_TAKES + 2], 2); /* r-1: 4 and 4 */
 	policy_nodes_assign(&t, &copy);
-	assert_buckets(&t);
-	assert_int_equal(t.level[0].by_gpus[4], 2);
+	assert_takes(&t);
+	assert_int_equal(t.level[0].takes[2], 3); /* 6, 2, 4, 4 free */
 	policy_fitcache_free(&fits);
 	policy_nodes_release(&t);
 	arena_free(&a);
