@@ -68,10 +68,13 @@ struct trial {
 	 * list clist, cands[0..ncands), kept from one member to the next
 	 * within a run(); last: the entry the last member went to. From a
 	 * spec's second member on, cands is a heap in before() order
-	 * (heaped), so each further member costs O(log cands), not a scan. */
+	 * (heaped), so each further member costs O(log cands), not a scan;
+	 * or, where scores only get better as members go onto a node
+	 * (ranks()), the spec's next members' best in reverse order (ranked:
+	 * the best last), no more of them than members to come. */
 	struct policy_cand *cands;
 	size_t ncands, last;
-	bool heaped;
+	bool heaped, ranked;
 	/* While a domain of a zone-sized level is tried (gcand: its node
 	 * list), its lists of nodes that may have free GPUs (struct
 	 * gpu_list, gl; gd: the domain): all a member asking for GPUs is
@@ -445,19 +448,26 @@ static size_t takers(const struct trial *tr, const struct look *lk, const uint32
 	return n;
 }
 
-/* Restore the heap order of tr->cands below place j: the entry there
- * may go after its children. */
-static void cand_sift(struct trial *tr, const struct look *lk, size_t j)
+/* Whether a goes on top of b in a heap of candidates: the better, or
+ * with worst set the worse. */
+static bool above(const struct trial *tr, const struct look *lk, struct policy_cand *a,
+                  struct policy_cand *b, bool worst)
 {
-	struct policy_cand *c = tr->cands;
+	return worst ? before(tr, lk, b, a) : before(tr, lk, a, b);
+}
 
+/* Restore the heap order of c[0..n) below place j, the best on top (the
+ * worst with worst set): the entry there may go below its children. */
+static void sift_cands(const struct trial *tr, const struct look *lk, struct policy_cand *c,
+                       size_t n, size_t j, bool worst)
+{
 	for (;;) {
 		size_t l = 2 * j + 1, m = j;
 		struct policy_cand x;
 
-		if (l < tr->ncands && before(tr, lk, &c[l], &c[m]))
+		if (l < n && above(tr, lk, &c[l], &c[m], worst))
 			m = l;
-		if (l + 1 < tr->ncands && before(tr, lk, &c[l + 1], &c[m]))
+		if (l + 1 < n && above(tr, lk, &c[l + 1], &c[m], worst))
 			m = l + 1;
 		if (m == j)
 			return;
@@ -468,33 +478,101 @@ static void cand_sift(struct trial *tr, const struct look *lk, size_t j)
 	}
 }
 
+static void cand_sift(struct trial *tr, const struct look *lk, size_t j)
+{
+	sift_cands(tr, lk, tr->cands, tr->ncands, j, false);
+}
+
+/* The members still to place, from the next, that share its spec s:
+ * those a candidate list made for it serves in a row. */
+static size_t run_of(const struct trial *tr, const struct kubeapi_podspec *s)
+{
+	size_t k = tr->placed;
+
+	while (k < tr->n && tr->specs[tr->order[k]] == s)
+		k++;
+	return k - tr->placed;
+}
+
+/* Whether the member's candidates keep their order as members go onto
+ * them: a node's score reads its GPUs and CPU left (fewer is better),
+ * which only fall as members take them, and its static preference; the
+ * fragmentation and balance terms, which can rise, need registered GPUs
+ * (and a mix), which no node has. Then the member on the best node leaves
+ * it the best or unable to take the next, and the spec's r members in a
+ * row go onto nodes of its r best at most, in their order. */
+static bool ranks(const struct trial *tr, const struct look *lk)
+{
+	const struct policy_nodes *t = tr->t;
+
+	return !t->mix && t->gpu_first[t->n] == 0 && lk->s->nvgpu == 0;
+}
+
+/* Keep tr->cands' best r (r >= 2), the best last: a heap of the r best
+ * so far, the worst on top, that each further candidate replaces the top
+ * of if better, then sorted. O(cands + r log r) before() calls, where a
+ * heap of all of them cost 2 cands + r log cands: at 100,000 nodes a zone
+ * trial's spec has 562 candidates and 8 to 64 members. */
+static void keep_best(struct trial *tr, const struct look *lk, size_t r)
+{
+	struct policy_cand *c = tr->cands, x;
+	size_t n = tr->ncands < r ? tr->ncands : r;
+
+	for (size_t i = n / 2; i-- > 0;)
+		sift_cands(tr, lk, c, n, i, true);
+	for (size_t j = n; j < tr->ncands; j++)
+		if (before(tr, lk, &c[j], &c[0])) {
+			c[0] = c[j];
+			sift_cands(tr, lk, c, n, 0, true);
+		}
+	for (size_t k = n; k-- > 1;) { /* the worst to the back, then all turned */
+		x = c[0];
+		c[0] = c[k];
+		c[k] = x;
+		sift_cands(tr, lk, c, k, 0, true);
+	}
+	for (size_t k = 0; k < n / 2; k++) {
+		x = c[k];
+		c[k] = c[n - 1 - k];
+		c[n - 1 - k] = x;
+	}
+	tr->ncands = n;
+	tr->ranked = true;
+}
+
 /* The nodes of cand[0..ncand) that take the member, into tr->cands: the
  * whole list for the first member of a spec; after that only the node
  * the last member went to changed, and only it is scored again. A spec's
  * first member scans the list for the best (a heap would cost twice
- * that for the many gangs of one member); its second makes the heap. */
+ * that for the many gangs of one member); its second makes the heap.
+ * Where the order holds as members go onto nodes (ranks()), the first
+ * keeps the best as many as the spec has members in a row, sorted, and
+ * the others take them from the end. */
 static void candidates(struct trial *tr, const struct look *lk, const uint32_t *cand, size_t ncand)
 {
 	struct policy_cand *c = tr->cands;
 
 	if (tr->cspec != lk->s || tr->clist != cand) {
 		uint32_t *ks = tr->t->scratch->takers;
-		size_t nk = takers(tr, lk, cand, ncand, ks);
+		size_t nk = takers(tr, lk, cand, ncand, ks), r = run_of(tr, lk->s);
 
 		tr->ncands = 0;
 		for (size_t j = 0; j < nk; j++)
 			tr->ncands += evaluate(tr, lk, cand[ks[j]], ks[j], &c[tr->ncands]);
 		tr->cspec = lk->s;
 		tr->clist = cand;
-		tr->heaped = false;
+		tr->heaped = tr->ranked = false;
+		if (r > 1 && tr->ncands > 1 && ranks(tr, lk))
+			keep_best(tr, lk, r);
 	} else if (tr->last < tr->ncands) {
 		size_t j = tr->last;
 
 		if (!may_take(tr, lk, c[j].node) || !evaluate(tr, lk, c[j].node, c[j].k, &c[j]))
 			c[j] = c[--tr->ncands]; /* order is in k, not in place */
-		if (tr->heaped) {
+		/* Ranked, j was the best, last, and stays so while it takes one. */
+		if (tr->heaped)
 			cand_sift(tr, lk, j); /* j is the root: the last best */
-		} else {
+		else if (!tr->ranked) {
 			for (size_t i = tr->ncands / 2; i-- > 0;)
 				cand_sift(tr, lk, i);
 			tr->heaped = true;
@@ -517,7 +595,9 @@ static long best_node(struct trial *tr, size_t m, const uint32_t *cand, size_t n
 	candidates(tr, lk, cand, ncand);
 	if (tr->ncands == 0)
 		return -1;
-	for (size_t j = 1; !tr->heaped && j < tr->ncands; j++)
+	if (tr->ranked)
+		best = tr->ncands - 1;
+	for (size_t j = 1; !tr->heaped && !tr->ranked && j < tr->ncands; j++)
 		if (before(tr, lk, &tr->cands[j], &tr->cands[best]))
 			best = j;
 	tr->last = best; /* run() places the member there */
