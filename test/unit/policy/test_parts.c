@@ -305,11 +305,57 @@ static void test_gpu_counts_follow_every_change(void **state)
 	assert_int_equal(policy_place(&t, &fits, &a, four, 2, out, held, &why), 0);
 	assert_true(out[0] >= 2 && out[1] >= 2 && out[0] != out[1]); /* r-1's nodes */
 	assert_takes(&t);
-	assert_takes(&copy);                                        /* the copy's own, unchanged */
-	assert_int_equal(copy.level[1].takes[POLICY_TAKES + 2], 2); /* r-1: 4 and 4 */
+	assert_takes(&copy); /* the copy's own, unchanged */
+	/* r-1 in the copy: 4 and 4 free */
+	assert_int_equal(copy.level[1].takes[POLICY_TAKES + 2], 2);
 	policy_nodes_assign(&t, &copy);
 	assert_takes(&t);
 	assert_int_equal(t.level[0].takes[2], 3); /* 6, 2, 4, 4 free */
+	policy_fitcache_free(&fits);
+	policy_nodes_release(&t);
+	arena_free(&a);
+	config_free(&cfg);
+	synth_free(&s);
+}
+
+/* Best fit member by member among more nodes than members: three 4-GPU
+ * members, a gang no node holds, in a rack of seven nodes left with 8,
+ * 7, 3, 6, 2, 5 and 4 free GPUs. The first goes to the node of 4 (none
+ * left), the second to that of 5 (too few left for a third), the third
+ * to that of 6: the three best in order, the best nodes listed last, as
+ * a spec's first member keeps them (place.c's keep_best()). */
+static void test_members_take_the_best_fits_in_order(void **state)
+{
+	static const int64_t take[7] = {0, 1, 5, 2, 6, 3, 4};
+	struct synth s;
+	struct config *cfg;
+	struct arena a = {0};
+	struct policy_nodes t;
+	struct policy_fitcache fits = {0};
+	const struct kubeapi_node *nodes[7];
+	const struct kubeapi_podspec *gang[3];
+	const struct policy_held *held[3];
+	struct policy_why why;
+	uint32_t out[3];
+	char name[16];
+
+	(void)state;
+	assert_int_equal(synth_init(&s), 0);
+	assert_int_equal(config_parse("t.yaml", levels, strlen(levels), &cfg, NULL), 0);
+	for (int k = 0; k < 7; k++) {
+		snprintf(name, sizeof(name), "n-%d", k);
+		nodes[k] = synth_node(&s, name, "z-0", "r-0", 8, NULL);
+	}
+	assert_int_equal(policy_nodes_build(&t, &a, s.model, cfg, NULL, 0, nodes, 7), 0);
+	for (size_t i = 0; i < 7; i++)
+		policy_nodes_adjust(&t, i, KUBEAPI_RES_GPU, -take[i]);
+	gang[0] = gang[1] = gang[2] =
+	    synth_pod(&s, "t", "four", NULL, "muster", 100, 4, NULL, 0, NULL)->spec;
+	assert_int_equal(policy_place(&t, &fits, &a, gang, 3, out, held, &why), 0);
+	assert_int_equal(out[0], 6);
+	assert_int_equal(out[1], 5);
+	assert_int_equal(out[2], 3);
+	assert_takes(&t);
 	policy_fitcache_free(&fits);
 	policy_nodes_release(&t);
 	arena_free(&a);
@@ -575,6 +621,7 @@ int main(void)
 	    cmocka_unit_test(test_place_reads_whole_gpus_kept_packed),
 	    cmocka_unit_test(test_tally_sums_domains_as_a_count_keeps_them),
 	    cmocka_unit_test(test_gpu_counts_follow_every_change),
+	    cmocka_unit_test(test_members_take_the_best_fits_in_order),
 	    cmocka_unit_test(test_zone_list_follows_gpus_given_back),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
