@@ -17,10 +17,10 @@
  * each bucket's words: on a level of racks, a gang too big for any rack
  * passed over 121 racks a walk at 100,000 nodes whose GPUs were free in
  * sum but scattered, each a read of its counts: 30 ms of a 730 ms cycle
- * (bench/README.md). The
- * bitmaps are by tier, powers of two and the halves between, so a gang
- * of n members lets through the domains that take n and those that take
- * at least the largest tier at or below it: exact to within a third.
+ * (bench/README.md). The bitmaps are by tier, powers of two and the
+ * halves between, so a gang of n members lets through the domains that
+ * take n and those that take at least the largest tier at or below it:
+ * two thirds of n or more.
  *
  * Memory, from the table's arena: per domain its key and 4 bytes of
  * tiers; per key in use a bitmap of domains/8 bytes (9 keys on whole-GPU

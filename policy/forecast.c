@@ -50,6 +50,9 @@
 
 #include "policy/plan_internal.h"
 
+/* Buckets of nodes by free whole GPUs: 0 .. 16 each, and one for more. */
+#define GPU_BUCKETS 18
+
 /* How far ahead the forecast plays: past this, a gang not yet placed is
  * not estimated (unless a reservation bounds its start). */
 #define FORECAST_HORIZON_S (7 * 24 * 3600)
@@ -134,7 +137,7 @@ struct forecast {
 	size_t mfirst, nmine, cap_mine;
 	/* The nodes of s by free whole GPUs (the last bucket: that many or
 	 * more), for the cheap test, and each node's bucket. */
-	size_t by_gpus[POLICY_GPU_BUCKETS];
+	size_t by_gpus[GPU_BUCKETS];
 	uint8_t *bucket_of;
 	/* The gangs in turn order; [first, n) may still wait. */
 	struct fc_gang *v;
@@ -232,7 +235,7 @@ static unsigned bucket(int64_t free)
 {
 	if (free < 0)
 		return 0;
-	return free < POLICY_GPU_BUCKETS - 1 ? (unsigned)free : POLICY_GPU_BUCKETS - 1;
+	return free < GPU_BUCKETS - 1 ? (unsigned)free : GPU_BUCKETS - 1;
 }
 
 /* Could n members of `gpus` whole GPUs each find nodes with as many free?
@@ -241,9 +244,9 @@ static bool gpus_may_fit(const struct forecast *f, int64_t gpus, uint32_t n)
 {
 	uint64_t can = 0;
 
-	if (gpus <= 0 || f->by_gpus[POLICY_GPU_BUCKETS - 1])
+	if (gpus <= 0 || f->by_gpus[GPU_BUCKETS - 1])
 		return true;
-	for (unsigned b = (unsigned)gpus; b < POLICY_GPU_BUCKETS - 1 && can < n; b++)
+	for (unsigned b = (unsigned)gpus; b < GPU_BUCKETS - 1 && can < n; b++)
 		can += f->by_gpus[b] * (uint64_t)(b / (unsigned)gpus);
 	return can >= n;
 }

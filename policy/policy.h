@@ -40,9 +40,6 @@ struct policy_dindex;    /* dindex.c */
 /** The node label whose value names the model of the node's GPUs, as
  *  NVIDIA's GPU feature discovery sets it ("Tesla-T4"). */
 #define POLICY_MODEL_LABEL "nvidia.com/gpu.product"
-/** Buckets of nodes by free whole GPUs: 0 .. 16 each, and one for more
- *  (the forecast's, forecast.c). */
-#define POLICY_GPU_BUCKETS 18
 /** Members of 1, 2, 4 and 8 GPUs a domain's nodes could take (struct
  *  policy_level's takes): a count each. */
 #define POLICY_TAKES 4
