@@ -510,9 +510,10 @@ static bool ranks(const struct trial *tr, const struct look *lk)
 
 /* Keep tr->cands' best r (r >= 2), the best last: a heap of the r best
  * so far, the worst on top, that each further candidate replaces the top
- * of if better, then sorted. O(cands + r log r) before() calls, where a
- * heap of all of them cost 2 cands + r log cands: at 100,000 nodes a zone
- * trial's spec has 562 candidates and 8 to 64 members. */
+ * of if better, then sorted. A before() call a candidate, log r more for
+ * each that goes in, and r log r for the sort, where a heap of all of
+ * them cost 2 cands + r log cands: at 100,000 nodes a zone trial's spec
+ * has 562 candidates and 8 to 64 members. */
 static void keep_best(struct trial *tr, const struct look *lk, size_t r)
 {
 	struct policy_cand *c = tr->cands, x;
