@@ -291,6 +291,23 @@ void plan__gang_prefetch(const struct plan_run *r, uint64_t key, bool group)
 		idmap_prefetch(r->in->vcgroups, key);
 }
 
+void plan__group_prefetch(const struct plan_run *r, uint64_t key)
+{
+	const struct kubeapi_podgroup *pg = NULL;
+
+	if (key >> 63) /* a single pod's */
+		return;
+	if (r->in->groups)
+		pg = idmap_get(r->in->groups, key);
+	if (!pg && r->in->vcgroups)
+		pg = idmap_get(r->in->vcgroups, key);
+	if (pg) { /* use_group() reads up to the status, two or three lines */
+		__builtin_prefetch(pg);
+		__builtin_prefetch((const char *)pg + 64);
+		__builtin_prefetch(&pg->status.phase);
+	}
+}
+
 long plan__gang_index(const struct plan_run *r, uint64_t key)
 {
 	const struct plan_kept_gang *e = kept(r, key);

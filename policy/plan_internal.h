@@ -351,6 +351,9 @@ const char *plan__strdup(struct plan_run *r, const char *s);
  * and with group set its PodGroup's slots, which a gang's first sight
  * reads (find_group()). */
 void plan__gang_prefetch(const struct plan_run *r, uint64_t key, bool group);
+/* Start loading the PodGroup of a gang keyed key, whose slot
+ * plan__gang_prefetch() asked for earlier: use_group() reads it. */
+void plan__group_prefetch(const struct plan_run *r, uint64_t key);
 long plan__gang_index(const struct plan_run *r, uint64_t key);
 /* Place pods[0..n), a slice of g->pending (g's facts of its pending
  * members stand for theirs), whole: see plan.c. */
