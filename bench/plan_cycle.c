@@ -1624,6 +1624,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	int bad = 0;
 
+	heap_huge_pages(argv); /* as `muster run` does; returns when it did not exec */
 	if (parse_args(argc, argv, &o) < 0)
 		return usage();
 	heap_keep_big_blocks(); /* as `muster run` does */

@@ -441,6 +441,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return cmd_help(argc - 1, argv + 1);
+	if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "simulate") == 0)
+		heap_huge_pages(argv); /* base/heap.h; returns when it did not exec */
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].run(argc - 1, argv + 1);
