@@ -130,3 +130,14 @@ void idmap_free(struct idmap *m)
 	free(m->slots);
 	*m = (struct idmap){0};
 }
+
+size_t idmap_addresses(const struct idmap *m, uint64_t *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->nslots; i++) {
+		out[n] = (uint64_t)(uintptr_t)m->slots[i].value; /* overwritten unless a key */
+		n += m->slots[i].key != 0;
+	}
+	return n;
+}

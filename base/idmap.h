@@ -41,6 +41,16 @@ int idmap_reserve(struct idmap *m, size_t n);
 /** Remove key; returns its value or NULL. */
 void *idmap_del(struct idmap *m, uint64_t key);
 
+/**
+ * The address of each entry's value, in slot order, into out, which has
+ * room for m->n + 1 (one more is written past them); their count, m->n.
+ * For a walk that sorts the values by address before it reads them: no
+ * branch a slot, where idmap_next()'s test of each slot is a mispredict
+ * for about every other one (entries sit in slots at random), most of a
+ * walk of the 8 million slots of 3.5 million pods. O(nslots).
+ */
+size_t idmap_addresses(const struct idmap *m, uint64_t *out);
+
 /** Free the slots (not the values) and zero the map. */
 void idmap_free(struct idmap *m);
 

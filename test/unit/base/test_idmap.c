@@ -173,6 +173,35 @@ static void test_next_visits_each_key_once(void **state)
 	free(seen);
 }
 
+/* idmap_addresses(): each entry's value once, in the slot order of a
+ * walk, m->n of them, in room for m->n + 1 (ASan checks the bound). */
+static void test_addresses_are_the_walks_values(void **state)
+{
+	struct idmap m = {0};
+	enum { N = 3000 };
+	uint64_t *out = malloc(sizeof(*out));
+	struct idmap_slot *e;
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(out);
+	assert_int_equal(idmap_addresses(&m, out), 0); /* no slots */
+	free(out);
+	for (uint64_t k = 1; k <= N; k++)
+		assert_int_equal(
+		    idmap_put(&m, k * 0x9e3779b97f4a7c15ull | 1, (void *)(uintptr_t)(k * 16)), 0);
+	for (uint64_t k = 3; k <= N; k += 3)
+		assert_non_null(idmap_del(&m, k * 0x9e3779b97f4a7c15ull | 1));
+	out = malloc((m.n + 1) * sizeof(*out));
+	assert_non_null(out);
+	assert_int_equal(idmap_addresses(&m, out), m.n);
+	IDMAP_FOREACH(&m, j, e)
+		assert_int_equal(out[n++], (uintptr_t)e->value);
+	assert_int_equal(n, N - N / 3);
+	free(out);
+	idmap_free(&m);
+}
+
 /* Room reserved for n entries: n puts rebuild nothing (the slots stay
  * where they are) and every entry is found. */
 static void test_reserve_takes_n_without_rebuild(void **state)
@@ -201,6 +230,7 @@ int main(void)
 	    cmocka_unit_test(test_shrinks_after_deletes),
 	    cmocka_unit_test(test_key_zero_is_refused_and_absent_keys_are_null),
 	    cmocka_unit_test(test_next_visits_each_key_once),
+	    cmocka_unit_test(test_addresses_are_the_walks_values),
 	    cmocka_unit_test(test_ref_inserts_once_and_counts),
 	    cmocka_unit_test(test_reserve_takes_n_without_rebuild),
 	};
