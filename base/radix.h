@@ -17,9 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** a[0..n) sorted, with b[0..n) as scratch: returns a or b, whichever
- *  holds the result. */
-uint64_t *radix_sort(uint64_t *a, uint64_t *b, size_t n);
+/** a[0..n) sorted by their bits from bit low up, stably (items the same
+ *  there keep their order; low 0: by the whole item), with b[0..n) as
+ *  scratch: returns a or b, whichever holds the result. */
+uint64_t *radix_sort(uint64_t *a, uint64_t *b, size_t n, unsigned low);
 
 /**
  * The positions 0..n) in the order of the keys v[0..n) held on entry,

@@ -129,12 +129,65 @@ static void check_sort(size_t n, uint64_t high, uint64_t seed)
 	for (size_t k = 0; k < n; k++) /* addresses: aligned, one high part */
 		want[k] = a[k] = high | (next_rand(&s) & 0xffffff0);
 	qsort(want, n, sizeof(*want), by_value);
-	got = radix_sort(a, b, n);
+	got = radix_sort(a, b, n, 0);
 	assert_true(got == a || got == b);
 	assert_memory_equal(got, want, n * sizeof(*want));
 	free(a);
 	free(b);
 	free(want);
+}
+
+/* Sorted by the bits from low up only: items the same there keep their
+ * order, whatever their bits below low (random here, so a sort that read
+ * them, or was not stable, puts some pair the other way round). */
+struct at {
+	uint64_t v;
+	size_t k;
+	unsigned low;
+};
+
+static int by_high_then_place(const void *x, const void *y)
+{
+	const struct at *a = x, *b = y;
+	uint64_t ha = a->v >> a->low, hb = b->v >> b->low;
+
+	if (ha != hb)
+		return ha < hb ? -1 : 1;
+	return (a->k > b->k) - (a->k < b->k);
+}
+
+static void check_sort_from(size_t n, unsigned low, uint64_t base, uint64_t seed)
+{
+	uint64_t *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b)), *got,
+	         s = seed;
+	struct at *want = malloc((n + 1) * sizeof(*want));
+
+	assert_true(a && b && want);
+	for (size_t k = 0; k < n; k++) {
+		/* few values above low, so that many items share one */
+		a[k] = base + ((next_rand(&s) % 97) << low | (next_rand(&s) & ((1ull << low) - 1)));
+		want[k] = (struct at){a[k], k, low};
+	}
+	qsort(want, n, sizeof(*want), by_high_then_place);
+	got = radix_sort(a, b, n, low);
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(got[k], want[k].v);
+	free(a);
+	free(b);
+	free(want);
+}
+
+static void test_sort_from_a_bit_keeps_order_below_it(void **state)
+{
+	(void)state;
+	check_sort_from(0, 6, 0, 1);
+	check_sort_from(5000, 6, 0, 2);
+	check_sort_from(5000, 1, 0, 3);
+	check_sort_from(3000, 63, 0, 4);
+	/* Across a multiple of 2^40, from a base not a multiple of 2^low:
+	 * the items are read less the least, whose bits below low stay. */
+	check_sort_from(5000, 6, (1ull << 40) - (50ull << 6) - 17, 5);
+	check_sort_from(5000, 3, (1ull << 40) - (50ull << 3) - 5, 6);
 }
 
 static void test_sort_sorts(void **state)
@@ -151,6 +204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_order_is_stable_key_order),
 	    cmocka_unit_test(test_sort_sorts),
+	    cmocka_unit_test(test_sort_from_a_bit_keeps_order_below_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
