@@ -4,8 +4,9 @@
  * to put a gang's records in a row), where a qsort's comparisons were a
  * quarter of a cycle. An LSD radix sort, 8 bits a digit (256 counters
  * stay in L1; 65,536 did not), over the digits whose bits differ in some
- * key: one read finds those bits, one counts every digit, and each digit
- * then costs a read and a write of the items. Items are 8 bytes: a
+ * key (radix_order()) or that the keys' span covers (radix_sort(), the
+ * keys read less the least): one read finds those bits, one counts every
+ * digit, and each digit then costs a read and a write of the items. Items are 8 bytes: a
  * position rides in the low bits below the key, where 16-byte pairs of
  * key and position moved twice the memory (at 3.5 million records both
  * arrays are past the L3 cache). Cost: O(n) a differing digit, and a
