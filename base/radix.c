@@ -75,12 +75,12 @@ uint64_t *radix_sort(uint64_t *a, uint64_t *b, size_t n, unsigned low)
 {
 	uint64_t least = UINT64_MAX, most = 0, span, bits;
 
+	if (low >= 64 || n < 2)
+		return a;
 	for (size_t k = 0; k < n; k++) {
 		least = a[k] < least ? a[k] : least;
 		most = a[k] > most ? a[k] : most;
 	}
-	if (low >= 64 || n < 2)
-		return a;
 	/* Items read less the least (its bits below low dropped, so that no
 	 * item's bits from low up change but by the same amount), so that
 	 * their digits are those of the span they cover wherever it lies: a

@@ -6,10 +6,10 @@
  * stay in L1; 65,536 did not), over the digits whose bits differ in some
  * key (radix_order()) or that the keys' span covers (radix_sort(), the
  * keys read less the least): one read finds those bits, one counts every
- * digit, and each digit then costs a read and a write of the items. Items are 8 bytes: a
- * position rides in the low bits below the key, where 16-byte pairs of
- * key and position moved twice the memory (at 3.5 million records both
- * arrays are past the L3 cache). Cost: O(n) a differing digit, and a
+ * digit, and each digit then costs a read and a write of the items.
+ * Items are 8 bytes: a position rides in the low bits below the key,
+ * where 16-byte pairs of key and position moved twice the memory (at 3.5
+ * million records both arrays are past the L3 cache). Cost: O(n) a differing digit, and a
  * scratch array as large as the input.
  */
 #ifndef MUSTER_BASE_RADIX_H

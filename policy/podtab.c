@@ -245,6 +245,15 @@ static void order_gangs(struct plan_podtab *t, bool all)
 	}
 }
 
+/* Two pods' structs are at least this many bits of address apart, so
+ * the sort by address reads none below: at 100,000 nodes the pods span
+ * bits 6 to 29, three digits, where from bit 4 they were four. (Were two
+ * closer, they would keep the store's order: only how near their reads
+ * are hangs on it.) */
+#define POD_APART_BITS 6
+_Static_assert(sizeof(struct kubeapi_pod) >= 1u << POD_APART_BITS,
+               "pods are apart in the bits the sort by address skips");
+
 /* Every pod of the input appended to t, in the order of their structs'
  * addresses: the store's own order is its hash's, and each pod read in
  * it was a cache and TLB miss at random, the most of a full cycle at
@@ -254,15 +263,6 @@ static void order_gangs(struct plan_podtab *t, bool all)
  * costs a read and a write of 8 bytes a pod a digit; the store's slots
  * are read once, without a branch each (idmap_addresses(): a walk that
  * tested each slot was 5% of the full cycle at 100,000 nodes). */
-/* Two pods' structs are at least this many bits of address apart, so
- * the sort by address reads none below: at 100,000 nodes the addresses
- * differ in bits 4 to 29, four digits from bit 4 and three from bit 6.
- * (Were two closer, they would keep the store's order: only how near
- * their reads are hangs on it.) */
-#define POD_APART_BITS 6
-_Static_assert(sizeof(struct kubeapi_pod) >= 1u << POD_APART_BITS,
-               "pods are apart in the bits the sort by address skips");
-
 static int read_store(const struct plan_run *r, struct plan_podtab *t)
 {
 	size_t n = r->in->pods->n, np;
