@@ -684,32 +684,39 @@ static bool vgpu_short(const struct trial *tr, size_t m, struct policy__need nee
 }
 
 /* The requests explain() counts, flat: the request's index in the spec,
- * its resource and amount; a bit each in a node's mask (a spec holds at
+ * its resource and amount, and how many nodes lack it (a spec holds at
  * most KUBEAPI_MAX_RESOURCES, 64). */
 struct lacks {
 	unsigned n;
 	unsigned q[KUBEAPI_MAX_RESOURCES];
 	unsigned res[KUBEAPI_MAX_RESOURCES];
 	int64_t amount[KUBEAPI_MAX_RESOURCES];
+	uint32_t count[KUBEAPI_MAX_RESOURCES];
 };
 
-/* The bits of l's requests that the free row fr lacks. */
-static inline uint64_t lacking_bits(const struct lacks *l, const int64_t *fr)
+/* The requests the free row fr lacks counted into l: whether it lacks
+ * any. A compare and an add a request and no branch, the same work at
+ * every node: a loop over the lacking requests' bits mispredicted
+ * wherever their number changed from one node to the next. */
+static inline bool count_lacking(struct lacks *l, const int64_t *fr)
 {
-	uint64_t bits = 0;
-	unsigned n = l->n < KUBEAPI_MAX_RESOURCES ? l->n : KUBEAPI_MAX_RESOURCES;
+	unsigned any = 0;
 
-	for (unsigned j = 0; j < n; j++)
-		bits |= (uint64_t)(fr[l->res[j]] < l->amount[j]) << j;
-	return bits;
+	for (unsigned j = 0; j < l->n; j++) {
+		unsigned lacks = fr[l->res[j]] < l->amount[j];
+
+		l->count[j] += lacks;
+		any |= lacks;
+	}
+	return any;
 }
 
 /* Why the first unplaced member failed, for the message: in one pass
  * over its feasible nodes, how many lack room, and which of its requests
  * (or room on one GPU, for vGPUs: POLICY_SHORT_VGPU) is short on the most
  * of them. O(feasible nodes x requests), and x GPUs for vGPUs; a node
- * costs a compare per request and an add per request it lacks (the
- * mask), which matters: a gang that does not fit reads every node. */
+ * costs a compare and an add per request (count_lacking()), which
+ * matters: a gang that does not fit reads every node. */
 static void explain(struct trial *tr, struct policy_why *why)
 {
 	size_t m = tr->order[tr->placed < tr->n ? tr->placed : 0];
@@ -738,19 +745,16 @@ static void explain(struct trial *tr, struct policy_why *why)
 	}
 	for (size_t k = 0; k < f->count; k++) {
 		const int64_t *fr = &t->free[f->nodes[k] * t->nres];
-		bool short_here = everywhere || fr[KUBEAPI_RES_PODS] < 1;
+		bool short_here = count_lacking(&l, fr) | everywhere | (fr[KUBEAPI_RES_PODS] < 1);
 
-		uint64_t bits = lacking_bits(&l, fr);
-
-		short_here |= bits != 0;
-		for (; bits; bits &= bits - 1)
-			lacking[l.q[__builtin_ctzll(bits)]]++;
 		if (!short_here && vgpu_short(tr, m, need, f->nodes[k])) {
 			lack_vgpu++;
 			short_here = true;
 		}
 		roomy += !short_here;
 	}
+	for (unsigned j = 0; j < l.n; j++)
+		lacking[l.q[j]] += l.count[j];
 	why->short_nodes = f->count - roomy;
 	for (unsigned q = 0; q < nreq; q++)
 		if (lacking[q] > worst) {
