@@ -26,11 +26,12 @@ struct qnode {
 	bool strict;
 	/* This node's share and own fraction as its parent last weighed
 	 * them: for the item at cursor share_at of queue share_pick, with
-	 * the tree's demand here at version share_version. Only the child a
+	 * the tree's demand here at version share_version (the fraction at
+	 * frac_version: it hangs on the demand alone). Only the child a
 	 * choice changed is weighed again (an item failing changes no
 	 * usage): the rest are read from here. */
 	int share_pick, share_at;
-	uint64_t share_version;
+	uint64_t share_version, frac_version;
 	double share, frac;
 };
 
@@ -138,6 +139,7 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 		c->nodes[i].dirty = true;
 		c->nodes[i].pick = QUEUE_NONE;
 		c->nodes[i].share_pick = QUEUE_NONE;
+		c->nodes[i].frac_version = UINT64_MAX; /* none yet: versions count up from 0 */
 	}
 	link_children(c);
 	group_items(c);
@@ -196,7 +198,12 @@ static void weigh(struct queue_cycle *c, int ch, int q)
 	if (w->share_pick == q && w->share_at == c->nodes[q].cursor && w->share_version == version)
 		return;
 	w->share = queue_tree_share(t, ch, q, head(c, q)->req);
-	w->frac = own_fraction(t, ch, queue_set_nslots(c->qs));
+	/* A gang that failed moved the cursor and left the demand: the
+	 * fraction's divisions, a slot each, were a fifth of pick() in a
+	 * steady cycle where most gangs fail from the memo. */
+	if (w->frac_version != version)
+		w->frac = own_fraction(t, ch, queue_set_nslots(c->qs));
+	w->frac_version = version;
 	w->share_pick = q;
 	w->share_at = c->nodes[q].cursor;
 	w->share_version = version;
