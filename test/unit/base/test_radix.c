@@ -199,12 +199,48 @@ static void test_sort_sorts(void **state)
 	check_sort(100000, 0, 4);
 }
 
+/* Keys of every width from 1 to 64 bits, so that some digit is cut
+ * short by the top bit at every place: both sorts against qsort. */
+static void test_every_width_sorts(void **state)
+{
+	enum { N = 3000 };
+	uint64_t *a = malloc(N * sizeof(*a)), *b = malloc(N * sizeof(*b)),
+	         *want = malloc(N * sizeof(*want)), *got, s = 77;
+	struct pair *pairs = malloc(N * sizeof(*pairs));
+
+	(void)state;
+	assert_true(a && b && want && pairs);
+	for (unsigned w = 1; w <= 64; w++) {
+		uint64_t mask = w == 64 ? UINT64_MAX : (1ull << w) - 1;
+
+		for (size_t k = 0; k < N; k++)
+			want[k] = a[k] = next_rand(&s) & mask;
+		a[0] = want[0] = mask; /* the top bit set in one at least */
+		qsort(want, N, sizeof(*want), by_value);
+		got = radix_sort(a, b, N, 0);
+		assert_memory_equal(got, want, N * sizeof(*want));
+		for (size_t k = 0; k < N; k++) {
+			a[k] = next_rand(&s) & mask & ~0xfull; /* ties: the low bits the same */
+			pairs[k] = (struct pair){a[k], k};
+		}
+		qsort(pairs, N, sizeof(*pairs), by_key_then_at);
+		assert_int_equal(radix_order(a, b, N, &got), 0);
+		for (size_t k = 0; k < N; k++)
+			assert_int_equal(got[k], pairs[k].at);
+	}
+	free(a);
+	free(b);
+	free(want);
+	free(pairs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_order_is_stable_key_order),
 	    cmocka_unit_test(test_sort_sorts),
 	    cmocka_unit_test(test_sort_from_a_bit_keeps_order_below_it),
+	    cmocka_unit_test(test_every_width_sorts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
