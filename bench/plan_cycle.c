@@ -1107,7 +1107,7 @@ static int steady_check(struct world *w, struct plan_input *in, uint64_t digest,
 
 /* Rounds of the steady state, each after a 1% change of its own; the
  * least CPU time is steady_cycle_cpu_ms, as the least of the reps is the
- * full cycle's: one cycle alone read 118-178 ms at 50,000 nodes in three
+ * full cycle's: one cycle alone read 135-179 ms at 50,000 nodes in three
  * runs of one binary on a busy host (29 Nov). */
 #define STEADY_ROUNDS 3
 
