@@ -9,8 +9,8 @@
  * digit, and each digit then costs a read and a write of the items.
  * Items are 8 bytes: a position rides in the low bits below the key,
  * where 16-byte pairs of key and position moved twice the memory (at 3.5
- * million records both arrays are past the L3 cache). Cost: O(n) a differing digit, and a
- * scratch array as large as the input.
+ * million records both arrays are past the L3 cache). Cost: O(n) a
+ * differing digit, and a scratch array as large as the input.
  */
 #ifndef MUSTER_BASE_RADIX_H
 #define MUSTER_BASE_RADIX_H
