@@ -138,32 +138,37 @@ static void gang_init(struct plan_gang *g, uint64_t key, uint32_t ns, uint32_t n
 	g->within = (struct policy_within){-1, POLICY_NO_DOMAIN};
 }
 
-/* A new gang record under key, indexed (its kept entry made on first
- * sight, with no facts). NULL: out of memory. */
-static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns, uint32_t name)
+/* A new gang record under key, indexed: its kept entry e when the
+ * caller has it (one probe of the map, not two), else the one under key,
+ * made on first sight with no facts. NULL: out of memory. */
+static struct plan_gang *new_gang(struct plan_run *r, uint64_t key, uint32_t ns, uint32_t name,
+                                  struct plan_kept_gang *e)
 {
 	struct plan *p = r->p;
 	struct plan_gangs_kept *m = &r->keep->gangs;
-	struct plan_kept_gang **e;
+	struct plan_kept_gang **slot;
 	struct plan_gang *g;
 
 	if (arena_grow(&p->arena, &p->gangs, p->ngangs, &r->cap_gangs, sizeof(*p->gangs), 1024))
 		return NULL;
-	if (!(e = (struct plan_kept_gang **)idmap_ref(&m->map, key)) ||
-	    (!*e && !(*e = calloc(1, sizeof(**e)))))
-		return NULL;
+	if (!e) {
+		if (!(slot = (struct plan_kept_gang **)idmap_ref(&m->map, key)) ||
+		    (!*slot && !(*slot = calloc(1, sizeof(**slot)))))
+			return NULL;
+		e = *slot;
+	}
 	/* Absent from the last cycle: it is seen waiting afresh, and goes
 	 * through the gate again. */
-	if ((*e)->cycle + 1 != m->cycle) {
-		(*e)->seen = 0;
-		(*e)->enqueued = 0;
+	if (e->cycle + 1 != m->cycle) {
+		e->seen = 0;
+		e->enqueued = 0;
 	}
-	(*e)->cycle = (*e)->met = m->cycle;
-	(*e)->index = (uint32_t)p->ngangs;
+	e->cycle = e->met = m->cycle;
+	e->index = (uint32_t)p->ngangs;
 	g = &p->gangs[p->ngangs++];
 	gang_init(g, key, ns, name);
-	g->kept = *e;
-	g->kept_enqueued = (*e)->enqueued;
+	g->kept = e;
+	g->kept_enqueued = e->enqueued;
 	return g;
 }
 
@@ -322,18 +327,17 @@ struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *po
 	uint32_t group = basic ? 0 : pod->group;
 	uint64_t key =
 	    group ? plan_gang_key(pod->ns, group, 0) : plan_gang_key(pod->ns, pod->name, 1);
-	long at = plan__gang_index(r, key);
-	struct plan_kept_gang *e;
+	struct plan_kept_gang *e = kept(r, key);
 	struct plan_gang *g;
 
-	if (at >= 0)
-		return &r->p->gangs[at];
-	if (!(g = new_gang(r, key, pod->ns, group ? group : pod->name)))
+	if (e && e->cycle == r->keep->gangs.cycle)
+		return &r->p->gangs[e->index];
+	if (!(g = new_gang(r, key, pod->ns, group ? group : pod->name, e)))
 		return NULL;
 	first_sight(r, g, pod, basic);
 	/* A gang that waits for its PodGroup or a queue says so in words of
 	 * this cycle: it is worked out again every cycle. */
-	e = kept(r, key);
+	e = g->kept;
 	e->facts = facts_of(g);
 	e->epoch = g->state == PLAN_RUNNING ? r->keep->gangs.epoch : 0;
 	return g;
@@ -350,7 +354,7 @@ struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key, const stru
 	if (!e || e->epoch != r->keep->gangs.epoch)
 		return plan__gang_of(r, pod);
 	f = e->facts;
-	if (!(g = new_gang(r, key, (uint32_t)(key >> 32) & 0x7fffffffu, (uint32_t)key)))
+	if (!(g = new_gang(r, key, (uint32_t)(key >> 32) & 0x7fffffffu, (uint32_t)key, e)))
 		return NULL;
 	g->group = f.group;
 	g->submitted_s = f.submitted_s;
@@ -398,7 +402,7 @@ int plan__group_gangs(struct plan_run *r)
 		key = plan_gang_key(pg->ns, pg->name, 0);
 		if (plan__gang_index(r, key) >= 0)
 			continue;
-		if (!(g = new_gang(r, key, pg->ns, pg->name)))
+		if (!(g = new_gang(r, key, pg->ns, pg->name, NULL)))
 			return -ENOMEM;
 		use_group(r, g, pg);
 		resolve_queue(r, g, NULL);

@@ -373,6 +373,43 @@ static void test_assumed(void **state)
 	world_free(&w);
 }
 
+/* An assumed pod keeps its node when the node table changes under it: a
+ * later cycle that keeps the pod table, with a node gone before the
+ * assumed one's, counts it on its node by name, not at the index it had
+ * (view.c keeps that index as a hint). The pod that comes next then
+ * takes the only node left free. */
+static void test_assumed_across_a_node_change(void **state)
+{
+	struct world w;
+	struct kubeapi_node *gone;
+	uint64_t p2;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 3);
+	synth_pod(&w.s, "a", "p1", NULL, "muster", 100, 8, NULL, 0, NULL);
+	idmap_put(&w.assumed, synth_key(&w.s, "a", "p1"),
+	          (void *)(uintptr_t)synth_id(&w.s, "n-0-1"));
+	cycle(&w); /* reads every pod: p1 on n-0-1, at index 1 */
+	assert_int_equal(w.plan.nbinds, 0);
+	gone = idmap_del(&w.s.nodes, synth_key(&w.s, NULL, "n-0-0"));
+	assert_non_null(gone);
+	kubeapi_node_release(w.s.model, gone);
+	free(gone);
+	synth_pod(&w.s, "a", "p2", NULL, "muster", 100, 8, NULL, 1, NULL);
+	p2 = synth_key(&w.s, "a", "p2");
+	/* The pods told (p2 is new); the nodes not: the table is built
+	 * again, n-0-1 now at index 0 and n-0-2 at index 1. */
+	cycle_with(&w,
+	           (struct plan_input){
+	               .pod_changes = &p2, .npod_changes = 1, .pods_known = 1, .check_state = 1});
+	assert_int_equal(w.plan.stats.pods_rebuilt, 0);
+	assert_int_equal(w.plan.stats.state_mismatches, 0);
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_int_equal(w.plan.binds[0].node, synth_id(&w.s, "n-0-2"));
+	world_free(&w);
+}
+
 /* minMember 4 with 3 pods: incomplete, nothing bound. */
 static void test_incomplete(void **state)
 {
@@ -607,6 +644,7 @@ int main(void)
 	    cmocka_unit_test(test_quota),
 	    cmocka_unit_test(test_other_schedulers),
 	    cmocka_unit_test(test_assumed),
+	    cmocka_unit_test(test_assumed_across_a_node_change),
 	    cmocka_unit_test(test_incomplete),
 	    cmocka_unit_test(test_selector),
 	    cmocka_unit_test(test_selector_gt_lt),
