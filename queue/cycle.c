@@ -14,6 +14,8 @@
  */
 #include "queue/queue.h"
 
+#include "base/radix.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +89,74 @@ static void link_children(struct queue_cycle *c)
 	}
 }
 
-/* Items grouped by queue the same way, then each group sorted. */
-static void group_items(struct queue_cycle *c)
+/* Bits needed for a span of values. */
+static unsigned span_bits(uint64_t span)
+{
+	return span ? 64 - (unsigned)__builtin_clzll(span) : 0;
+}
+
+static uint64_t shl(uint64_t x, unsigned s)
+{
+	return s < 64 ? x << s : 0;
+}
+
+/* A queue holding this many items or more is sorted by one packed key
+ * each (sort_packed()), fewer by qsort. */
+#define PACKED_MIN 256
+
+/*
+ * order[0..n), item indexes in ascending order, put in item_cmp()'s
+ * order by a stable radix sort (base/radix.h) of one key an item: its
+ * priority from the highest down, its submission and its tiebreak, each
+ * less the least of the queue's and packed in the bits their spans need.
+ * Equal keys keep their positions, which are the index order item_cmp()
+ * ends with. v and scratch: room for n keys each. False when the spans
+ * take more than 64 bits, or out of memory: order is then as it was.
+ *
+ * qsort_r's comparisons were a twentieth of a steady cycle at 100,000
+ * nodes (40,000 gangs a queue): each reads two items at random.
+ */
+static bool sort_packed(const struct queue_item *items, int *order, size_t n, uint64_t *v,
+                        uint64_t *scratch)
+{
+	int64_t pmin = INT32_MAX, pmax = INT32_MIN, smin = INT64_MAX, smax = INT64_MIN;
+	uint64_t tmin = UINT64_MAX, tmax = 0, *pos, *was;
+	unsigned wp, ws, wt;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct queue_item *x = &items[order[k]];
+
+		pmin = x->priority < pmin ? x->priority : pmin;
+		pmax = x->priority > pmax ? x->priority : pmax;
+		smin = x->submitted < smin ? x->submitted : smin;
+		smax = x->submitted > smax ? x->submitted : smax;
+		tmin = x->tiebreak < tmin ? x->tiebreak : tmin;
+		tmax = x->tiebreak > tmax ? x->tiebreak : tmax;
+	}
+	wp = span_bits((uint64_t)(pmax - pmin));
+	ws = span_bits((uint64_t)smax - (uint64_t)smin);
+	wt = span_bits(tmax - tmin);
+	if (wp + ws + wt > 64)
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		const struct queue_item *x = &items[order[k]];
+
+		v[k] = shl((uint64_t)(pmax - x->priority), ws + wt) |
+		       shl((uint64_t)x->submitted - (uint64_t)smin, wt) | (x->tiebreak - tmin);
+	}
+	if (radix_order(v, scratch, n, &pos) < 0)
+		return false;
+	was = pos == v ? scratch : v;
+	for (size_t k = 0; k < n; k++)
+		was[k] = (uint64_t)order[k];
+	for (size_t k = 0; k < n; k++)
+		order[k] = (int)was[pos[k]];
+	return true;
+}
+
+/* Items grouped by queue the same way, then each group sorted (keys:
+ * room for sort_packed()'s keys of the largest group, or NULL). */
+static void group_items(struct queue_cycle *c, uint64_t *keys)
 {
 	size_t i;
 	int at = 0, q;
@@ -106,9 +174,14 @@ static void group_items(struct queue_cycle *c)
 	for (i = 0; i < c->n_items; i++)
 		if (valid_queue(c, c->items[i].node))
 			c->order[c->nodes[c->items[i].node].end++] = (int)i;
-	for (q = 0; q < c->n_nodes; q++)
-		qsort_r(c->order + c->nodes[q].begin, (size_t)(c->nodes[q].end - c->nodes[q].begin),
-		        sizeof(*c->order), item_cmp, (void *)c->items);
+	for (q = 0; q < c->n_nodes; q++) {
+		int *o = c->order + c->nodes[q].begin;
+		size_t n = (size_t)(c->nodes[q].end - c->nodes[q].begin);
+
+		if (n < PACKED_MIN || !keys ||
+		    !sort_packed(c->items, o, n, keys, keys + c->n_items))
+			qsort_r(o, n, sizeof(*o), item_cmp, (void *)c->items);
+	}
 }
 
 int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, size_t n,
@@ -116,6 +189,7 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 {
 	int nn = queue_tree_size(queue_set_tree_c(qs)), i;
 	struct queue_cycle *c;
+	uint64_t *keys;
 
 	*out = NULL;
 	if (n > INT32_MAX)
@@ -142,7 +216,10 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 		c->nodes[i].frac_version = UINT64_MAX; /* none yet: versions count up from 0 */
 	}
 	link_children(c);
-	group_items(c);
+	/* Without the room for keys, every queue is sorted by qsort. */
+	keys = n >= PACKED_MIN ? malloc(2 * n * sizeof(*keys)) : NULL;
+	group_items(c, keys);
+	free(keys);
 	*out = c;
 	return 0;
 }

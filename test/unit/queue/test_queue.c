@@ -290,6 +290,65 @@ static void test_order_in_queue(void **state)
 	teardown(&f);
 }
 
+/* The reference order of test_order_of_many_in_queue: queue.h's. */
+static int ref_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct queue_item *items = arg;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	const struct queue_item *x = &items[a], *y = &items[b];
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->submitted != y->submitted)
+		return x->submitted < y->submitted ? -1 : 1;
+	if (x->tiebreak != y->tiebreak)
+		return x->tiebreak < y->tiebreak ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+/* A queue of many items (sorted by one packed key each, cycle.c) in the
+ * same order as a few: with equal keys, extreme priorities and times
+ * before 1970, and with keys too wide to pack (sorted by qsort then). */
+static void test_order_of_many_in_queue(void **state)
+{
+	enum { N = 3000 };
+	static const int32_t prio[] = {INT32_MIN, -7, 0, 3, 1000, INT32_MAX};
+	struct queue_item *items = calloc(N, sizeof(*items));
+	int *got = calloc(N, sizeof(*got)), *want = calloc(N, sizeof(*want));
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	struct fixture f;
+
+	(void)state;
+	assert_non_null(items);
+	assert_non_null(got);
+	assert_non_null(want);
+	setup(&f, teams_yaml);
+	for (int wide = 0; wide < 2; wide++) {
+		for (int k = 0; k < N; k++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			items[k] = (struct queue_item){
+			    .node = node_of(&f, "team-a"),
+			    .priority = prio[rng % 6],
+			    .submitted = (int64_t)(rng >> 8 & 63) - 20, /* ties, some negative */
+			    .tiebreak = wide ? rng : rng >> 40 & 7,
+			};
+			want[k] = k;
+		}
+		qsort_r(want, N, sizeof(*want), ref_cmp, items);
+		assert_int_equal(run_cycle(&f, items, N, 0, got), N);
+		for (int k = 0; k < N; k++)
+			if (got[k] != want[k])
+				fail_msg("wide %d: item %d served %dth, want %d", wide, got[k], k,
+				         want[k]);
+	}
+	teardown(&f);
+	free(items);
+	free(got);
+	free(want);
+}
+
 /* team-a is BestEffortFIFO: its refused head (0) lets 1 and 2 go. team-b
  * is StrictFIFO: its refused head (3) stops 4 and 5 for the cycle. Nobody
  * is charged (no requests), so the two queues share nothing and alternate
@@ -599,6 +658,7 @@ int main(void)
 	    cmocka_unit_test(test_fair_share_weights),
 	    cmocka_unit_test(test_fair_share_two_levels),
 	    cmocka_unit_test(test_touch),
+	    cmocka_unit_test(test_order_of_many_in_queue),
 	    cmocka_unit_test(test_memory_orders_the_other_team_first),
 	    cmocka_unit_test(test_memory_carried_over_a_reload),
 	};
