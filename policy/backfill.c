@@ -72,6 +72,22 @@ int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node, int3
 	return 0;
 }
 
+int backfill_timeline_room(struct backfill *b, size_t n)
+{
+	struct backfill_end *v;
+
+	if (n <= b->cap_ends - b->nends)
+		return 0;
+	if (n > SIZE_MAX / sizeof(*v) - b->nends ||
+	    !(v = arena_alloc(b->arena, (b->nends + n) * sizeof(*v))))
+		return -ENOMEM;
+	if (b->nends)
+		memcpy(v, b->ends, b->nends * sizeof(*v));
+	b->ends = v;
+	b->cap_ends = b->nends + n;
+	return 0;
+}
+
 void backfill_timeline_done(struct backfill *b)
 {
 	if (b->nends)

@@ -209,8 +209,10 @@ static int64_t bound_end(struct plan_run *r, const struct plan_bound *b)
  * stay in the search's table copy for good, which is what no end means.) */
 static int build_timeline(struct plan_run *r)
 {
-	int rc;
+	int rc = backfill_timeline_room(&r->bf, r->nbound + r->p->nbinds);
 
+	if (rc < 0)
+		return rc;
 	for (size_t k = 0; k < r->nbound; k++) {
 		const struct plan_bound *b = &r->bound[k];
 		int64_t end = bound_end(r, b);

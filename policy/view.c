@@ -940,9 +940,10 @@ static void keep_run(struct plan_run *r, struct plan_gang *g, size_t k, size_t j
  * cache (collect_pending() then has none left to add); that pass keeps
  * the run for the next cycle. Three records in four are such pods in
  * the bench, in runs of 13 on average. *nout: how many (0: record k is
- * assumed, and the walk's own path takes it). */
+ * assumed, on node *at, and the walk's own path takes it, without a
+ * second probe of the assumed map). */
 static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, size_t k, size_t *last,
-                        struct mix_run *mix, size_t *nout)
+                        struct mix_run *mix, size_t *nout, uint32_t *at)
 {
 	const struct plan_podtab *t = &r->keep->pods;
 	uint64_t gang = t->v[k].gang;
@@ -957,7 +958,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	bool early = !(t->v[k].flags & PLAN_POD_GROUP) && !r->preemption;
 
 	*nout = 0;
-	if (early && is_assumed(r, assumed, t->keys[k]))
+	if (early && (*at = assumed_node(r, assumed, t->keys[k])))
 		return 0;
 	if (!(g = gang_of(r, &t->v[k], last)))
 		return -ENOMEM;
@@ -967,7 +968,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 		*nout = u->n;
 		return use_run(r, g, u, mix);
 	}
-	if (!early && is_assumed(r, assumed, t->keys[k]))
+	if (!early && (*at = assumed_node(r, assumed, t->keys[k])))
 		return 0;
 	for (j = k + 1; j < t->n && waits(&t->v[j], gang) && !is_assumed(r, assumed, t->keys[j]);
 	     j++)
@@ -998,7 +999,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 
 	for (size_t k = 0; k < t->n; k++) {
 		struct plan_pod *x = &t->v[k];
-		uint32_t node;
+		uint32_t node = 0;
 
 		ahead(r, &pf, k + AHEAD, kept);
 		if (!x->pod || !x->spec)
@@ -1009,7 +1010,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 			continue;
 		}
 		if (x->gang && waits(x, x->gang)) {
-			if ((rc = pending_rows(r, assumed, k, &last, &mix, &m)) < 0)
+			if ((rc = pending_rows(r, assumed, k, &last, &mix, &m, &node)) < 0)
 				return rc;
 			if (m) {
 				k += m - 1;
@@ -1020,7 +1021,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 		if (x->flags & PLAN_POD_OURS && plan__mixing(r) &&
 		    (rc = mix_add(r, &mix, x->spec, 1, &x->pod, 1)) < 0)
 			return rc;
-		if ((node = node_of(r, assumed, x, t->keys[k]))) {
+		if (node || (node = node_of(r, assumed, x, t->keys[k]))) {
 			if ((rc = count_bound(r, x, node_index(r, x, node, kept), &last, &c)) < 0)
 				return rc;
 			continue;
