@@ -225,7 +225,7 @@ static void test_resolve(void **state)
 /* ---- one cycle ------------------------------------------------------ */
 
 /* Runs a whole cycle; every item is admitted unless its index is in
- * `refuse` (a bitmask), and admitted ones are charged. Writes the items in
+ * `refuse` (a bitmask of the first 64), and admitted ones are charged. Writes the items in
  * the order served to got[] and returns how many. */
 static size_t run_cycle(struct fixture *f, const struct queue_item *items, size_t n,
                         uint64_t refuse, int *got)
@@ -236,7 +236,7 @@ static size_t run_cycle(struct fixture *f, const struct queue_item *items, size_
 
 	assert_int_equal(queue_cycle_new(f->qs, items, n, &c), 0);
 	while ((i = queue_cycle_next(c)) >= 0) {
-		bool ok = !(refuse >> i & 1);
+		bool ok = i >= 64 || !(refuse >> i & 1);
 
 		assert_true(k < n);
 		got[k++] = i;
