@@ -345,7 +345,12 @@ struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *po
 
 struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key, const struct kubeapi_pod *pod)
 {
-	struct plan_kept_gang *e = kept(r, key);
+	return plan__gang_of_entry(r, kept(r, key), key, pod);
+}
+
+struct plan_gang *plan__gang_of_entry(struct plan_run *r, struct plan_kept_gang *e, uint64_t key,
+                                      const struct kubeapi_pod *pod)
+{
 	struct plan_gang *g;
 	struct plan_gang_facts f;
 
@@ -535,8 +540,13 @@ void plan__gangs_end(struct plan_run *r, int rc)
 	IDMAP_FOREACH(&m->map, i, e) {
 		const struct plan_kept_gang *v = e->value; /* NULL: its calloc() failed */
 
-		if (!v || v->met != m->cycle)
-			gone[n++] = e->key;
+		if (v && v->met == m->cycle)
+			continue;
+		gone[n++] = e->key;
+		/* Not met, so in no walk's list of runs; and should one be,
+		 * its run no longer names it. */
+		if (v && v->run && v->run_layout == r->keep->pods.layout)
+			v->run->entry = NULL;
 	}
 	for (size_t k = 0; k < n; k++)
 		kept_free(idmap_del(&m->map, gone[k]));

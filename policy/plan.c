@@ -684,6 +684,8 @@ void plan_memory_free(struct plan_memory *keep)
 	free(keep->pods.keys);
 	free(keep->pods.names);
 	arena_free(&keep->pods.runs);
+	free(keep->pods.order);
+	free(keep->pods.next);
 	plan__gangs_free(&keep->gangs);
 	free(keep->nodes.keys);
 	free(keep->nodes.slot);

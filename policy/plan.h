@@ -347,6 +347,13 @@ struct plan_memory {
 		uint64_t layout;
 		struct arena runs;
 		size_t runs_garbage;
+		/* The runs the last walk used or kept, in the order of their
+		 * starts, for the layout order_layout: the next walk meets each
+		 * where it starts and reads none of its records (view.c). The
+		 * walk makes the next list in `next`, then swaps the two. */
+		struct plan_kept_run **order, **next;
+		size_t norder, nnext, cap_order, cap_next;
+		uint64_t order_layout;
 		uint8_t built;
 	} pods;
 	/* Every gang met lately: key -> struct plan_kept_gang * (gangs.c),

@@ -215,6 +215,13 @@ struct plan_kept_run {
 	/* A late run found in age order when kept: its pods need no check
 	 * while it stands (view.c). */
 	uint8_t ordered;
+	/* Its records are pods of no PodGroup (PLAN_POD_GROUP clear). */
+	uint8_t single;
+	/* Its gang's key and kept entry (NULL once the entry is freed): a
+	 * walk that meets the run where it starts (plan_podtab.order) has
+	 * its gang without a probe of the kept map. */
+	uint64_t key;
+	struct plan_kept_gang *entry;
 	const struct kubeapi_pod *pods[];
 };
 
@@ -257,6 +264,9 @@ int plan__group_gangs(struct plan_run *r);
 struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod);
 struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key,
                                     const struct kubeapi_pod *pod);
+/* The same for the gang of kept entry e (NULL: none), keyed key. */
+struct plan_gang *plan__gang_of_entry(struct plan_run *r, struct plan_kept_gang *e, uint64_t key,
+                                      const struct kubeapi_pod *pod);
 /* Before the gangs are made: a new cycle for the kept gangs, and what
  * the input says changed made to forget their facts (all of them when it
  * does not say). After the cycle: forget gangs not met lately (rc: the

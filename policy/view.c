@@ -723,26 +723,65 @@ static void prefetch_group(const struct plan_run *r, const struct plan_pod *y)
 		plan__group_prefetch(r, y->gang);
 }
 
+/* A cursor over the listed runs (plan_podtab.order), which moves forward
+ * as a walk does over the records: the next run's index and where it
+ * starts (SIZE_MAX: none), so that a record before it costs a compare,
+ * not a read of the run. */
+struct runs_at {
+	size_t at, start;
+};
+
+static void runs_first(const struct plan_podtab *t, struct runs_at *c)
+{
+	c->at = 0;
+	c->start = t->order_layout == t->layout && t->norder ? t->order[0]->start : SIZE_MAX;
+}
+
+/* The listed run that starts at record k, if any. */
+static struct plan_kept_run *listed_run(const struct plan_podtab *t, struct runs_at *c, size_t k)
+{
+	while (c->start < k)
+		c->start = ++c->at < t->norder ? t->order[c->at]->start : SIZE_MAX;
+	return c->start == k ? t->order[c->at] : NULL;
+}
+
+/* Where the walk's lookahead stands: the next record it has not looked
+ * at, and its own cursor over the listed runs. */
+struct lookahead {
+	size_t next;
+	struct runs_at runs;
+};
+
 /* The walk's lookahead, called with upto = the record about to be read
  * + AHEAD: prefetch() for every record below upto not yet given it (from
- * *next on), each record's line and key loaded AHEAD records before
- * that. Records a kept run skips get it too, so that the gangs after a
- * run have their slots loaded in time. */
-static void ahead(const struct plan_run *r, size_t *next, size_t upto, bool kept)
+ * a->next on), each record's line and key loaded AHEAD records before
+ * that. A listed run's records are passed over, as the walk will take
+ * them from the run (take_run()): its gang's entry is loaded instead.
+ * Records a run found by its gang skips get it too, so that the gangs
+ * after the run have their slots loaded in time. */
+static void ahead(const struct plan_run *r, struct lookahead *a, size_t upto, bool kept)
 {
 	const struct plan_podtab *t = &r->keep->pods;
 
 	if (upto > t->n)
 		upto = t->n;
-	for (; *next < upto; ++*next) {
-		if (*next + AHEAD < t->n) {
-			__builtin_prefetch(&t->v[*next + AHEAD]);
-			__builtin_prefetch(&t->keys[*next + AHEAD]);
+	while (a->next < upto) {
+		const struct plan_kept_run *u = listed_run(t, &a->runs, a->next);
+
+		if (u) {
+			__builtin_prefetch(u->entry);
+			a->next += u->n ? u->n : 1;
+			continue;
 		}
-		if (*next)
-			prefetch(r, &t->v[*next], kept);
-		if (!kept && *next >= AHEAD / 2)
-			prefetch_group(r, &t->v[*next - AHEAD / 2]);
+		if (a->next + AHEAD < t->n) {
+			__builtin_prefetch(&t->v[a->next + AHEAD]);
+			__builtin_prefetch(&t->keys[a->next + AHEAD]);
+		}
+		if (a->next)
+			prefetch(r, &t->v[a->next], kept);
+		if (!kept && a->next >= AHEAD / 2)
+			prefetch_group(r, &t->v[a->next - AHEAD / 2]);
+		a->next++;
 	}
 }
 
@@ -929,8 +968,33 @@ static void keep_run(struct plan_run *r, struct plan_gang *g, size_t k, size_t j
 	u->priority = priority;
 	u->runtime = runtime;
 	u->late = late;
+	u->single = !(t->v[k].flags & PLAN_POD_GROUP);
+	u->key = g->key;
+	u->entry = e;
 	/* Read once here, where use_run() would have it read each cycle. */
 	u->ordered = late && in_age_order(u->pods, u->n);
+}
+
+/* Entry e's run, if it stands and starts at record k, into the list of
+ * runs the next walk meets (plan_podtab.order); not listed when out of
+ * memory (the next walk then finds it by its gang). */
+static void note_run(struct plan_run *r, const struct plan_kept_gang *e, size_t k)
+{
+	struct plan_podtab *t = &r->keep->pods;
+	struct plan_kept_run *u = e->run;
+
+	if (!u || e->run_layout != t->layout || u->start != k)
+		return;
+	if (t->nnext == t->cap_next) {
+		size_t cap = t->cap_next ? 2 * t->cap_next : 1024;
+		struct plan_kept_run **v = realloc(t->next, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		t->next = v;
+		t->cap_next = cap;
+	}
+	t->next[t->nnext++] = u;
 }
 
 /* The waiting members of one gang from record k on (k waits: waits()),
@@ -966,6 +1030,7 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 		if (r->in->check_state)
 			check_run(r, assumed, u, k);
 		*nout = u->n;
+		note_run(r, g->kept, k);
 		return use_run(r, g, u, mix);
 	}
 	if (!early && (*at = assumed_node(r, assumed, t->keys[k])))
@@ -983,8 +1048,50 @@ static int pending_rows(struct plan_run *r, const struct keyfilter *assumed, siz
 	r->p->stats.pods += j - k;
 	pending_run(r, g);
 	keep_run(r, g, k, j);
+	note_run(r, g->kept, k);
 	*nout = j - k;
 	return 0;
+}
+
+/* The runs this walk listed become the ones the next walk meets. */
+static void runs_listed(struct plan_podtab *t)
+{
+	struct plan_kept_run **v = t->order;
+	size_t cap = t->cap_order;
+
+	t->order = t->next;
+	t->cap_order = t->cap_next;
+	t->norder = t->nnext;
+	t->next = v;
+	t->cap_next = cap;
+	t->nnext = 0;
+	t->order_layout = t->layout;
+}
+
+/* The waiting members of a gang from listed run u, which starts at record
+ * k, when it stands: its gang from the entry it names, and none of its
+ * records read. *nout: how many (0: it does not stand, or its first pod,
+ * of no PodGroup, may be assumed; the walk then reads record k). */
+static int take_run(struct plan_run *r, const struct keyfilter *assumed, struct plan_kept_run *u,
+                    size_t k, size_t *last, struct mix_run *mix, size_t *nout)
+{
+	struct plan_podtab *t = &r->keep->pods;
+	struct plan_kept_gang *e = u->entry;
+	struct plan_gang *g;
+
+	*nout = 0;
+	if (!e || e->run != u || e->run_layout != t->layout || u->start != k ||
+	    u->epoch != r->keep->gangs.epoch ||
+	    (u->single && !r->preemption && is_assumed(r, assumed, t->keys[k])))
+		return 0;
+	if (!(g = plan__gang_of_entry(r, e, u->key, u->pods[0])))
+		return -ENOMEM;
+	*last = (size_t)(g - r->p->gangs);
+	if (r->in->check_state)
+		check_run(r, assumed, u, k);
+	*nout = u->n;
+	note_run(r, e, k);
+	return use_run(r, g, u, mix);
 }
 
 /* Every pod, from the pod table (podtab.c), which plan__podtab_sync() has
@@ -993,15 +1100,29 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 {
 	struct plan_podtab *t = &r->keep->pods;
 	struct mix_run mix = {0};
-	size_t last = SIZE_MAX, m, pf = 0;
+	size_t last = SIZE_MAX, m;
 	struct charge c = {.queue = QUEUE_NONE};
+	struct lookahead la = {0};
+	struct runs_at at;
+	struct plan_kept_run *u;
 	int rc;
 
+	runs_first(t, &at);
+	la.runs = at;
+	t->nnext = 0;
 	for (size_t k = 0; k < t->n; k++) {
 		struct plan_pod *x = &t->v[k];
 		uint32_t node = 0;
 
-		ahead(r, &pf, k + AHEAD, kept);
+		ahead(r, &la, k + AHEAD, kept);
+		if ((u = listed_run(t, &at, k))) {
+			if ((rc = take_run(r, assumed, u, k, &last, &mix, &m)) < 0)
+				return rc;
+			if (m) {
+				k += m - 1;
+				continue;
+			}
+		}
 		if (!x->pod || !x->spec)
 			continue;
 		if (x->phase == KUBEAPI_POD_SUCCEEDED || x->phase == KUBEAPI_POD_FAILED) {
@@ -1033,6 +1154,7 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 	}
 	if ((rc = charge_flush(r, &c)) < 0)
 		return rc;
+	runs_listed(t);
 	return plan__mix_count(r, mix.spec, mix.pods, mix.first_s);
 }
 
