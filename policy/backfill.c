@@ -72,20 +72,27 @@ int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node, int3
 	return 0;
 }
 
+/* Room for n more in one of the timeline's arrays (v[0..*len) of *cap). */
+static int room(struct arena *a, struct backfill_end **v, size_t len, size_t *cap, size_t n)
+{
+	struct backfill_end *w;
+
+	if (n <= *cap - len)
+		return 0;
+	if (n > SIZE_MAX / sizeof(*w) - len || !(w = arena_alloc(a, (len + n) * sizeof(*w))))
+		return -ENOMEM;
+	if (len)
+		memcpy(w, *v, len * sizeof(*w));
+	*v = w;
+	*cap = len + n;
+	return 0;
+}
+
 int backfill_timeline_room(struct backfill *b, size_t n)
 {
-	struct backfill_end *v;
+	int rc = room(b->arena, &b->ends, b->nends, &b->cap_ends, n);
 
-	if (n <= b->cap_ends - b->nends)
-		return 0;
-	if (n > SIZE_MAX / sizeof(*v) - b->nends ||
-	    !(v = arena_alloc(b->arena, (b->nends + n) * sizeof(*v))))
-		return -ENOMEM;
-	if (b->nends)
-		memcpy(v, b->ends, b->nends * sizeof(*v));
-	b->ends = v;
-	b->cap_ends = b->nends + n;
-	return 0;
+	return rc < 0 ? rc : room(b->arena, &b->forever, b->nforever, &b->cap_forever, n);
 }
 
 void backfill_timeline_done(struct backfill *b)

@@ -120,9 +120,10 @@ int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node, int3
                           const struct kubeapi_podspec *spec, const struct policy_held *held);
 void backfill_timeline_done(struct backfill *b);
 
-/** Room for n more ends before the adds (the caller's bound on them),
- *  so the timeline is not copied as it grows: at 100,000 nodes 800,000
- *  running pods, copied about once over by doubling. 0 or -ENOMEM. */
+/** Room for n more adds (the caller's bound on them) with an end and as
+ *  many without, so the timeline is not copied as it grows: at 100,000
+ *  nodes 800,000 running pods, copied about once over by doubling. Room
+ *  never written costs address space, not memory. 0 or -ENOMEM. */
 int backfill_timeline_room(struct backfill *b, size_t n);
 
 /** Instead of backfill_timeline_add() and _done(): the caller's timeline,
