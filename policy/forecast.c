@@ -726,6 +726,7 @@ static void say_start(struct plan_run *r, struct plan_gang *g, int64_t start)
 
 	g->expected_start_s = start;
 	g->forecast = 1;
+	plan__message(r, g);
 	g->message = plan__strdup(r, plan_words_forecast(g->message, start, buf, sizeof(buf)));
 	r->p->stats.forecast_gangs++;
 }

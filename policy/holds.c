@@ -244,6 +244,7 @@ static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_
 		g->nbind = need;
 		g->state = PLAN_ADMITTED;
 		g->message = NULL;
+		g->said_memo = 0;
 		r->p->stats.admitted_gangs++;
 		return 0; /* done: the hold ends */
 	}
@@ -284,6 +285,7 @@ int plan__holds(struct plan_run *r)
 			/* Its normal turn comes in the order. */
 			g->state = PLAN_RUNNING;
 			g->message = NULL;
+			g->said_memo = 0;
 		}
 	}
 	return 0;

@@ -109,8 +109,7 @@ void plan__memo_add(struct plan_run *r, const struct policy_fit *fit,
 	/* Keep what follows "gang ns/name: " for the gangs answered here. */
 	message = plan_words_tail(message);
 	drop_dominated(m, spec, n, runtime_s);
-	m->v[m->next] = (struct plan_memo_shape){spec,    (uint32_t)n,     runtime_s,
-	                                         message, strlen(message), *block};
+	m->v[m->next] = (struct plan_memo_shape){spec, (uint32_t)n, runtime_s, message, *block};
 	m->next = (m->next + 1) % MEMO_SHAPES;
 	if (m->count < MEMO_SHAPES)
 		m->count++;

@@ -48,6 +48,7 @@ void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f)
 	f->ns = plan__str(r, g->ns);
 	f->name = plan__str(r, g->name);
 	g->message = plan__strdup(r, plan_words_message(f, buf, sizeof(buf)));
+	g->said_memo = 0;
 }
 
 /* ---- admission ------------------------------------------------------- */
@@ -183,9 +184,9 @@ static int flavor_quota(struct plan_run *r, struct plan_gang *g,
  * Written for every gang a memo answers (tens of thousands a cycle at
  * 50,000 nodes): the prefix is made once a gang, not from its names,
  * which cost cache misses each time. */
-static const char *again(struct plan_run *r, struct plan_gang *g, const struct plan_memo_shape *hit)
+static const char *again(struct plan_run *r, struct plan_gang *g, const char *words)
 {
-	size_t n, tail = hit->message_len;
+	size_t n, tail = strlen(words);
 	char *out;
 
 	if (plan__gang_prefix(r, g) < 0)
@@ -196,9 +197,28 @@ static const char *again(struct plan_run *r, struct plan_gang *g, const struct p
 	if (!(out = arena_alloc(&r->p->arena, n + tail + 1)))
 		return "";
 	memcpy(out, g->kept->prefix, n);
-	memcpy(out + n, hit->message, tail);
+	memcpy(out + n, words, tail);
 	out[n + tail] = 0;
 	return out;
+}
+
+void plan__message(struct plan_run *r, struct plan_gang *g)
+{
+	if (!g->said_memo)
+		return;
+	g->said_memo = 0;
+	g->message = again(r, g, g->message);
+}
+
+/* Every message the memo left as its words alone made whole, after the
+ * turns: in gang order, which is the order of the gangs' kept entries
+ * and prefixes in memory, where the turns' order met each at random (two
+ * cache misses a gang the memo answers, 190,000 of them a cycle at
+ * 100,000 nodes). */
+static void messages(struct plan_run *r)
+{
+	for (size_t k = 0; k < r->p->ngangs; k++)
+		plan__message(r, &r->p->gangs[k]);
 }
 
 /* Place pods[0..n) of gang g (a slice of g->pending) whole, within
@@ -237,7 +257,8 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 		r->p->stats.memo_hits++;
 		g->state = PLAN_WAITING;
 		g->block = hit->block;
-		g->message = again(r, g, hit);
+		g->message = hit->message; /* its prefix comes after the turns */
+		g->said_memo = 1;
 		return 0;
 	}
 	if (!(specs = plan__specs(r, g, pods, n)))
@@ -335,6 +356,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 		const char *msg = g->message;
 		enum plan_state st = g->state;
 		struct plan_block block = g->block;
+		uint8_t memo = g->said_memo;
 
 		if ((rc = admit(r, g, &g->pending[k], 1)) < 0)
 			return rc;
@@ -342,6 +364,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 			if (need || k > 0) {
 				/* The gang is admitted; extras wait quietly. */
 				g->message = msg;
+				g->said_memo = memo;
 				g->state = st;
 				g->block = block;
 			} else if ((rc = make_room(r, g, 1)) < 0) {
@@ -356,6 +379,7 @@ static int try_gang(struct plan_run *r, struct plan_gang *g)
 		return 0;
 	g->state = PLAN_ADMITTED;
 	g->message = NULL;
+	g->said_memo = 0;
 	g->block.why = PLAN_WHY_NONE;
 	return 1;
 }
@@ -648,6 +672,7 @@ int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *
 			plan__forecast(&r);
 		}
 	}
+	messages(&r);
 	if (rc == 0 && (rc = publish_resv(&r)) == 0)
 		rc = plan__publish_ends(&r);
 	if (rc < 0) { /* the changes given may not be filed: read all next time */

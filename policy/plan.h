@@ -232,6 +232,10 @@ struct plan_gang {
 	 * added to req, and whether some member came late (its order then
 	 * wants checking). */
 	uint8_t pending_late;
+	/* Planner-internal: message is the failure memo's words alone, to
+	 * follow the gang's "gang ns/name: " once the cycle's turns are
+	 * over (plan.c's plan__message()). */
+	uint8_t said_memo;
 	uint32_t cap_pending, run_pods;
 	const struct kubeapi_podspec *run_spec;
 	/* Planner-internal, of its PodGroup, taken with the gang's facts so

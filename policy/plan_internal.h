@@ -335,7 +335,6 @@ struct plan_memo_shape {
 	uint32_t n;
 	int64_t runtime_s;
 	const char *message; /* what follows "gang ns/name: " */
-	size_t message_len;
 	struct plan_block block;
 };
 const struct plan_memo_shape *plan__memo_find(struct plan_run *r, const struct policy_fit *fit,
@@ -355,6 +354,9 @@ void plan__quota_wait(struct plan_run *r, struct plan_gang *g, const struct queu
                       const int64_t *req, enum plan_why why, struct plan_facts *f, char slot[160]);
 /* g->message from facts f (words.c); f's gang names are filled here. */
 void plan__say(struct plan_run *r, struct plan_gang *g, struct plan_facts *f);
+/* g->message whole, where the failure memo left its words alone (what
+ * reads a message in the cycle asks this first). */
+void plan__message(struct plan_run *r, struct plan_gang *g);
 /* A copy of s in the cycle's arena ("" when out of memory). */
 const char *plan__strdup(struct plan_run *r, const char *s);
 /* Start loading gang key's slot in the kept map (a walk's lookahead),

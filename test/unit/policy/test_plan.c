@@ -355,6 +355,35 @@ static void test_other_schedulers(void **state)
 	world_free(&w);
 }
 
+/* A gang the failure memo answers (the same shape failed before it in
+ * the cycle) says so in its own name: the memo keeps the words after
+ * "gang ns/name: ", and the cycle puts the gang's own before them once
+ * its turns are over (plan.c's messages()). */
+static void test_memo_answer_names_its_gang(void **state)
+{
+	struct world w;
+	const struct plan_gang *first, *second;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	gang(&w, "a", "big", 3, 6);
+	gang(&w, "a", "bigger", 3, 6);
+	cycle(&w);
+	first = find_gang(&w, "a", "big");
+	second = find_gang(&w, "a", "bigger");
+	assert_int_equal(w.plan.stats.memo_hits, 1);
+	assert_int_equal(second->state, PLAN_WAITING);
+	assert_int_equal(second->block.why, PLAN_WHY_FIT);
+	assert_string_equal(first->message,
+	                    "gang a/big: 2 of 3 members fit; 0/2 nodes are available: "
+	                    "2 Insufficient nvidia.com/gpu");
+	assert_string_equal(second->message,
+	                    "gang a/bigger: 2 of 3 members fit; 0/2 nodes are available: "
+	                    "2 Insufficient nvidia.com/gpu");
+	world_free(&w);
+}
+
 /* A pod assumed bound uses its node and is not placed again. */
 static void test_assumed(void **state)
 {
@@ -643,6 +672,7 @@ int main(void)
 	    cmocka_unit_test(test_cpu_pod_avoids_gpu_nodes),
 	    cmocka_unit_test(test_quota),
 	    cmocka_unit_test(test_other_schedulers),
+	    cmocka_unit_test(test_memo_answer_names_its_gang),
 	    cmocka_unit_test(test_assumed),
 	    cmocka_unit_test(test_assumed_across_a_node_change),
 	    cmocka_unit_test(test_incomplete),
