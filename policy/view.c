@@ -269,9 +269,11 @@ static int assumed_filter(const struct plan_run *r, struct keyfilter *f)
  *
  * An assumed pod's bind may not stand, so its index is a hint, taken when
  * the table's name there is still that node (plan_podtab.names, which
- * plan__podtab_nodes() made the table's): a lookup by name missed the
- * cache for each of the 45,000 pods a steady cycle of the bench assumes
- * at 100,000 nodes. Its record is read again once it is seen bound. */
+ * plan__podtab_nodes() made the table's): a lookup by name is a cache
+ * miss, each cycle for each pod assumed, until the watch shows it bound
+ * and its record is read again. (The bench's steady rounds each follow
+ * a full read, which makes the records afresh: there every assumed pod
+ * is looked up once a round all the same.) */
 static long node_index(const struct plan_run *r, struct plan_pod *x, uint32_t node, bool kept)
 {
 	const struct plan_podtab *t = &r->keep->pods;
