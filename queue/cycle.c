@@ -45,6 +45,10 @@ struct queue_cycle {
 	struct qnode *nodes;
 	int *children; /* child node indexes, grouped by parent */
 	int *order;    /* item indexes grouped by queue, each group sorted */
+	/* The items' requests in that order: a queue's next ones are read in
+	 * a row and asked for ahead (queue_cycle_done()), where each was an
+	 * item and then its request at random. */
+	const int64_t **reqs;
 };
 
 /* Priority high first, then submitted early, then tiebreak, then index:
@@ -184,6 +188,16 @@ static void group_items(struct queue_cycle *c, uint64_t *keys)
 	}
 }
 
+/* The request of queue node q's item after its next one, asked for now:
+ * weighing the queue's next head reads it, a few turns later. */
+static void ask_ahead(const struct queue_cycle *c, int q)
+{
+	const struct qnode *nd = &c->nodes[q];
+
+	if (nd->is_queue && nd->cursor + 1 < nd->end && c->reqs[nd->cursor + 1])
+		__builtin_prefetch(c->reqs[nd->cursor + 1]);
+}
+
 int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, size_t n,
                     struct queue_cycle **out)
 {
@@ -197,7 +211,8 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->nodes = calloc((size_t)nn, sizeof(*c->nodes))) ||
 	    !(c->children = malloc((size_t)nn * sizeof(*c->children))) ||
-	    !(c->order = malloc((n + 1) * sizeof(*c->order)))) {
+	    !(c->order = malloc((n + 1) * sizeof(*c->order))) ||
+	    !(c->reqs = malloc((n + 1) * sizeof(*c->reqs)))) {
 		queue_cycle_free(&c);
 		return -ENOMEM;
 	}
@@ -220,6 +235,11 @@ int queue_cycle_new(const struct queue_set *qs, const struct queue_item *items, 
 	keys = n >= PACKED_MIN ? malloc(2 * n * sizeof(*keys)) : NULL;
 	group_items(c, keys);
 	free(keys);
+	for (i = 0; i < nn; i++) { /* items in no queue are in no group */
+		for (int k = c->nodes[i].begin; k < c->nodes[i].end; k++)
+			c->reqs[k] = items[c->order[k]].req;
+		ask_ahead(c, i);
+	}
 	*out = c;
 	return 0;
 }
@@ -233,13 +253,15 @@ void queue_cycle_free(struct queue_cycle **cp)
 	free(c->nodes);
 	free(c->children);
 	free(c->order);
+	free(c->reqs);
 	free(c);
 	*cp = NULL;
 }
 
-static const struct queue_item *head(const struct queue_cycle *c, int q)
+/* The request of queue q's next item. */
+static const int64_t *head_req(const struct queue_cycle *c, int q)
 {
-	return &c->items[c->order[c->nodes[q].cursor]];
+	return c->reqs[c->nodes[q].cursor];
 }
 
 /* How full node n is against its own quota: max over slots of
@@ -274,7 +296,7 @@ static void weigh(struct queue_cycle *c, int ch, int q)
 
 	if (w->share_pick == q && w->share_at == c->nodes[q].cursor && w->share_version == version)
 		return;
-	w->share = queue_tree_share(t, ch, q, head(c, q)->req);
+	w->share = queue_tree_share(t, ch, q, head_req(c, q));
 	/* A gang that failed moved the cursor and left the demand: the
 	 * fraction's divisions, a slot each, were a fifth of pick() in a
 	 * steady cycle where most gangs fail from the memo. */
@@ -342,6 +364,7 @@ void queue_cycle_done(struct queue_cycle *c, int item, bool admitted)
 	if (q->cursor >= q->end || c->order[q->cursor] != item)
 		return; /* not the head: nothing to move */
 	q->cursor++;
+	ask_ahead(c, node);
 	if (!admitted && q->strict)
 		q->blocked = true;
 	queue_cycle_touch(c, node);
