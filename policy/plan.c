@@ -578,6 +578,7 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 {
 	/* A PodGroup in one of these phases has run (both dialects'). */
 	static const char *const ran[] = {"Running", "Completed", "Unknown", "Finished", "Failed"};
+	size_t gangs;
 
 	r->p = p;
 	r->in = in;
@@ -604,10 +605,13 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	queue_tree_age(r->tree, in->now_s); /* fair-share memory, if any: up to now */
 	policy_nodes_release(&p->nodes);
 	arena_reset(&p->arena);
-	if (presize(r, p->ngangs, p->stats.bound_pods) < 0)
+	/* No gang is left from the last cycle, whatever fails from here on
+	 * (plan_cycle() still makes the gangs' messages whole). */
+	gangs = p->ngangs;
+	p->ngangs = 0;
+	if (presize(r, gangs, p->stats.bound_pods) < 0)
 		return -ENOMEM;
 	memset(&p->stats, 0, sizeof(p->stats));
-	p->ngangs = 0;
 	p->binds = NULL;
 	p->nbinds = 0;
 	p->evictions = NULL;
