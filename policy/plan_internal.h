@@ -215,8 +215,6 @@ struct plan_kept_run {
 	/* A late run found in age order when kept: its pods need no check
 	 * while it stands (view.c). */
 	uint8_t ordered;
-	/* Its records are pods of no PodGroup (PLAN_POD_GROUP clear). */
-	uint8_t single;
 	/* Its gang's key and kept entry (NULL once the entry is freed): a
 	 * walk that meets the run where it starts (plan_podtab.order) has
 	 * its gang without a probe of the kept map. */

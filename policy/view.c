@@ -970,7 +970,6 @@ static void keep_run(struct plan_run *r, struct plan_gang *g, size_t k, size_t j
 	u->priority = priority;
 	u->runtime = runtime;
 	u->late = late;
-	u->single = !(t->v[k].flags & PLAN_POD_GROUP);
 	u->key = g->key;
 	u->entry = e;
 	/* Read once here, where use_run() would have it read each cycle. */
@@ -1072,8 +1071,10 @@ static void runs_listed(struct plan_podtab *t)
 
 /* The waiting members of a gang from listed run u, which starts at record
  * k, when it stands: its gang from the entry it names, and none of its
- * records read. *nout: how many (0: it does not stand, or its first pod,
- * of no PodGroup, may be assumed; the walk then reads record k). */
+ * records read. *nout: how many (0: it does not stand; the walk then
+ * reads record k). A standing run has no assumed pod, single or not:
+ * binding a member drops its gang's run (plan.c's plan__add_binds()),
+ * and with check_state check_run() holds each run to that. */
 static int take_run(struct plan_run *r, const struct keyfilter *assumed, struct plan_kept_run *u,
                     size_t k, size_t *last, struct mix_run *mix, size_t *nout)
 {
@@ -1083,8 +1084,7 @@ static int take_run(struct plan_run *r, const struct keyfilter *assumed, struct 
 
 	*nout = 0;
 	if (!e || e->run != u || e->run_layout != t->layout || u->start != k ||
-	    u->epoch != r->keep->gangs.epoch ||
-	    (u->single && !r->preemption && is_assumed(r, assumed, t->keys[k])))
+	    u->epoch != r->keep->gangs.epoch)
 		return 0;
 	if (!(g = plan__gang_of_entry(r, e, u->key, u->pods[0])))
 		return -ENOMEM;
