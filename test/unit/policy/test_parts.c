@@ -174,6 +174,43 @@ static void test_place_reads_whole_gpus_kept_packed(void **state)
 	world_free(&w);
 }
 
+/* An 8-GPU pod (and 100m of CPU) that fits on none of five nodes, each
+ * short in its own way: n-0 of a GPU, n-1 of CPU, n-2 of both, n-3 of
+ * every GPU, n-4 of pod room alone. The why counts each node short once
+ * (5) and names the request short on the most nodes: the GPUs, short on
+ * three, where the CPU is short on two. */
+static void test_why_counts_the_short_nodes_and_request(void **state)
+{
+	struct world w;
+	const struct kubeapi_podspec *eight[1];
+	const struct policy_held *held[1];
+	struct policy_why why;
+	uint32_t out[1];
+
+	(void)state;
+	world_init(&w, 5);
+	eight[0] = w.eight;
+	policy_nodes_adjust(&w.t, 0, KUBEAPI_RES_GPU, -1);
+	policy_nodes_adjust(&w.t, 1, KUBEAPI_RES_CPU, -w.t.free[1 * w.t.nres + KUBEAPI_RES_CPU]);
+	policy_nodes_adjust(&w.t, 2, KUBEAPI_RES_GPU, -1);
+	policy_nodes_adjust(&w.t, 2, KUBEAPI_RES_CPU, -w.t.free[2 * w.t.nres + KUBEAPI_RES_CPU]);
+	policy_nodes_adjust(&w.t, 3, KUBEAPI_RES_GPU, -8);
+	policy_nodes_adjust(&w.t, 4, KUBEAPI_RES_PODS, -w.t.free[4 * w.t.nres + KUBEAPI_RES_PODS]);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, eight, 1, out, held, &why), -ENOSPC);
+	assert_int_equal(why.placed, 0);
+	assert_int_equal(why.short_nodes, 5);
+	assert_int_equal(why.short_res, KUBEAPI_RES_GPU);
+	/* n-0 with its GPU back but no pod room, n-3 short of CPU too: the
+	 * CPU is short on three nodes, the GPUs on two. */
+	policy_nodes_adjust(&w.t, 0, KUBEAPI_RES_GPU, 1);
+	policy_nodes_adjust(&w.t, 3, KUBEAPI_RES_CPU, -w.t.free[3 * w.t.nres + KUBEAPI_RES_CPU]);
+	policy_nodes_adjust(&w.t, 0, KUBEAPI_RES_PODS, -w.t.free[0 * w.t.nres + KUBEAPI_RES_PODS]);
+	assert_int_equal(policy_place(&w.t, &w.fits, &w.arena, eight, 1, out, held, &why), -ENOSPC);
+	assert_int_equal(why.short_nodes, 5);
+	assert_int_equal(why.short_res, KUBEAPI_RES_CPU);
+	world_free(&w);
+}
+
 /* A table's domains, every level, against another's. */
 static void assert_same_levels(const struct policy_nodes *a, const struct policy_nodes *b)
 {
@@ -619,6 +656,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_place_without_cpu_on_overcommitted_node),
 	    cmocka_unit_test(test_place_reads_whole_gpus_kept_packed),
+	    cmocka_unit_test(test_why_counts_the_short_nodes_and_request),
 	    cmocka_unit_test(test_tally_sums_domains_as_a_count_keeps_them),
 	    cmocka_unit_test(test_gpu_counts_follow_every_change),
 	    cmocka_unit_test(test_members_take_the_best_fits_in_order),
