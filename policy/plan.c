@@ -609,7 +609,8 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	 * (plan_cycle() still makes the gangs' messages whole). */
 	gangs = p->ngangs;
 	p->ngangs = 0;
-	if (presize(r, gangs, p->stats.bound_pods) < 0)
+	if (presize(r, gangs, p->stats.bound_pods) < 0 ||
+	    !(r->slot_memo = arena_calloc(&p->arena, PLAN_SLOT_MEMO, sizeof(*r->slot_memo))))
 		return -ENOMEM;
 	memset(&p->stats, 0, sizeof(p->stats));
 	p->binds = NULL;

@@ -114,6 +114,7 @@ struct plan_group_state {
 
 /* Slots of plan_run.runtimes: a cluster's distinct runtime values are few. */
 #define PLAN_RUNTIME_MEMO 64
+#define PLAN_SLOT_MEMO    64
 
 struct plan_run {
 	struct plan *p;
@@ -168,6 +169,16 @@ struct plan_run {
 		uint32_t value;
 		int64_t s;
 	} runtimes[PLAN_RUNTIME_MEMO];
+	/* Each spec's slot vector for one pod on a node of one flavor, as
+	 * worked out this cycle (view.c's add_pods()), direct mapped
+	 * by spec: a slot whose spec is NULL is empty. Reached through a
+	 * pointer (PLAN_SLOT_MEMO slots in the arena), so that the parts
+	 * that hold the run read-only fill it too. */
+	struct plan_slot_memo {
+		const struct kubeapi_podspec *spec;
+		uint16_t flavor;
+		int64_t *v; /* the slots' amounts (r->nslots), in the arena */
+	} * slot_memo;
 	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
 	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
 	/* Each part's own state: none reads another's. */

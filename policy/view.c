@@ -56,11 +56,44 @@ void plan__add_amounts(const struct plan_run *r, int64_t *req, const struct kube
 	add_amounts_times(r, req, e, n, f, 1);
 }
 
+/* Memo slot m made spec s's on flavor f: false when out of memory. */
+static bool slots_of(const struct plan_run *r, struct plan_slot_memo *m,
+                     const struct kubeapi_podspec *s, uint16_t f)
+{
+	if (!m->v && !(m->v = arena_alloc(&r->p->arena, r->nslots * sizeof(*m->v))))
+		return false;
+	memset(m->v, 0, r->nslots * sizeof(*m->v));
+	add_amounts_times(r, m->v, kubeapi_podspec_requests(s), s->nrequests, f, 1);
+	m->spec = s;
+	m->flavor = f;
+	return true;
+}
+
+/* times pods of spec s, on a node of flavor f, into the slot vector req:
+ * the spec's vector for one pod from the memo (worked out on a miss, in
+ * the slot's own room), then a multiply and an add a slot. Each cycle
+ * adds every gang's runs of pods this way; working the vector out from
+ * the spec's requests each time (add_amounts_times()) was 4% of a steady
+ * cycle's instructions at 20,000 nodes (callgrind). */
+static void add_pods(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
+                     uint16_t f, int64_t times)
+{
+	struct plan_slot_memo *m =
+	    r->slot_memo ? &r->slot_memo[((uintptr_t)s >> 6 ^ f) % PLAN_SLOT_MEMO] : NULL;
+
+	if (!m || ((m->spec != s || m->flavor != f) && !slots_of(r, m, s, f))) {
+		add_amounts_times(r, req, kubeapi_podspec_requests(s), s->nrequests, f, times);
+		return;
+	}
+	for (size_t k = 0; k < r->nslots; k++)
+		req[k] += m->v[k] * times;
+}
+
 /* Add pod spec s, placed on a node of flavor f, to the slot vector req. */
 void plan__add_pod(const struct plan_run *r, int64_t *req, const struct kubeapi_podspec *s,
                    uint16_t f)
 {
-	plan__add_amounts(r, req, kubeapi_podspec_requests(s), s->nrequests, f);
+	add_pods(r, req, s, f, 1);
 }
 
 /* ---- nodes ----------------------------------------------------------- */
@@ -354,8 +387,7 @@ struct charge {
 static void charge_run(const struct plan_run *r, struct charge *c)
 {
 	if (c->pods)
-		add_amounts_times(r, c->req, kubeapi_podspec_requests(c->spec), c->spec->nrequests,
-		                  c->flavor, c->pods);
+		add_pods(r, c->req, c->spec, c->flavor, c->pods);
 	c->pods = 0;
 }
 
@@ -604,8 +636,7 @@ static int count_finished(struct plan_run *r, const struct plan_pod *x, size_t *
 static void pending_run(const struct plan_run *r, struct plan_gang *g)
 {
 	if (g->run_pods)
-		add_amounts_times(r, (int64_t *)g->req, kubeapi_podspec_requests(g->run_spec),
-		                  g->run_spec->nrequests, POLICY_NO_FLAVOR, g->run_pods);
+		add_pods(r, (int64_t *)g->req, g->run_spec, POLICY_NO_FLAVOR, g->run_pods);
 	g->run_pods = 0;
 }
 
@@ -1244,7 +1275,6 @@ void plan__request(const struct plan_run *r, int64_t *req, const struct kubeapi_
 
 		for (run = 1; k + run < n && pods[k + run]->spec == s; run++)
 			;
-		add_amounts_times(r, req, kubeapi_podspec_requests(s), s->nrequests,
-		                  POLICY_NO_FLAVOR, (int64_t)run);
+		add_pods(r, req, s, POLICY_NO_FLAVOR, (int64_t)run);
 	}
 }
