@@ -39,9 +39,10 @@ static int64_t parse_runtime(struct plan_run *r, uint32_t value)
 }
 
 /* The runtime of a pod of spec `spec` whose own annotation value is
- * `own` (0: none) in gang g (NULL: none). */
-static int64_t runtime_of(struct plan_run *r, const struct kubeapi_podspec *spec, uint32_t own,
-                          const struct plan_gang *g)
+ * `own` (0: none) in gang g (NULL: none) of queue `queue` (QUEUE_NONE:
+ * none; a gang's is g->queue). */
+static int64_t runtime_in(struct plan_run *r, const struct kubeapi_podspec *spec, uint32_t own,
+                          const struct plan_gang *g, int queue)
 {
 	const struct config_queue *q;
 
@@ -51,25 +52,38 @@ static int64_t runtime_of(struct plan_run *r, const struct kubeapi_podspec *spec
 		own = g->group_runtime;
 	if (own)
 		return parse_runtime(r, own);
-	if (g && g->queue != QUEUE_NONE && (q = queue_set_queue(r->in->qs, g->queue)) &&
+	if (queue != QUEUE_NONE && (q = queue_set_queue(r->in->qs, queue)) &&
 	    q->default_runtime_ms > 0)
 		return (q->default_runtime_ms + 999) / 1000;
 	return PLAN_NEVER;
 }
 
+static int64_t runtime_of(struct plan_run *r, const struct kubeapi_podspec *spec, uint32_t own,
+                          const struct plan_gang *g)
+{
+	return runtime_in(r, spec, own, g, g ? g->queue : QUEUE_NONE);
+}
+
+static uint32_t own_runtime(const struct plan_run *r, const struct kubeapi_pod *pod)
+{
+	return r->runtime_key ? kubeapi_labels_get(pod->muster, r->runtime_key) : 0;
+}
+
 static int64_t pod_runtime(struct plan_run *r, const struct kubeapi_pod *pod,
                            const struct plan_gang *g)
 {
-	return runtime_of(r, pod->spec,
-	                  r->runtime_key ? kubeapi_labels_get(pod->muster, r->runtime_key) : 0, g);
+	return runtime_of(r, pod->spec, own_runtime(r, pod), g);
 }
 
 /* A bound pod's: its struct is read only when its record says it has an
- * annotation of its own (the timeline asks for every bound pod's). */
+ * annotation of its own (the timeline asks for every bound pod's). A
+ * single pod of Muster's has no gang record where no queue may preempt
+ * (view.c): its queue, kept beside it, gives the default. */
 static int64_t bound_runtime(struct plan_run *r, const struct plan_bound *b,
                              const struct plan_gang *g)
 {
-	return b->runtime ? pod_runtime(r, b->pod, g) : runtime_of(r, b->spec, 0, g);
+	return runtime_in(r, b->spec, b->runtime ? own_runtime(r, b->pod) : 0, g,
+	                  g ? g->queue : b->queue);
 }
 
 int64_t plan__pod_start(const struct kubeapi_pod *pod)

@@ -661,6 +661,42 @@ static void test_kept_node_table_follows_node_changes(void **state)
 	world_free(&w);
 }
 
+/* A single pod of Muster's, running with no runtime of its own, ends at
+ * its start plus its queue's defaultRuntime, as a gang's members do; so
+ * in a config where no queue may preempt too, where a bound single pod
+ * has no gang record. h, which needs its node, is promised that end. */
+static void test_single_pod_ends_by_queue_default(void **state)
+{
+	static const char text[] = "resources: [nvidia.com/gpu]\n"
+	                           "queues:\n"
+	                           "  - name: q\n"
+	                           "    namespaces: [a]\n"
+	                           "    defaultRuntime: 10m\n"
+	                           "    quota: {nvidia.com/gpu: {nominal: 100}}\n";
+	const int64_t now = 1767229200, started = now - 100;
+	struct world w;
+	const struct plan_gang *h;
+
+	(void)state;
+	world_init_with(&w, text);
+	gpu_nodes(&w, 1, 1);
+	synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+	                                            .name = "r",
+	                                            .sched = "muster",
+	                                            .cpu_m = 1000,
+	                                            .gpus = 8,
+	                                            .node = "n-0-0",
+	                                            .created_s = started,
+	                                            .started_s = started});
+	gang(&w, "a", "h", 1, 8);
+	cycle_with(&w, (struct plan_input){.now_s = now});
+	h = find_gang(&w, "a", "h");
+	assert_int_equal(h->state, PLAN_WAITING);
+	assert_true(h->reserved);
+	assert_int_equal(h->expected_start_s, started + 600);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -673,6 +709,7 @@ int main(void)
 	    cmocka_unit_test(test_quota),
 	    cmocka_unit_test(test_other_schedulers),
 	    cmocka_unit_test(test_memo_answer_names_its_gang),
+	    cmocka_unit_test(test_single_pod_ends_by_queue_default),
 	    cmocka_unit_test(test_assumed),
 	    cmocka_unit_test(test_assumed_across_a_node_change),
 	    cmocka_unit_test(test_incomplete),
