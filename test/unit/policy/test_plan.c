@@ -697,6 +697,50 @@ static void test_single_pod_ends_by_queue_default(void **state)
 	world_free(&w);
 }
 
+/* A gang's two running pods of one spec, one on an H100 node and one on
+ * an A100 node, count toward their queue's slot of each flavor once: 4
+ * GPUs in gpu@h100, 4 in gpu@a100, 8 in gpu. (A pod's slot vector is
+ * kept once a cycle per spec and flavor, view.c: keyed by spec alone,
+ * both pods went into one flavor's slot.) */
+static void test_usage_by_flavor_of_one_spec(void **state)
+{
+	static const char text[] = "resources: [nvidia.com/gpu]\n"
+	                           "flavors:\n"
+	                           "  - name: h100\n"
+	                           "    nodeLabels: {nvidia.com/gpu.product: H100}\n"
+	                           "  - name: a100\n"
+	                           "    nodeLabels: {nvidia.com/gpu.product: A100}\n"
+	                           "queues:\n"
+	                           "  - name: q\n"
+	                           "    namespaces: [a]\n"
+	                           "    quota:\n"
+	                           "      nvidia.com/gpu: {nominal: 100}\n"
+	                           "      nvidia.com/gpu@h100: {nominal: 8}\n"
+	                           "      nvidia.com/gpu@a100: {nominal: 8}\n";
+	const struct queue_tree *t;
+	struct world w;
+	int q, gpu, h100, a100;
+
+	(void)state;
+	world_init_with(&w, text);
+	synth_node(&w.s, "n-h", "z", "r0", 8, "\"nvidia.com/gpu.product\":\"H100\"");
+	synth_node(&w.s, "n-a", "z", "r0", 8, "\"nvidia.com/gpu.product\":\"A100\"");
+	synth_group(&w.s, "a", "g", 2, 1, NULL);
+	synth_pod(&w.s, "a", "g-0", "g", "muster", 1000, 4, "n-h", 0, NULL);
+	synth_pod(&w.s, "a", "g-1", "g", "muster", 1000, 4, "n-a", 1, NULL);
+	cycle(&w);
+	t = queue_set_tree_c(w.qs);
+	q = queue_set_find(w.qs, "q");
+	gpu = queue_set_find_slot(w.qs, "nvidia.com/gpu");
+	h100 = queue_set_find_slot(w.qs, "nvidia.com/gpu@h100");
+	a100 = queue_set_find_slot(w.qs, "nvidia.com/gpu@a100");
+	assert_true(q > 0 && gpu >= 0 && h100 >= 0 && a100 >= 0);
+	assert_int_equal(queue_tree_demand(t, q, (unsigned)gpu), 8);
+	assert_int_equal(queue_tree_demand(t, q, (unsigned)h100), 4);
+	assert_int_equal(queue_tree_demand(t, q, (unsigned)a100), 4);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -710,6 +754,7 @@ int main(void)
 	    cmocka_unit_test(test_other_schedulers),
 	    cmocka_unit_test(test_memo_answer_names_its_gang),
 	    cmocka_unit_test(test_single_pod_ends_by_queue_default),
+	    cmocka_unit_test(test_usage_by_flavor_of_one_spec),
 	    cmocka_unit_test(test_assumed),
 	    cmocka_unit_test(test_assumed_across_a_node_change),
 	    cmocka_unit_test(test_incomplete),
