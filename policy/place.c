@@ -751,6 +751,29 @@ static uint32_t count_small(struct lacks *l, const struct policy_nodes *t,
 	return roomy;
 }
 
+/* The nodes of fit f that have room for member m, whatever its requests
+ * and vGPUs: count_lacking() a node, then for a node with room for every
+ * request, whether its vGPUs lack room (counted into *lack_vgpu). */
+static uint32_t count_each(const struct trial *tr, size_t m, struct lacks *l,
+                           const struct policy_fit *f, bool everywhere, uint32_t *lack_vgpu)
+{
+	const struct policy_nodes *t = tr->t;
+	struct policy__need need = policy__vgpu_need(tr->specs[m]);
+	uint32_t roomy = 0;
+
+	for (size_t k = 0; k < f->count; k++) {
+		const int64_t *fr = &t->free[f->nodes[k] * t->nres];
+		bool short_here = count_lacking(l, fr) | everywhere | (fr[KUBEAPI_RES_PODS] < 1);
+
+		if (!short_here && vgpu_short(tr, m, need, f->nodes[k])) {
+			(*lack_vgpu)++;
+			short_here = true;
+		}
+		roomy += !short_here;
+	}
+	return roomy;
+}
+
 /* Why the first unplaced member failed, for the message: in one pass
  * over its feasible nodes, how many lack room, and which of its requests
  * (or room on one GPU, for vGPUs: POLICY_SHORT_VGPU) is short on the most
@@ -765,12 +788,10 @@ static void explain(struct trial *tr, struct policy_why *why)
 	const struct kubeapi_res *r = kubeapi_podspec_requests(s);
 	const struct policy_fit *f = tr->looks[m].f;
 	const struct policy_nodes *t = tr->t;
-	struct policy__need need = policy__vgpu_need(s);
-	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0, roomy = 0;
+	uint32_t lacking[KUBEAPI_MAX_RESOURCES + 1] = {0}, worst = 0, lack_vgpu = 0, roomy;
 	unsigned nreq = s->nrequests < KUBEAPI_MAX_RESOURCES ? s->nrequests : KUBEAPI_MAX_RESOURCES;
 	struct lacks l = {0};
 	bool everywhere = false; /* a request no node has: short on every node */
-	bool small;
 
 	why->placed = tr->placed;
 	why->fit = f;
@@ -785,19 +806,10 @@ static void explain(struct trial *tr, struct policy_why *why)
 		}
 		everywhere |= r[q].amount > 0 && r[q].res >= t->nres;
 	}
-	small = l.n <= SMALL_LACKS && !s->nvgpu;
-	if (small)
+	if (l.n <= SMALL_LACKS && !s->nvgpu)
 		roomy = count_small(&l, t, f, everywhere);
-	for (size_t k = 0; !small && k < f->count; k++) {
-		const int64_t *fr = &t->free[f->nodes[k] * t->nres];
-		bool short_here = count_lacking(&l, fr) | everywhere | (fr[KUBEAPI_RES_PODS] < 1);
-
-		if (!short_here && vgpu_short(tr, m, need, f->nodes[k])) {
-			lack_vgpu++;
-			short_here = true;
-		}
-		roomy += !short_here;
-	}
+	else
+		roomy = count_each(tr, m, &l, f, everywhere, &lack_vgpu);
 	for (unsigned j = 0; j < l.n; j++)
 		lacking[l.q[j]] += l.count[j];
 	why->short_nodes = f->count - roomy;
