@@ -182,6 +182,7 @@ struct kubeapi_http_stats {
 	unsigned queued;             /* waiting for a slot or a write token */
 	unsigned background_queued;  /* of them, background calls */
 	unsigned background_running; /* background attempts running now */
+	unsigned max_background_hwm; /* most background attempts ever running at once */
 	unsigned retrying;           /* waiting out a retry delay */
 	unsigned sockets;            /* sockets curl asked us to watch */
 	unsigned easy_pooled;        /* idle easy handles on the free list */

@@ -144,6 +144,8 @@ static int start_attempt(struct kubeapi_http *h, struct kubeapi_http_call *c)
 	c->attempts++;
 	h->stats.attempts++;
 	h->stats.background_running += (c->flags & KUBEAPI_REQ_BACKGROUND) != 0;
+	if (h->stats.background_running > h->stats.max_background_hwm)
+		h->stats.max_background_hwm = h->stats.background_running;
 	if (++h->stats.inflight > h->stats.max_inflight_hwm)
 		h->stats.max_inflight_hwm = h->stats.inflight;
 	return 0;

@@ -867,8 +867,12 @@ static void test_background_calls_wait(void **state)
 		result_free(&b.r[i]);
 	}
 	assert_int_equal(b.bg_early, 0);
-	assert_true(b.max_bg_seen >= 1 && b.max_bg_seen <= 2);
+	/* The polls' samples may miss a call that starts and ends between
+	 * two (a loaded host, 29 Nov): the engine's own mark is exact. Once
+	 * the last other call is done, dispatch() starts two at once. */
+	assert_true(b.max_bg_seen <= 2);
 	kubeapi_http_get_stats(h, &st);
+	assert_int_equal(st.max_background_hwm, 2);
 	assert_int_equal(st.background_queued + st.background_running, 0);
 	assert_int_equal(st.completed, FOREGROUND + BACKGROUND);
 	assert_int_equal(extra.done, 0);
