@@ -11,8 +11,8 @@
  *             sizes), each in a child process so that each size's peak RSS
  *             is its own; a table at the end, with each size's CPU per
  *             node against the first's (1.00: the cycle grows linearly)
- *   --reps    cycles timed per size (default 5; four times that for the
- *             sweep's first size, the baseline)
+ *   --reps    cycles timed per size (default 5; four times that at every
+ *             size of the sweep)
  *   --mix     pending gang sizes: "small" (default), P(n) ~ 1/n on 1..64,
  *             mean 13.5; "uniform" on 1..64, mean 32.5
  *   --unique-specs  every pending gang a pod spec of its own (its memory
@@ -1668,11 +1668,16 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < 4; k++) {
 		struct opts each = o;
 
-		/* The baseline every x5k divides by is a 27 ms cycle, and the
-		 * least of five moved by a tenth from sweep to sweep (bench/
-		 * README.md): it takes four times the reps, half a second. */
-		if (k == 0)
-			each.reps = o.reps * 4 < MAX_REPS ? o.reps * 4 : MAX_REPS;
+		/* Four times the reps at every size, as at the baseline (a 27
+		 * ms cycle whose least of five moved by a tenth from sweep to
+		 * sweep, bench/README.md). With five at the larger sizes the
+		 * least of 20 was set against the least of 5, while a size's
+		 * first reps still grow the heap: at 20,000 nodes reps 1 to 5
+		 * spent 144, 0, 12, 8 and 8 ms in the kernel faulting in 2 MB
+		 * pages, and none after. At 100,000 nodes the least of 5 read
+		 * 788 ms, of 20 704, minutes apart on one binary (29 Nov).
+		 * Cost: 15 more cycles, 12 s at 100,000 nodes (the build: 36). */
+		each.reps = o.reps * 4 < MAX_REPS ? o.reps * 4 : MAX_REPS;
 		if (run_child(sizes[k], &each, &res[k]) < 0) {
 			fprintf(stderr, "plan_cycle: the run with %d nodes failed\n", sizes[k]);
 			return 1;
