@@ -489,30 +489,43 @@ void policy_nodes_adjust(struct policy_nodes *t, size_t i, unsigned res, int64_t
 	}
 }
 
-int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a)
+/* bytes of src into dst when rows is set; else dst is left as it is,
+ * for policy_nodes_assign() to fill (it copies the per-node counts). */
+static void copy_rows(void *dst, const void *src, size_t bytes, bool rows)
+{
+	if (rows)
+		memcpy(dst, src, bytes);
+}
+
+/* policy_nodes_copy(), with the rows' counts copied or (rows false) left
+ * to an assign. */
+static int copy_table(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a,
+                      bool rows)
 {
 	*dst = *src;
 	memset(&dst->by_name, 0, sizeof(dst->by_name)); /* lookups go to src */
 	dst->free = arena_alloc(a, (src->n * src->nres + 1) * sizeof(*dst->free));
 	if (!dst->free)
 		return -ENOMEM;
-	memcpy(dst->free, src->free, src->n * src->nres * sizeof(*dst->free));
+	copy_rows(dst->free, src->free, src->n * src->nres * sizeof(*dst->free), rows);
 	if (!(dst->free_cpu = arena_alloc(a, (src->n + 1) * sizeof(*dst->free_cpu))))
 		return -ENOMEM;
-	memcpy(dst->free_cpu, src->free_cpu, src->n * sizeof(*dst->free_cpu));
+	copy_rows(dst->free_cpu, src->free_cpu, src->n * sizeof(*dst->free_cpu), rows);
 	if (!(dst->free_gpu = arena_alloc(a, (src->n + 1) * sizeof(*dst->free_gpu))))
 		return -ENOMEM;
-	memcpy(dst->free_gpu, src->free_gpu, src->n * sizeof(*dst->free_gpu));
+	copy_rows(dst->free_gpu, src->free_gpu, src->n * sizeof(*dst->free_gpu), rows);
 	dst->gpu = arena_alloc(a, (src->gpu_first[src->n] + 1) * sizeof(*dst->gpu));
 	if (!dst->gpu)
 		return -ENOMEM;
+	/* Always: a GPU's entry holds what it is (its UUID) beside its use,
+	 * and the walk reads the UUIDs before the assign (shares.c). */
 	memcpy(dst->gpu, src->gpu, src->gpu_first[src->n] * sizeof(*dst->gpu));
 	dst->gpu_room = arena_alloc(a, src->n + 1);
 	dst->gpu_empty = arena_alloc(a, src->n + 1);
 	if (!dst->gpu_room || !dst->gpu_empty)
 		return -ENOMEM;
-	memcpy(dst->gpu_room, src->gpu_room, src->n);
-	memcpy(dst->gpu_empty, src->gpu_empty, src->n);
+	copy_rows(dst->gpu_room, src->gpu_room, src->n, rows);
+	copy_rows(dst->gpu_empty, src->gpu_empty, src->n, rows);
 	if (src->room_stale && !(dst->room_stale = arena_alloc(a, src->n + 1)))
 		return -ENOMEM;
 	if (src->room_stale)
@@ -521,7 +534,7 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	dst->scratch = NULL;
 	if (!(dst->gpu_ver = arena_alloc(a, (src->n + 1) * sizeof(*dst->gpu_ver))))
 		return -ENOMEM;
-	memcpy(dst->gpu_ver, src->gpu_ver, src->n * sizeof(*dst->gpu_ver));
+	copy_rows(dst->gpu_ver, src->gpu_ver, src->n * sizeof(*dst->gpu_ver), rows);
 	for (unsigned l = 0; l < src->nlevels; l++) {
 		size_t bytes = (src->level[l].ndomains + 1) * sizeof(int64_t);
 
@@ -544,9 +557,16 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 	return 0;
 }
 
-int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base, struct arena *a)
+int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, struct arena *a)
 {
-	int rc = policy_nodes_copy(dst, base, a);
+	return copy_table(dst, src, a, true);
+}
+
+/* policy_nodes_clone() and policy_nodes_clone_shape(). */
+static int clone_table(struct policy_nodes *dst, const struct policy_nodes *base, struct arena *a,
+                       bool rows)
+{
+	int rc = copy_table(dst, base, a, rows);
 
 	/* Whatever the copy got to: the names are base's to free, the
 	 * fragmentation memo dst's own (it would grow cycle after cycle). */
@@ -558,6 +578,17 @@ int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base
 	if (base->frag_memo && !(dst->frag_memo = calloc(1, sizeof(*dst->frag_memo))))
 		return -ENOMEM;
 	return 0;
+}
+
+int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base, struct arena *a)
+{
+	return clone_table(dst, base, a, true);
+}
+
+int policy_nodes_clone_shape(struct policy_nodes *dst, const struct policy_nodes *base,
+                             struct arena *a)
+{
+	return clone_table(dst, base, a, false);
 }
 
 void policy_nodes_reset_row(struct policy_nodes *t, const struct policy_nodes *base, size_t i)

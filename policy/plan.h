@@ -465,7 +465,9 @@ void plan_memory_free(struct plan_memory *keep);
 uint64_t plan_gang_key(uint32_t ns, uint32_t name, int single);
 
 /** Run one cycle into p (whose previous result it replaces), with and
- *  updating the memory of the cycles before, keep. 0, -ENOMEM. */
+ *  updating the memory of the cycles before, keep. 0, -ENOMEM. A p that
+ *  failed is only for the next cycle or plan_free(): its node table's
+ *  rows may never have been counted. */
 int plan_cycle(struct plan *p, const struct plan_input *in, struct plan_memory *keep);
 
 /**

@@ -280,6 +280,19 @@ int policy_nodes_copy(struct policy_nodes *dst, const struct policy_nodes *src, 
 int policy_nodes_clone(struct policy_nodes *dst, const struct policy_nodes *base, struct arena *a);
 
 /**
+ * As policy_nodes_clone(), but the rows' counts (what
+ * policy_nodes_assign() copies: free amounts and their per-node GPU
+ * summaries; not the GPUs, whose entries say what each is) are left
+ * unset, for an assign to fill before anything reads them. For the
+ * cycle's table, which the counts kept across cycles are assigned into
+ * (view.c): the clone's copy of base's rows was written over unread, a
+ * read of the cold base and a write of the table each cycle. Domain
+ * totals are copied as by the clone.
+ */
+int policy_nodes_clone_shape(struct policy_nodes *dst, const struct policy_nodes *base,
+                             struct arena *a);
+
+/**
  * Whether node n, at row i of t, a table no pod was counted into, would
  * build the row it has: the same node struct (the cache changes a node
  * in place), allocatable, registered GPUs, flavor and domain at every

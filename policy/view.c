@@ -253,7 +253,8 @@ int plan__build_nodes(struct plan_run *r)
 			    k >= b->t.n || !policy_nodes_same_row(&b->t, k, v[k]);
 		r->p->stats.state_mismatches += b->t.n != n;
 	}
-	return policy_nodes_clone(&r->p->nodes, &b->t, &r->p->arena);
+	/* Its rows are the kept counts' (counted_end() assigns them). */
+	return policy_nodes_clone_shape(&r->p->nodes, &b->t, &r->p->arena);
 }
 
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
