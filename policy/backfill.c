@@ -88,11 +88,19 @@ static int room(struct arena *a, struct backfill_end **v, size_t len, size_t *ca
 	return 0;
 }
 
-int backfill_timeline_room(struct backfill *b, size_t n)
+int backfill_timeline_room(struct backfill *b, size_t nends, size_t nforever)
 {
-	int rc = room(b->arena, &b->ends, b->nends, &b->cap_ends, n);
+	int rc = room(b->arena, &b->ends, b->nends, &b->cap_ends, nends);
 
-	return rc < 0 ? rc : room(b->arena, &b->forever, b->nforever, &b->cap_forever, n);
+	return rc < 0 ? rc : room(b->arena, &b->forever, b->nforever, &b->cap_forever, nforever);
+}
+
+int backfill_forever(struct backfill *b)
+{
+	int (*fill)(void *, struct backfill *) = b->forever_fill;
+
+	b->forever_fill = NULL; /* once, whatever it returns */
+	return fill ? fill(b->vacate_arg, b) : 0;
 }
 
 void backfill_timeline_done(struct backfill *b)
@@ -270,18 +278,25 @@ static void seek(struct search *x, size_t m)
 /* Every end given back to the scratch table, the timed ones applied:
  * by the caller's vacate at once when it can (from none applied), else
  * the rest one by one. The caller's vacate knows nothing of its own more
- * ends; nor of the earlier reservations', which it leaves held. */
-static void vacate(struct backfill *b, struct search *x)
+ * ends; nor of the earlier reservations', which it leaves held. 0 or
+ * -ENOMEM (the ends without an estimate not made: x->s is then short of
+ * them). */
+static int vacate(struct backfill *b, struct search *x)
 {
+	int rc;
+
 	if (b->vacate && !b->nmore) {
 		seek(x, 0);
 		if (b->vacate(b->vacate_arg, &x->s) == 0) {
 			x->at = x->nev;
-			return;
+			return 0;
 		}
 	}
 	seek(x, x->nev);
+	if ((rc = backfill_forever(b)) < 0)
+		return rc;
 	count_ends(&x->s, b->forever, b->nforever);
+	return 0;
 }
 
 /* Does the gang fit the scratch table now? keep: leave it placed. */
@@ -347,7 +362,10 @@ static int64_t search_start(struct backfill *b, struct search *x, int *err)
 			break;
 		if (hi == x->nev) {
 			/* Not even when all timed work ends: give back the rest too. */
-			vacate(b, x);
+			if ((rc = vacate(b, x)) < 0) {
+				*err = rc;
+				return 0;
+			}
 			if ((rc = fits(b, x, true)) == 1)
 				return POLICY_NEVER;
 			*err = rc < 0 ? rc : -ENOSPC;

@@ -78,7 +78,8 @@ struct backfill {
 	struct arena *table_arena;
 	int64_t now_s;
 	size_t max_resv;
-	/* The timeline: ends known, by end once done; then those without. */
+	/* The timeline: ends known, by end once done; then those without
+	 * (whole once backfill_forever() has run). */
 	struct backfill_end *ends, *forever;
 	size_t nends, cap_ends, nforever, cap_forever;
 	uint8_t timeline_done;
@@ -93,6 +94,12 @@ struct backfill {
 	 * negative with t untouched (each end is then given back alone). */
 	int (*vacate)(void *arg, struct policy_nodes *t);
 	void *vacate_arg;
+	/* Optional, the caller's: the ends without an estimate, added on
+	 * first need (backfill_forever()) rather than with the timeline, for
+	 * a caller whose running work mostly has none: a search reads them
+	 * only when vacate cannot stand in for them. Called once, with
+	 * vacate_arg; 0 or -ENOMEM. */
+	int (*forever_fill)(void *arg, struct backfill *b);
 	/* The decisions: this cycle's reservations, in the order made. */
 	struct backfill_resv *resv;
 	size_t nresv;
@@ -120,11 +127,16 @@ int backfill_timeline_add(struct backfill *b, int64_t end_s, uint32_t node, int3
                           const struct kubeapi_podspec *spec, const struct policy_held *held);
 void backfill_timeline_done(struct backfill *b);
 
-/** Room for n more adds (the caller's bound on them) with an end and as
- *  many without, so the timeline is not copied as it grows: at 100,000
- *  nodes 800,000 running pods, copied about once over by doubling. Room
- *  never written costs address space, not memory. 0 or -ENOMEM. */
-int backfill_timeline_room(struct backfill *b, size_t n);
+/** Room for nends more adds (the caller's bound on them) with an end and
+ *  nforever without, so the timeline is not copied as it grows: at
+ *  100,000 nodes 800,000 running pods, copied about once over by
+ *  doubling. Room never written costs address space, not memory. 0 or
+ *  -ENOMEM. */
+int backfill_timeline_room(struct backfill *b, size_t nends, size_t nforever);
+
+/** The ends without an estimate made whole: forever_fill called if it
+ *  is set and was not yet. Before reading b->forever. 0 or -ENOMEM. */
+int backfill_forever(struct backfill *b);
 
 /** Instead of backfill_timeline_add() and _done(): the caller's timeline,
  *  ends[0..n) by end (by_end's order: end, node, spec; none before

@@ -375,7 +375,7 @@ static int setup(struct forecast *f, struct plan_run *r)
 	if (!(f->win = arena_alloc(&r->p->arena, FORECAST_WINDOW * sizeof(*f->win))) ||
 	    !(f->items = arena_alloc(&r->p->arena, FORECAST_WINDOW * sizeof(*f->items))))
 		return -ENOMEM;
-	if ((rc = plan__timeline(r)) < 0 ||
+	if ((rc = plan__timeline(r)) < 0 || (rc = backfill_forever(&r->bf)) < 0 ||
 	    (rc = policy_nodes_copy(&f->s, &r->p->nodes, &r->p->arena)) < 0)
 		return rc;
 	if (!(f->bucket_of = arena_alloc(&r->p->arena, f->s.n + 1)))

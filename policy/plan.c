@@ -566,10 +566,14 @@ static int presize(struct plan_run *r, size_t gangs, size_t bound)
 	p->gangs = NULL;
 	r->cap_gangs = gangs ? gangs + gangs / 8 : 0;
 	r->cap_bound = bound ? bound + bound / 8 : 0;
+	/* Where a queue has a default runtime every bound pod may end. */
+	r->cap_may_end = r->queue_runtimes ? r->cap_bound : 0;
 	if ((r->cap_gangs &&
 	     !(p->gangs = arena_alloc(&p->arena, r->cap_gangs * sizeof(*p->gangs)))) ||
 	    (r->cap_bound &&
-	     !(r->bound = arena_alloc(&p->arena, r->cap_bound * sizeof(*r->bound)))))
+	     !(r->bound = arena_alloc(&p->arena, r->cap_bound * sizeof(*r->bound)))) ||
+	    (r->cap_may_end &&
+	     !(r->may_end = arena_alloc(&p->arena, r->cap_may_end * sizeof(*r->may_end)))))
 		return -ENOMEM;
 	return 0;
 }
@@ -597,10 +601,13 @@ static int setup(struct plan_run *r, struct plan *p, const struct plan_input *in
 	r->phase_inqueue = find_id(r, "Inqueue");
 	for (size_t k = 0; k < sizeof(ran) / sizeof(ran[0]); k++)
 		r->phase_ran[k] = find_id(r, ran[k]);
-	for (size_t k = 0; k < r->cfg->n_all_queues; k++)
-		r->preemption |=
-		    r->cfg->all_queues[k]->preemption.within_queue != CONFIG_WITHIN_QUEUE_NEVER ||
-		    r->cfg->all_queues[k]->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER;
+	for (size_t k = 0; k < r->cfg->n_all_queues; k++) {
+		const struct config_queue *q = r->cfg->all_queues[k];
+
+		r->preemption |= q->preemption.within_queue != CONFIG_WITHIN_QUEUE_NEVER ||
+		                 q->preemption.reclaim_within_cohort != CONFIG_RECLAIM_NEVER;
+		r->queue_runtimes |= q->default_runtime_ms > 0;
+	}
 	queue_tree_reset_usage(r->tree);
 	queue_tree_age(r->tree, in->now_s); /* fair-share memory, if any: up to now */
 	policy_nodes_release(&p->nodes);

@@ -341,13 +341,32 @@ static struct plan_gang *gang_of(struct plan_run *r, const struct plan_pod *x, s
 	return g;
 }
 
+/* Whether bound pod x of gang g (NULL: none) may have an end: a runtime
+ * from its spec's activeDeadlineSeconds, its own or its PodGroup's
+ * annotation, or a queue's default (timeline.c's runtime_in(), which
+ * gives the rest none). A superset, cheap from what the walk holds:
+ * every queue is taken to have a default when one has. */
+static bool may_end(const struct plan_run *r, const struct plan_pod *x, const struct plan_gang *g)
+{
+	return r->queue_runtimes || (x->flags & PLAN_POD_RUNTIME) || (g && g->group_runtime) ||
+	       x->spec->active_deadline_s > 0;
+}
+
+/* Pod x on node table index `node` into the cycle's bound pods (for
+ * preemption and the timeline), and into the list of those that may
+ * have an end. */
 static int add_bound(struct plan_run *r, const struct plan_pod *x, long node,
                      const struct policy_held *held, struct plan_gang *g, int queue)
 {
 	struct plan_bound *b;
+	bool ends = may_end(r, x, g);
 
-	if (arena_grow(&r->p->arena, &r->bound, r->nbound, &r->cap_bound, sizeof(*b), 4096) < 0)
+	if (arena_grow(&r->p->arena, &r->bound, r->nbound, &r->cap_bound, sizeof(*b), 4096) < 0 ||
+	    (ends && arena_grow(&r->p->arena, &r->may_end, r->nmay_end, &r->cap_may_end,
+	                        sizeof(*r->may_end), 1024) < 0))
 		return -ENOMEM;
+	if (ends)
+		r->may_end[r->nmay_end++] = (uint32_t)r->nbound;
 	b = &r->bound[r->nbound++];
 	b->pod = x->pod;
 	b->spec = x->spec;
@@ -357,6 +376,7 @@ static int add_bound(struct plan_run *r, const struct plan_pod *x, long node,
 	b->next = 0;
 	b->queue = (int16_t)(queue >= INT16_MIN && queue <= INT16_MAX ? queue : QUEUE_NONE);
 	b->runtime = (x->flags & PLAN_POD_RUNTIME) != 0;
+	b->may_end = ends;
 	if (g && g->within.level >= 0 && (unsigned)g->within.level < r->p->nodes.nlevels)
 		g->within.domain =
 		    r->p->nodes

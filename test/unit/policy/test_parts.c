@@ -562,6 +562,55 @@ static void test_reserve_unknown_and_never(void **state)
 	world_free(&w);
 }
 
+/* What a forever_fill callback gives: one end without an estimate, on
+ * node 0; how many times it was called. */
+struct fill_once {
+	const struct kubeapi_podspec *spec;
+	int calls;
+};
+
+static int fill_one(void *arg, struct backfill *b)
+{
+	struct fill_once *f = arg;
+
+	f->calls++;
+	return backfill_timeline_add(b, POLICY_NEVER, 0, -1, f->spec, NULL);
+}
+
+/* The work without an estimate, given on first need: a search that
+ * finds room among the timed ends never asks for it; one that runs out
+ * of them asks once, and the gang's start is unknown, as when the work
+ * came with the timeline. n-0 is busy for good, n-1 until now+100. */
+static void test_reserve_forever_on_need(void **state)
+{
+	const struct kubeapi_podspec *one[1] = {0}, *two[2] = {0};
+	const struct backfill_resv *v;
+	struct backfill b;
+	struct fill_once f = {0};
+	struct world w;
+
+	(void)state;
+	world_init(&w, 2);
+	f.spec = one[0] = two[0] = two[1] = w.eight;
+	policy_nodes_use(&w.t, 0, w.eight, NULL, -1);
+	policy_nodes_use(&w.t, 1, w.eight, NULL, -1);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(backfill_init(&b, &w.t, &w.fits, &w.arena, NOW_S, 1), 0);
+		assert_int_equal(backfill_timeline_add(&b, NOW_S + 100, 1, -1, w.eight, NULL), 0);
+		backfill_timeline_done(&b);
+		b.forever_fill = fill_one;
+		b.vacate_arg = &f;
+		assert_int_equal(backfill_reserve(&b, 1, NULL, k ? two : one, k ? 2 : 1, 60, &v),
+		                 1);
+		assert_int_equal(v->start_s, k ? POLICY_NEVER : NOW_S + 100);
+		assert_int_equal(f.calls, k);
+		assert_int_equal(b.nforever, k);
+	}
+	assert_int_equal(backfill_forever(&b), 0); /* made once */
+	assert_int_equal(f.calls, 1);
+	world_free(&w);
+}
+
 /* ---- preempt.h ------------------------------------------------------- */
 
 /* A candidate of one 8-GPU pod on node `node`, in queue q. */
@@ -663,6 +712,7 @@ int main(void)
 	    cmocka_unit_test(test_zone_list_follows_gpus_given_back),
 	    cmocka_unit_test(test_reserve_then_backfill),
 	    cmocka_unit_test(test_reserve_unknown_and_never),
+	    cmocka_unit_test(test_reserve_forever_on_need),
 	    cmocka_unit_test(test_preempt_one_victim),
 	    cmocka_unit_test(test_preempt_out_of_budget),
 	};
