@@ -8,10 +8,13 @@
 int keyfilter_init(struct keyfilter *f, size_t n)
 {
 	size_t slots = 4096;
+	unsigned bits = 12;
 
-	while (slots / 16 < n && slots < ((size_t)1 << 40))
+	while (slots / 16 < n && slots < ((size_t)1 << 40)) {
 		slots *= 2;
-	f->mask = slots - 1;
+		bits++;
+	}
+	f->shift = 64 - (bits - 6); /* slots / 64 words */
 	return (f->bits = calloc(slots / 64, sizeof(*f->bits))) ? 0 : -ENOMEM;
 }
 

@@ -18,32 +18,33 @@
 
 struct keyfilter {
 	uint64_t *bits;
-	uint64_t mask; /* slots - 1 */
+	unsigned shift; /* 64 - log2(words): the hash's top bits pick the word */
 };
 
 /** An empty filter sized for n keys: 0 or -ENOMEM. */
 int keyfilter_init(struct keyfilter *f, size_t n);
 
+/* One multiply (Fibonacci hashing): its top bits, which every bit of the
+ * key reaches, pick the word, and two fields of six bits below them the
+ * bits. The walks ask it of every record (the pod table's 1,750,000 at
+ * 50,000 nodes each steady cycle): three multiplies and shifts more, a
+ * full mix, were half the question's instructions. Keys are pod keys,
+ * (namespace id << 32 | name id) with ids handed out in a row, which
+ * the golden ratio spreads well. */
 static inline uint64_t keyfilter__hash(uint64_t key)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	key *= 0xc4ceb9fe1a85ec53ull;
-	key ^= key >> 33;
-	return key;
+	return key * 0x9e3779b97f4a7c15ull;
 }
 
-/* The key's word: the hash's low bits. */
 static inline uint64_t keyfilter__word(const struct keyfilter *f, uint64_t h)
 {
-	return (h & f->mask) / 64;
+	return h >> f->shift;
 }
 
-/* Its two bits in the word: six bits of the hash each, from the top. */
+/* Its two bits in the word: six bits of the hash each, below the word's. */
 static inline uint64_t keyfilter__bits(uint64_t h)
 {
-	return 1ull << (h >> 58) | 1ull << (h >> 52 & 63);
+	return 1ull << (h >> 20 & 63) | 1ull << (h >> 26 & 63);
 }
 
 static inline void keyfilter_add(struct keyfilter *f, uint64_t key)
