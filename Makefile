@@ -48,6 +48,14 @@ ifneq ($(SANITIZE),)
 CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
+# Link-time optimization where nothing else instruments the code: the
+# scheduler and the benchmarks are linked with it, the planner's calls
+# across its files inlined (6% fewer instructions in a steady cycle:
+# callgrind, two cycles at 20,000 nodes). The objects carry plain code
+# too (fat), so the tests link as before, without the link-time pass.
+ifeq ($(SANITIZE)$(FUZZ),)
+LTO ?= -flto=auto -ffat-lto-objects
+endif
 ifeq ($(FUZZ),1)
 # kubeapi__reslist() builds a blob as a header with a flexible array
 # followed by its entries, a GNU C layout gcc accepts silently.
@@ -120,7 +128,7 @@ deps: c-deps
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LTO) $(PKG_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -140,7 +148,7 @@ $(LLHTTP_LIB): $(LLHTTP_OBJ)
 	ar rcs $@ $^
 
 $(MUSTER): $(BUILD)/scheduler/main.o $(LIB) $(LLHTTP_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(LTO) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/test/%: test/unit/%.c $(LIB) $(LLHTTP_LIB)
 	@mkdir -p $(dir $@)
@@ -154,7 +162,7 @@ $(BUILD)/itest/%: test/integration/%.c $(LIB) $(LLHTTP_LIB)
 
 $(BUILD)/bench/%: bench/%.c $(LIB) $(LLHTTP_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LLHTTP_LIB) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(LTO) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LLHTTP_LIB) $(PKG_LIBS)
 
 # clang and libFuzzer come with `scripts/deps --fuzz` only, so a plain
 # `make` never needs them; the sub-make builds everything in build-fuzz/.
