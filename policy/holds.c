@@ -141,10 +141,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 	size_t nc;
 	int rc;
 
-	/* No queue may preempt (setup()): nothing to ask of each gang that
-	 * does not fit, most of a steady cycle's gangs. */
-	if (!r->preemption || !may_preempt(r, g, pods, n) ||
-	    r->pre.preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
+	if (!may_preempt(r, g, pods, n) || r->pre.preemptors >= PLAN_PREEMPTORS_PER_CYCLE)
 		return 0;
 	plan__request(r, req, pods, n);
 	if ((rc = plan__candidates(r, g, req, &c, &nc)) < 0 || nc == 0)

@@ -330,7 +330,11 @@ static int admit(struct plan_run *r, struct plan_gang *g, const struct kubeapi_p
  * else hold a reservation if it is at the head of the order. */
 static int make_room(struct plan_run *r, struct plan_gang *g, uint32_t need)
 {
-	int rc = plan__preempt(r, g, g->pending, need);
+	/* No queue may preempt (setup()): nothing to ask of each gang that
+	 * does not fit, most of a steady cycle's gangs (plan__preempt() sets
+	 * up its ask first: 3.5% of a steady cycle's samples at 50,000
+	 * nodes, perf). */
+	int rc = r->preemption ? plan__preempt(r, g, g->pending, need) : 0;
 
 	if (rc != 0)
 		return rc < 0 ? rc : 0;

@@ -310,11 +310,27 @@ static void weigh(struct queue_cycle *c, int ch, int q)
 	w->share_version = version;
 }
 
+/* Child ch, whose pick is queue q, against the best of cohort nd so far
+ * (nd->pick, of share *share and own fraction *frac). */
+static void consider(struct queue_cycle *c, struct qnode *nd, int ch, int q, double *share,
+                     double *frac)
+{
+	const struct qnode *w = &c->nodes[ch];
+
+	weigh(c, ch, q);
+	if (nd->pick == QUEUE_NONE || w->share < *share - SHARE_EPSILON ||
+	    (w->share <= *share + SHARE_EPSILON && w->frac < *frac)) {
+		nd->pick = q;
+		*share = w->share;
+		*frac = w->frac;
+	}
+}
+
 static int pick(struct queue_cycle *c, int n)
 {
 	struct qnode *nd = &c->nodes[n];
 	double best_share = 0, best_frac = 0;
-	int i, some = 0, q;
+	int some = 0, first = QUEUE_NONE, first_q = QUEUE_NONE;
 
 	if (nd->is_queue)
 		return !nd->blocked && nd->cursor < nd->end ? n : QUEUE_NONE;
@@ -324,27 +340,24 @@ static int pick(struct queue_cycle *c, int n)
 	/* A child with something to serve and no rival needs no weighing
 	 * (a root over one cohort, a cohort whose other queues are done):
 	 * its share was a third of pick()'s instructions in a steady cycle
-	 * (callgrind, 20,000 nodes, the bench's tree). The second pass reads
-	 * the picks the first left cached. */
-	for (i = 0; i < nd->n_children && some < 2; i++)
-		if ((q = pick(c, c->children[nd->first_child + i])) != QUEUE_NONE && !some++)
-			nd->pick = q;
-	if (some > 1)
-		nd->pick = QUEUE_NONE;
-	for (i = 0; i < nd->n_children && some > 1; i++) {
-		int ch = c->children[nd->first_child + i];
-		const struct qnode *w = &c->nodes[ch];
+	 * (callgrind, 20,000 nodes, the bench's tree). So the first such
+	 * child is weighed only once a second shows. */
+	for (int i = 0; i < nd->n_children; i++) {
+		int ch = c->children[nd->first_child + i], q = pick(c, ch);
 
-		if ((q = pick(c, ch)) == QUEUE_NONE)
+		if (q == QUEUE_NONE)
 			continue;
-		weigh(c, ch, q);
-		if (nd->pick == QUEUE_NONE || w->share < best_share - SHARE_EPSILON ||
-		    (w->share <= best_share + SHARE_EPSILON && w->frac < best_frac)) {
-			nd->pick = q;
-			best_share = w->share;
-			best_frac = w->frac;
+		if (some++ == 0) {
+			first = ch;
+			first_q = q;
+			continue;
 		}
+		if (some == 2)
+			consider(c, nd, first, first_q, &best_share, &best_frac);
+		consider(c, nd, ch, q, &best_share, &best_frac);
 	}
+	if (some == 1)
+		nd->pick = first_q;
 	nd->dirty = false;
 	return nd->pick;
 }
