@@ -71,7 +71,6 @@ struct plan_bound {
 	uint32_t next;   /* the gang's next bound pod + 1, or 0 */
 	int16_t queue;   /* the queue it is charged to, or QUEUE_NONE */
 	uint8_t runtime; /* the pod has its own runtime annotation (PLAN_POD_RUNTIME) */
-	uint8_t may_end; /* it may have an end (view.c): else it has none */
 };
 
 /* The room held for a preemptor while its victims end (plan_memory.holds):
@@ -147,8 +146,8 @@ struct plan_run {
 	size_t cap_turn;
 	struct plan_bound *bound;
 	size_t nbound, cap_bound;
-	/* The bound pods that may have an end (plan_bound.may_end), indexes
-	 * into bound: all the timeline reads of them up front (timeline.c);
+	/* The bound pods that may have an end, ascending indexes into
+	 * bound: all the timeline reads of them up front (timeline.c);
 	 * the rest are ends without an estimate, added on first need. In a
 	 * cluster that gives no runtimes (no queue default, no annotation,
 	 * no activeDeadlineSeconds), none. */

@@ -228,19 +228,22 @@ static int64_t bound_end(struct plan_run *r, const struct plan_bound *b)
 
 /* backfill's forever_fill (backfill.h): every bound pod on a known node
  * without an end, in the order the walk met them. Those the walk did not
- * list as may_end have none (view.c); with check_state that is held to
- * bound_end(). O(bound pods), and not run in a cycle whose searches all
- * found their room among the timed ends or through vacate(). */
+ * list in may_end (ascending) have none (view.c); with check_state that
+ * is held to bound_end(). O(bound pods), and not run in a cycle whose
+ * searches all found their room among the timed ends or through
+ * vacate(). */
 static int fill_forever(void *arg, struct backfill *bf)
 {
 	struct plan_run *r = arg;
 	int rc = backfill_timeline_room(bf, 0, r->nbound);
 
-	for (size_t k = 0; rc == 0 && k < r->nbound; k++) {
+	for (size_t k = 0, j = 0; rc == 0 && k < r->nbound; k++) {
 		const struct plan_bound *b = &r->bound[k];
-		bool none = !b->may_end || bound_end(r, b) == PLAN_NEVER;
+		bool listed = j < r->nmay_end && r->may_end[j] == k;
+		bool none = !listed || bound_end(r, b) == PLAN_NEVER;
 
-		if (!b->may_end && r->in->check_state && bound_end(r, b) != PLAN_NEVER)
+		j += listed;
+		if (!listed && r->in->check_state && bound_end(r, b) != PLAN_NEVER)
 			r->p->stats.state_mismatches++;
 		if (none)
 			rc = backfill_timeline_add(bf, PLAN_NEVER, b->node, b->queue, b->spec,

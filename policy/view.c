@@ -376,7 +376,6 @@ static int add_bound(struct plan_run *r, const struct plan_pod *x, long node,
 	b->next = 0;
 	b->queue = (int16_t)(queue >= INT16_MIN && queue <= INT16_MAX ? queue : QUEUE_NONE);
 	b->runtime = (x->flags & PLAN_POD_RUNTIME) != 0;
-	b->may_end = ends;
 	if (g && g->within.level >= 0 && (unsigned)g->within.level < r->p->nodes.nlevels)
 		g->within.domain =
 		    r->p->nodes
