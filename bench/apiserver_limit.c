@@ -4,14 +4,15 @@
  * The baseline for Muster's own bind throughput. It does the least a
  * scheduler can do: create N pods that no scheduler claims, then POST one
  * Binding per pod, keeping `concurrency` requests in flight on libcurl's
- * multi interface (HTTP/2 streams over one connection, or that many
+ * multi interface (HTTP/2 streams over one connection, or over as many
+ * connections as it takes with --streams per connection, or that many
  * HTTP/1.1 connections). No informer, no JSON parsing of replies, no
  * decisions: whatever rate this reaches is the ceiling a scheduler can
  * approach, not exceed, on the same machine.
  *
  * usage: apiserver_limit --server URL --token TOKEN --cacert FILE
  *                        --namespace NS --nodes FILE [--pods N]
- *                        [--concurrency C] [--http1] [--prefix P]
+ *                        [--concurrency C] [--streams S] [--http1] [--prefix P]
  * Prints one line per phase: requests, failures, seconds, rate.
  */
 #include <errno.h>
@@ -30,7 +31,7 @@
 
 struct options {
 	const char *server, *token, *cacert, *ns, *nodes_file, *prefix;
-	long pods, concurrency;
+	long pods, concurrency, streams;
 	int http1;
 };
 
@@ -180,7 +181,12 @@ static int run_phase(struct run *run, struct slot *slots)
 	if (!multi)
 		return -ENOMEM;
 	curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-	curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, o->concurrency);
+	curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, o->streams);
+	/* As kubeapi/http_sock.c does: uncapped, the first burst opens a
+	 * connection for nearly every request past the first connection's. */
+	if (o->streams < o->concurrency)
+		curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+		                  (o->concurrency + o->streams - 1) / o->streams);
 	run->next = run->done = run->failed = 0;
 	for (i = 0; i < o->concurrency && run->next < o->pods; i++) {
 		fill_request(run, &slots[i], run->next++);
@@ -212,9 +218,9 @@ static void report(const struct run *run, const char *what, double secs)
 {
 	const struct options *o = run->opt;
 
-	printf("%s: %ld requests, %ld failed, %.3f s, %.1f/s (%s, concurrency %ld)\n", what,
-	       o->pods, run->failed, secs, (o->pods - run->failed) / secs,
-	       o->http1 ? "http/1.1" : "http/2", o->concurrency);
+	printf("%s: %ld requests, %ld failed, %.3f s, %.1f/s (%s, concurrency %ld, streams %ld)\n",
+	       what, o->pods, run->failed, secs, (o->pods - run->failed) / secs,
+	       o->http1 ? "http/1.1" : "http/2", o->concurrency, o->streams);
 	if (run->first_error)
 		printf("  first error: %ld %s\n", run->first_error, run->first_error_body);
 	fflush(stdout);
@@ -230,6 +236,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"nodes", required_argument, NULL, 'N'},
 	    {"pods", required_argument, NULL, 'p'},
 	    {"concurrency", required_argument, NULL, 'C'},
+	    {"streams", required_argument, NULL, 'S'},
 	    {"http1", no_argument, NULL, '1'},
 	    {"prefix", required_argument, NULL, 'P'},
 	    {NULL, 0, NULL, 0},
@@ -260,6 +267,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'C':
 			o->concurrency = strtol(optarg, NULL, 10);
 			break;
+		case 'S':
+			o->streams = strtol(optarg, NULL, 10);
+			break;
 		case '1':
 			o->http1 = 1;
 			break;
@@ -271,8 +281,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	if (!o->server || !o->token || !o->cacert || !o->ns || !o->nodes_file || o->pods < 1 ||
-	    o->pods > 1000000 || o->concurrency < 1 || o->concurrency > 4096)
+	    o->pods > 1000000 || o->concurrency < 1 || o->concurrency > 4096 || o->streams < 0 ||
+	    o->streams > 4096)
 		return -EINVAL;
+	if (o->streams == 0)
+		o->streams = o->concurrency;
 	return 0;
 }
 
@@ -290,7 +303,8 @@ int main(int argc, char **argv)
 	if (parse_options(argc, argv, &o) < 0) {
 		fprintf(stderr,
 		        "usage: apiserver_limit --server URL --token TOKEN --cacert FILE "
-		        "--namespace NS --nodes FILE [--pods N] [--concurrency C] [--http1]\n");
+		        "--namespace NS --nodes FILE [--pods N] [--concurrency C] [--streams S] "
+		        "[--http1]\n");
 		return 2;
 	}
 	if (read_nodes(o.nodes_file, &nodes) < 0) {

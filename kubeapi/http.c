@@ -9,7 +9,7 @@
  *
  * Calls (http_run.c). Each call sits on exactly one list of the engine, by state:
  *
- *   submit -> reads | writes | background (QUEUED, FIFO)
+ *   submit -> urgent | reads | writes | background (QUEUED, FIFO)
  *          -> running (RUNNING, in curl)
  *          -> retrying (RETRYING, sorted by due time) -> back to the head
  *             of its queue
@@ -68,6 +68,9 @@ static int apply_options(struct kubeapi_http_options *o, const struct kubeapi_ht
 	if (in)
 		*o = *in;
 	DEFAULT(max_inflight, KUBEAPI_HTTP_DEFAULT_MAX_INFLIGHT);
+	DEFAULT(streams_per_conn, o->max_inflight > KUBEAPI_HTTP_DEFAULT_STREAMS
+	                              ? o->max_inflight
+	                              : KUBEAPI_HTTP_DEFAULT_STREAMS);
 	DEFAULT(write_qps, KUBEAPI_HTTP_DEFAULT_WRITE_QPS);
 	DEFAULT(write_burst, KUBEAPI_HTTP_DEFAULT_WRITE_BURST);
 	DEFAULT(timeout_ms, KUBEAPI_HTTP_DEFAULT_TIMEOUT_MS);
@@ -79,9 +82,10 @@ static int apply_options(struct kubeapi_http_options *o, const struct kubeapi_ht
 	DEFAULT(max_background, KUBEAPI_HTTP_DEFAULT_MAX_BACKGROUND);
 	DEFAULT(max_background_queued, KUBEAPI_HTTP_DEFAULT_MAX_BG_QUEUED);
 	/* curl takes times as long; uv timers would take them as uint64_t. */
-	if (isnan(o->write_qps) || o->max_inflight > 65536 || o->max_body > SIZE_MAX / 2 ||
-	    o->timeout_ms > LONG_MAX || o->stream_idle_ms > LONG_MAX ||
-	    o->backoff_cap_ms > LONG_MAX || o->backoff_base_ms > o->backoff_cap_ms)
+	if (isnan(o->write_qps) || o->max_inflight > 65536 || o->streams_per_conn > 65536 ||
+	    o->max_body > SIZE_MAX / 2 || o->timeout_ms > LONG_MAX ||
+	    o->stream_idle_ms > LONG_MAX || o->backoff_cap_ms > LONG_MAX ||
+	    o->backoff_base_ms > o->backoff_cap_ms)
 		return -EINVAL;
 	return 0;
 }
@@ -203,6 +207,7 @@ int kubeapi_http_new(uv_loop_t *loop, struct kubeapi_conn *conn,
 	h->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)h;
 	kubeapi_http_bucket_init(&h->bucket, h->opt.write_qps, h->opt.write_burst,
 	                         kubeapi__http_now_ms());
+	kubeapi__list_init(&h->urgent);
 	kubeapi__list_init(&h->reads);
 	kubeapi__list_init(&h->writes);
 	kubeapi__list_init(&h->background);
@@ -238,7 +243,8 @@ static int check_request(const struct kubeapi_http *h, const struct kubeapi_requ
 	    req->path[0] != '/' ||
 	    strnlen(req->path, KUBEAPI_HTTP_MAX_PATH + 1) > KUBEAPI_HTTP_MAX_PATH ||
 	    (req->body_len > 0 && !req->body) ||
-	    ((req->flags & KUBEAPI_REQ_STREAM) && !req->chunk_cb) || req->timeout_ms > LONG_MAX)
+	    ((req->flags & KUBEAPI_REQ_STREAM) && !req->chunk_cb) || req->timeout_ms > LONG_MAX ||
+	    ((req->flags & KUBEAPI_REQ_URGENT) && (req->flags & KUBEAPI_REQ_BACKGROUND)))
 		return -EINVAL;
 	if (h->closing)
 		return -ESHUTDOWN;
@@ -354,6 +360,7 @@ void kubeapi_http_close(struct kubeapi_http **hp, void (*closed_cb)(void *), voi
 	h->closing = 1;
 	h->closed_cb = closed_cb;
 	h->closed_data = data;
+	cancel_list(&h->urgent);
 	cancel_list(&h->reads);
 	cancel_list(&h->writes);
 	cancel_list(&h->background);

@@ -5,12 +5,23 @@
  * libuv loop through the multi *socket* interface (a uv_poll_t per socket
  * curl opens, one uv_timer_t for curl's timeout), so nothing on the loop
  * ever blocks and no thread is started by this module. Requests negotiate
- * HTTP/2 over TLS and are multiplexed on as few connections as curl can
- * manage (PIPEWAIT), so a few hundred requests share one TLS connection.
+ * HTTP/2 over TLS and are multiplexed, streams_per_conn of them on one
+ * connection (PIPEWAIT), on at most max_inflight / streams_per_conn
+ * connections: curl opens another only when every open one holds that
+ * many. The default puts all of max_inflight (at least 100) on one
+ * connection. A scheduler that writes in bursts wants several:
+ * kube-apiserver (Go's HTTP/2 server) reads, decrypts and frames each
+ * connection's streams on one goroutine, so one connection caps what it
+ * absorbs. Measured on the `large` test cluster (bench/apiserver_limit,
+ * 2,000 binds, 2 cores loaded by the cluster itself, 29 Nov): 418 to
+ * 556 binds/s over one connection at 64 streams (six runs), 641 and 812/s
+ * over eight connections of 16 streams, 616 to 967/s over 256 HTTP/1.1
+ * connections (eight runs).
  *
  * Order and limits. A call waits in FIFO order for one of max_inflight
  * slots; a write (POST, PUT, PATCH, DELETE) also waits for a token from a
- * token bucket (write_qps, write_burst). A read never waits behind a write
+ * token bucket (write_qps, write_burst). An urgent call
+ * (KUBEAPI_REQ_URGENT) waits for neither queue nor token. A read never waits behind a write
  * that is only waiting for a token. A retry takes a slot and, for a write,
  * a token again: the server sees every attempt.
  *
@@ -48,8 +59,8 @@
  * pooled on a free list of at most max_inflight and reused, so this memory
  * follows max_inflight, not the call rate. Per connection: 150 to 450 KiB,
  * mostly OpenSSL (context, CA store, session) and nghttp2, plus one
- * uv_poll_t; HTTP/2 keeps that to one connection for up to 100 (or
- * max_inflight) concurrent attempts. Queue operations are O(1);
+ * uv_poll_t; HTTP/2 keeps that to one connection per streams_per_conn
+ * concurrent attempts. Queue operations are O(1);
  * scheduling a retry is O(calls waiting to retry).
  *
  * Credentials come from the conn at each attempt: the CA, client
@@ -92,16 +103,17 @@ enum kubeapi_method {
 };
 
 struct kubeapi_http_options {
-	unsigned max_inflight;          /* concurrent attempts, default 64 */
-	double write_qps;               /* writes per second, default 500; < 0: unlimited */
-	unsigned write_burst;           /* token bucket depth, default 1000 */
-	uint64_t timeout_ms;            /* per attempt, default 30000; a stream's connect */
-	unsigned max_retries;           /* retries after the first attempt, default 5 */
-	size_t max_body;                /* cap on a buffered response body, default 64 MiB */
-	uint64_t backoff_base_ms;       /* first retry's jitter ceiling, default 200 */
-	uint64_t backoff_cap_ms;        /* ceiling on any retry delay, default 30000 */
-	uint64_t stream_idle_ms;        /* a stream silent this long fails, default 300000 */
-	unsigned max_background;        /* background calls running at once, default 4 */
+	unsigned max_inflight;     /* concurrent attempts, default 64 */
+	unsigned streams_per_conn; /* HTTP/2 streams a connection, default max(100, max_inflight) */
+	double write_qps;          /* writes per second, default 500; < 0: unlimited */
+	unsigned write_burst;      /* token bucket depth, default 1000 */
+	uint64_t timeout_ms;       /* per attempt, default 30000; a stream's connect */
+	unsigned max_retries;      /* retries after the first attempt, default 5 */
+	size_t max_body;           /* cap on a buffered response body, default 64 MiB */
+	uint64_t backoff_base_ms;  /* first retry's jitter ceiling, default 200 */
+	uint64_t backoff_cap_ms;   /* ceiling on any retry delay, default 30000 */
+	uint64_t stream_idle_ms;   /* a stream silent this long fails, default 300000 */
+	unsigned max_background;   /* background calls running at once, default 4 */
 	unsigned max_background_queued; /* background calls waiting, default 4096 */
 	/* Called after every attempt (retries included), for metrics: its
 	 * method, whether it was a stream (a watch), the HTTP status (0 when
@@ -112,6 +124,7 @@ struct kubeapi_http_options {
 };
 
 #define KUBEAPI_HTTP_DEFAULT_MAX_INFLIGHT    64u
+#define KUBEAPI_HTTP_DEFAULT_STREAMS         100u
 #define KUBEAPI_HTTP_DEFAULT_WRITE_QPS       500.0
 #define KUBEAPI_HTTP_DEFAULT_WRITE_BURST     1000u
 #define KUBEAPI_HTTP_DEFAULT_TIMEOUT_MS      30000u
@@ -137,6 +150,12 @@ struct kubeapi_http_options {
 #define KUBEAPI_REQ_NO_RETRY_429 (1u << 2)
 /* May wait behind every other call (see Background calls above). */
 #define KUBEAPI_REQ_BACKGROUND (1u << 3)
+/* Starts ahead of every queued call at the next free slot, and never waits
+ * for a write token: for the lease, whose renewal must not wait behind a
+ * burst of binds (8,000 queued binds at 400/s would hold it 20 s, twice
+ * the renew deadline). kube-scheduler gives leader election a client of
+ * its own for the same reason. Meant for a call every few seconds. */
+#define KUBEAPI_REQ_URGENT (1u << 4)
 
 struct kubeapi_response {
 	long status;           /* HTTP status of the last attempt, 0 if none */
@@ -185,6 +204,7 @@ struct kubeapi_http_stats {
 	unsigned max_background_hwm; /* most background attempts ever running at once */
 	unsigned retrying;           /* waiting out a retry delay */
 	unsigned sockets;            /* sockets curl asked us to watch */
+	unsigned sockets_hwm;        /* most sockets ever watched at once */
 	unsigned easy_pooled;        /* idle easy handles on the free list */
 	uint64_t submitted, completed, attempts, retries;
 };

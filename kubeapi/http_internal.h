@@ -101,7 +101,7 @@ struct kubeapi_http {
 	CURLM *multi;
 	uv_timer_t curl_timer; /* curl's timeout */
 	uv_timer_t wake;       /* a kick, the next write token or the next retry */
-	struct kubeapi__link reads, writes, background, running, retrying, done, socks;
+	struct kubeapi__link urgent, reads, writes, background, running, retrying, done, socks;
 	struct kubeapi_http_bucket bucket;
 	CURL **pool; /* idle easy handles, at most opt.max_inflight */
 	unsigned npool;

@@ -40,7 +40,8 @@ static uint64_t rng_next(struct kubeapi_http *h)
 
 void kubeapi__http_enqueue(struct kubeapi_http *h, struct kubeapi_http_call *c, int front)
 {
-	struct kubeapi__link *q = (c->flags & KUBEAPI_REQ_BACKGROUND)          ? &h->background
+	struct kubeapi__link *q = (c->flags & KUBEAPI_REQ_URGENT)              ? &h->urgent
+	                          : (c->flags & KUBEAPI_REQ_BACKGROUND)        ? &h->background
 	                          : kubeapi_http_method_info(c->method)->write ? &h->writes
 	                                                                       : &h->reads;
 
@@ -69,15 +70,19 @@ static int background_due(const struct kubeapi_http *h)
 	       h->stats.background_running < h->opt.max_background;
 }
 
-/* The next call to start, or NULL: the older queue head, except that a
- * write without a token gives way to a read; a background call only when
- * background_due(). Takes the write's token. */
+/* The next call to start, or NULL: an urgent call, token or not; else the
+ * older queue head, except that a write without a token gives way to a
+ * read; a background call only when background_due(). Takes the write's
+ * token. */
 static struct kubeapi_http_call *next_call(struct kubeapi_http *h, uint64_t now)
 {
 	struct kubeapi_http_call *r =
 	    kubeapi__list_empty(&h->reads) ? NULL : kubeapi__http_call_of(h->reads.next);
 	struct kubeapi_http_call *w =
 	    kubeapi__list_empty(&h->writes) ? NULL : kubeapi__http_call_of(h->writes.next);
+
+	if (!kubeapi__list_empty(&h->urgent))
+		return kubeapi__http_call_of(h->urgent.next);
 
 	if (w && (!r || w->seq < r->seq)) {
 		if (kubeapi_http_bucket_take(&h->bucket, now) == 0)

@@ -102,7 +102,8 @@ static struct sock *sock_open(struct kubeapi_http *h, curl_socket_t fd)
 	s->fd = fd;
 	kubeapi__list_insert_after(&h->socks, &s->link);
 	h->open_handles++;
-	h->stats.sockets++;
+	if (++h->stats.sockets > h->stats.sockets_hwm)
+		h->stats.sockets_hwm = h->stats.sockets;
 	curl_multi_assign(h->multi, fd, s);
 	return s;
 }
@@ -143,7 +144,17 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
 int kubeapi__http_setup_multi(struct kubeapi_http *h)
 {
 	CURLM *m = h->multi;
-	long streams = h->opt.max_inflight > 100 ? (long)h->opt.max_inflight : 100L;
+	long streams = (long)h->opt.streams_per_conn;
+	/* Without a cap, a burst opens a connection for nearly every attempt
+	 * past the first connection's streams: curl knows the new ones will
+	 * multiplex only once their handshakes end (13 connections for 16
+	 * attempts at 4 streams, measured). A waiting attempt takes a free
+	 * stream on an open connection when one finishes. No cap when all of
+	 * max_inflight fit on one connection, so a server without HTTP/2
+	 * still gets max_inflight connections. */
+	long conns = streams < (long)h->opt.max_inflight
+	                 ? ((long)h->opt.max_inflight + streams - 1) / streams
+	                 : 0L;
 	CURLMcode rc = CURLM_OK;
 
 #define MSETOPT(opt, val) (rc == CURLM_OK ? (rc = curl_multi_setopt(m, opt, val)) : rc)
@@ -153,6 +164,7 @@ int kubeapi__http_setup_multi(struct kubeapi_http *h)
 	MSETOPT(CURLMOPT_TIMERDATA, (void *)h);
 	MSETOPT(CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 	MSETOPT(CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+	MSETOPT(CURLMOPT_MAX_HOST_CONNECTIONS, conns);
 #undef MSETOPT
 	return rc == CURLM_OK ? 0 : -EINVAL;
 }

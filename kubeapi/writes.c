@@ -298,7 +298,8 @@ int kubeapi_lease_get(struct kubeapi_http *h, const char *ns, const char *name,
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns,
 	         name);
-	return submit_json(h, KUBEAPI_GET, path, NULL, KUBEAPI_REQ_RETRY, cb, data);
+	return submit_json(h, KUBEAPI_GET, path, NULL, KUBEAPI_REQ_RETRY | KUBEAPI_REQ_URGENT, cb,
+	                   data);
 }
 
 int kubeapi_configmap_get(struct kubeapi_http *h, const char *ns, const char *name,
@@ -362,7 +363,8 @@ int kubeapi_lease_put(struct kubeapi_http *h, const struct kubeapi_lease *l,
 		snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
 		         l->ns);
 	/* Writes with a precondition are not retried past a 409: the caller
-	 * must re-read the lease. */
+	 * must re-read the lease. Urgent: a renewal must not wait behind the
+	 * binds (http.h). */
 	return submit_json(h, l->resource_version ? KUBEAPI_PUT : KUBEAPI_POST, path, o,
-	                   KUBEAPI_REQ_RETRY, cb, data);
+	                   KUBEAPI_REQ_RETRY | KUBEAPI_REQ_URGENT, cb, data);
 }

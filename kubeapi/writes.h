@@ -92,7 +92,8 @@ struct kubeapi_lease {
 	struct timespec acquired, renewed;
 };
 
-/** GET the lease (404 when absent). */
+/** GET the lease (404 when absent). Lease calls are urgent
+ *  (KUBEAPI_REQ_URGENT): ahead of every queued bind. */
 int kubeapi_lease_get(struct kubeapi_http *h, const char *ns, const char *name,
                       kubeapi_http_done_cb cb, void *data);
 

@@ -621,9 +621,20 @@ static void on_signal(uv_signal_t *h, int signum)
 static int connect_api(struct sched *s)
 {
 	char err[512];
+	/* A burst of binds is as fast as the number in flight over the
+	 * server's answer time (about 300 ms each on a loaded 2-core test
+	 * cluster): 8,000 binds went at 446 and 398/s with 128 in flight,
+	 * 679 and 580/s with 256 (bench/README.md, 29 Nov). 32 streams a
+	 * connection put them on eight connections, which the server serves
+	 * in parallel (kubeapi/http.h says what one connection caps). Cost:
+	 * about 12 MiB more at the peak of the burst (46 to 58 MiB). On a
+	 * cluster with API Priority and Fairness, the server queues what its
+	 * share for us does not take, and answers 429 past that, which the
+	 * engine retries with backoff. */
 	struct kubeapi_http_options hopt = {.write_qps = 5000,
 	                                    .write_burst = 5000,
-	                                    .max_inflight = 128,
+	                                    .max_inflight = 256,
+	                                    .streams_per_conn = 32,
 	                                    .observe = debug_metrics_api,
 	                                    .observe_data = &s->m};
 	int rc;

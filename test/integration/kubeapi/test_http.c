@@ -825,6 +825,37 @@ static void test_concurrency_cap(void **state)
 	assert_int_equal(st.attempts, MANY);
 	assert_int_equal(st.inflight + st.queued + st.retrying, 0);
 	assert_true(st.easy_pooled <= 8);
+	assert_int_equal(st.sockets_hwm, 1); /* by default all 8 share one connection */
+	free(b.r);
+	engine_close(e, &h);
+}
+
+/* With 4 streams a connection, 16 attempts at once go out on four
+ * connections: more than one, and no more than 16 / 4 however the burst
+ * lands (uncapped, curl opened 13). */
+static void test_streams_per_connection(void **state)
+{
+	struct env *e = *state;
+	struct kubeapi_http_options opt = {.max_inflight = 16, .streams_per_conn = 4};
+	struct kubeapi_http *h = engine(e, &e->conn, &opt);
+	struct batch b = {.r = calloc(MANY, sizeof(struct result)), .n = MANY, .h = h};
+	struct kubeapi_http_stats st;
+
+	assert_non_null(b.r);
+	for (int i = 0; i < MANY; i++)
+		submit(h, KUBEAPI_GET, "/api/v1/namespaces/default", NULL, 0, &b.r[i]);
+	assert_int_equal(run_until_fn(e, batch_done, &b, WAIT_MS), 0);
+	for (int i = 0; i < MANY; i++) {
+		assert_int_equal(b.r[i].status, 200);
+		assert_int_equal(b.r[i].version, 20);
+		result_free(&b.r[i]);
+	}
+	kubeapi_http_get_stats(h, &st);
+	assert_int_equal(st.max_inflight_hwm, 16);
+	printf("  16 in flight at 4 streams a connection: %u connections at most\n",
+	       st.sockets_hwm);
+	assert_true(st.sockets_hwm >= 2);
+	assert_true(st.sockets_hwm <= 4);
 	free(b.r);
 	engine_close(e, &h);
 }
@@ -921,6 +952,41 @@ static void test_write_rate_limit(void **state)
 	snprintf(args, sizeof(args), "-n %s get configmaps -l muster-test=rate -o name", e->ns);
 	assert_int_equal(kubectl(e, out, sizeof(out), args), 0);
 	assert_int_equal(count_lines(out), WRITES);
+}
+
+/* An urgent write (the lease's kind of call) submitted behind 60 queued
+ * POSTs, on one slot at 50 writes/s, starts at the next free slot without
+ * a token: it is answered while most of the others still wait. */
+static void test_urgent_call_goes_first(void **state)
+{
+	struct env *e = *state;
+	struct kubeapi_http_options opt = {.max_inflight = 1, .write_qps = 50, .write_burst = 5};
+	struct kubeapi_http *h = engine(e, &e->conn, &opt);
+	struct batch b = {.r = calloc(WRITES + 1, sizeof(struct result)), .n = WRITES + 1, .h = h};
+	struct result *r = b.r;
+	char path[256], body[512];
+	int after = 0;
+
+	assert_non_null(r);
+	configmap_path(e, path, sizeof(path), NULL);
+	for (int i = 0; i <= WRITES; i++) {
+		snprintf(body, sizeof(body),
+		         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+		         "\"urgent-%02d\"}}",
+		         i);
+		submit(h, KUBEAPI_POST, path, body, i == WRITES ? KUBEAPI_REQ_URGENT : 0, &r[i]);
+	}
+	assert_int_equal(run_until_fn(e, batch_done, &b, WAIT_MS), 0);
+	for (int i = 0; i <= WRITES; i++)
+		assert_int_equal(r[i].status, 201);
+	for (int i = 0; i < WRITES; i++)
+		after += r[i].end_ms > r[WRITES].end_ms;
+	printf("  the urgent write was answered before %d of %d queued writes\n", after, WRITES);
+	assert_true(after >= WRITES - 10);
+	for (int i = 0; i <= WRITES; i++)
+		result_free(&r[i]);
+	free(r);
+	engine_close(e, &h);
 }
 
 /* A body over max_body fails the call with -EMSGSIZE, not retried. */
@@ -1435,6 +1501,8 @@ static void test_submit_refusals(void **state)
 	assert_int_equal(kubeapi_http_submit(h, &bad, NULL), -EINVAL);
 	bad = ok, bad.flags = KUBEAPI_REQ_STREAM;
 	assert_int_equal(kubeapi_http_submit(h, &bad, NULL), -EINVAL);
+	bad = ok, bad.flags = KUBEAPI_REQ_URGENT | KUBEAPI_REQ_BACKGROUND;
+	assert_int_equal(kubeapi_http_submit(h, &bad, NULL), -EINVAL);
 	bad = ok, bad.body_len = 3;
 	assert_int_equal(kubeapi_http_submit(h, &bad, NULL), -EINVAL);
 	bad = ok, bad.method = KUBEAPI_POST, bad.body = "{\"seventeen\":\"17\"}", bad.body_len = 17;
@@ -1464,7 +1532,9 @@ int main(void)
 	    cmocka_unit_test_teardown(test_watch_abort_from_chunk_cb, test_cleanup),
 	    cmocka_unit_test_teardown(test_stream_error_is_buffered, test_cleanup),
 	    cmocka_unit_test_teardown(test_concurrency_cap, test_cleanup),
+	    cmocka_unit_test_teardown(test_streams_per_connection, test_cleanup),
 	    cmocka_unit_test_teardown(test_write_rate_limit, test_cleanup),
+	    cmocka_unit_test_teardown(test_urgent_call_goes_first, test_cleanup),
 	    cmocka_unit_test_teardown(test_background_calls_wait, test_cleanup),
 	    cmocka_unit_test_teardown(test_body_cap, test_cleanup),
 	    cmocka_unit_test_teardown(test_client_certificates, test_cleanup),
