@@ -9,14 +9,17 @@
  * connection (PIPEWAIT), on at most max_inflight / streams_per_conn
  * connections: curl opens another only when every open one holds that
  * many. The default puts all of max_inflight (at least 100) on one
- * connection. A scheduler that writes in bursts wants several:
- * kube-apiserver (Go's HTTP/2 server) reads, decrypts and frames each
- * connection's streams on one goroutine, so one connection caps what it
- * absorbs. Measured on the `large` test cluster (bench/apiserver_limit,
- * 2,000 binds, 2 cores loaded by the cluster itself, 29 Nov): 418 to
- * 556 binds/s over one connection at 64 streams (six runs), 641 and 812/s
- * over eight connections of 16 streams, 616 to 967/s over 256 HTTP/1.1
- * connections (eight runs).
+ * connection. Against a server without HTTP/2, the cap on connections
+ * is also the cap on requests at once; only the default then allows all
+ * of max_inflight. A scheduler that writes in bursts wants several
+ * connections: kube-apiserver (Go's HTTP/2 server) reads, decrypts and
+ * frames each connection's streams on one goroutine, so one connection
+ * caps what it absorbs. Measured on the `large` test cluster
+ * (bench/apiserver_limit, 2,000 binds, 2 cores loaded by the cluster
+ * itself, 29 Nov; bench/README.md): 400 to 556 binds/s over one
+ * connection at 64 streams (eight runs), 641 to 812/s over eight
+ * connections (three runs), 616 to 967/s over 256 HTTP/1.1 connections
+ * (nine runs).
  *
  * Order and limits. A call waits in FIFO order for one of max_inflight
  * slots; a write (POST, PUT, PATCH, DELETE) also waits for a token from a
