@@ -796,6 +796,18 @@ static int batch_done(void *arg)
 
 #define MANY 200
 
+/* Run until every GET of b is answered: each 200 over HTTP/2, freed. */
+static void finish_gets(struct env *e, struct batch *b)
+{
+	assert_int_equal(run_until_fn(e, batch_done, b, WAIT_MS), 0);
+	for (int i = 0; i < b->n; i++) {
+		assert_int_equal(b->r[i].status, 200);
+		assert_int_equal(b->r[i].err, 0);
+		assert_int_equal(b->r[i].version, 20);
+		result_free(&b->r[i]);
+	}
+}
+
 /* 200 GETs through 8 slots: all succeed, never more than 8 at once. */
 static void test_concurrency_cap(void **state)
 {
@@ -811,13 +823,7 @@ static void test_concurrency_cap(void **state)
 	kubeapi_http_get_stats(h, &st);
 	assert_int_equal(st.queued, MANY);
 	assert_int_equal(st.inflight, 0); /* nothing starts inside submit */
-	assert_int_equal(run_until_fn(e, batch_done, &b, WAIT_MS), 0);
-	for (int i = 0; i < MANY; i++) {
-		assert_int_equal(b.r[i].status, 200);
-		assert_int_equal(b.r[i].err, 0);
-		assert_int_equal(b.r[i].version, 20);
-		result_free(&b.r[i]);
-	}
+	finish_gets(e, &b);
 	kubeapi_http_get_stats(h, &st);
 	assert_true(b.max_seen <= 8);
 	assert_int_equal(st.max_inflight_hwm, 8);
@@ -844,12 +850,7 @@ static void test_streams_per_connection(void **state)
 	assert_non_null(b.r);
 	for (int i = 0; i < MANY; i++)
 		submit(h, KUBEAPI_GET, "/api/v1/namespaces/default", NULL, 0, &b.r[i]);
-	assert_int_equal(run_until_fn(e, batch_done, &b, WAIT_MS), 0);
-	for (int i = 0; i < MANY; i++) {
-		assert_int_equal(b.r[i].status, 200);
-		assert_int_equal(b.r[i].version, 20);
-		result_free(&b.r[i]);
-	}
+	finish_gets(e, &b);
 	kubeapi_http_get_stats(h, &st);
 	assert_int_equal(st.max_inflight_hwm, 16);
 	printf("  16 in flight at 4 streams a connection: %u connections at most\n",
