@@ -1,10 +1,12 @@
 /*
  * Bindings (sched.h).
  *
- * Every member of an admitted gang is bound at once, each by its own
- * POST to pods/binding; the placement is "assumed" from the moment the
- * request goes out until the watch shows the pod bound, so the next cycle
- * never hands the same room out twice, and never binds a pod twice.
+ * Every member of an admitted gang is bound, each by its own POST to
+ * pods/binding; the placement is "assumed" from the end of the cycle
+ * that decided it until the watch shows the pod bound, so the next cycle
+ * never hands the same room out twice, and never binds a pod twice. The
+ * binds go out in the cycle's order, as many per loop iteration as a
+ * time budget allows (run.c's on_drain()).
  *
  * What can go wrong, and what happens:
  *   - the API server cannot be reached, or answers 5xx or 429 after the
@@ -202,7 +204,27 @@ static int send_bind(struct sched *s, struct sched_assumed *e, const struct kube
 	return rc;
 }
 
-/* Send the cycle's bindings, and again the ones the server missed. */
+/* A bind waiting to be sent: the pod's key, and the index of its
+ * plan_bind in the plan that decided it (NO_PLAN: a retry). */
+struct queued {
+	uint64_t key;
+	uint32_t bind;
+};
+
+#define NO_PLAN UINT32_MAX
+
+static int enqueue(struct sched *s, uint64_t key, uint32_t bind)
+{
+	struct queued q = {key, bind};
+
+	return buf_append(&s->bindq, &q, sizeof(q));
+}
+
+/* The cycle's binds, and again the ones the server missed, assumed at
+ * once (the next cycle must not hand their room out again) and queued.
+ * Sending them here would stall the loop: 8,000 binds of a backlog, each
+ * built, logged and submitted, kept it busy for 188 ms (bench-e2e, 29
+ * Nov); sched_bind_send() spreads them over the loop's iterations. */
 void sched_bind_all(struct sched *s)
 {
 	const struct idmap *m = &s->assumed;
@@ -210,13 +232,9 @@ void sched_bind_all(struct sched *s)
 
 	IDMAP_FOREACH(m, i, sl) {
 		struct sched_assumed *e = sl->value;
-		const struct kubeapi_pod *pod;
 
-		if (e->state != SCHED_BIND_RETRY)
-			continue;
-		pod = cached_pod(s, sl->key);
-		if (pod && !pod->node && !pod->deleting)
-			send_bind(s, e, pod);
+		if (e->state == SCHED_BIND_RETRY && enqueue(s, sl->key, NO_PLAN) == 0)
+			e->state = SCHED_BIND_QUEUED;
 	}
 	for (size_t k = 0; k < s->plan.nbinds; k++) {
 		const struct plan_bind *b = &s->plan.binds[k];
@@ -234,13 +252,64 @@ void sched_bind_all(struct sched *s)
 		                            .key = key,
 		                            .node = b->node,
 		                            .gang = s->plan.gangs[b->gang].key,
-		                            .since_ms = sched_now_ms(s)};
-		if (sched_shares_keep(s, e, b) < 0) {
+		                            .since_ms = sched_now_ms(s),
+		                            .state = SCHED_BIND_QUEUED};
+		if (sched_shares_keep(s, e, b) < 0 || enqueue(s, key, (uint32_t)k) < 0)
 			drop(s, key); /* not assumed: the next cycle places it again */
-			continue;
-		}
-		send_bind(s, e, b->pod);
 	}
+}
+
+/* Every bind decided, traceable by pod and gang, as it goes out. */
+static void log_bind(struct sched *s, const struct plan_bind *b)
+{
+	const struct plan_gang *g = &s->plan.gangs[b->gang];
+	const struct queue_tree *t = queue_set_tree_c(s->qs);
+
+	sched_log_gang(s, sched_str(s, g->ns), sched_str(s, g->name), sched_str(s, b->pod->name),
+	               "gang %s/%s (queue %s): binding pod %s to %s", sched_str(s, g->ns),
+	               sched_str(s, g->name), g->queue >= 0 ? queue_tree_name(t, g->queue) : "-",
+	               sched_str(s, b->pod->name), sched_str(s, b->node));
+}
+
+/* One queued bind out, or let go: its gang released it meanwhile (or a
+ * 4xx of another member did), or the pod went or was bound elsewhere. */
+static void send_queued(struct sched *s, const struct queued *q, bool send)
+{
+	struct sched_assumed *e = idmap_get(&s->assumed, q->key);
+	const struct kubeapi_pod *pod;
+
+	if (!e || e->state != SCHED_BIND_QUEUED)
+		return;
+	if (!send) {
+		e->state = SCHED_BIND_RETRY;
+		return;
+	}
+	pod = cached_pod(s, q->key);
+	if (!pod || pod->node || pod->deleting) {
+		drop(s, q->key);
+		return;
+	}
+	if (q->bind != NO_PLAN)
+		log_bind(s, &s->plan.binds[q->bind]);
+	send_bind(s, e, pod);
+}
+
+bool sched_bind_send(struct sched *s, bool send, uint64_t budget_ns)
+{
+	const struct queued *q = (const struct queued *)s->bindq.p;
+	size_t n = s->bindq.len / sizeof(*q);
+	uint64_t t0 = uv_hrtime();
+
+	while (s->bindq_head < n) {
+		send_queued(s, &q[s->bindq_head++], send);
+		if (uv_hrtime() - t0 >= budget_ns)
+			break;
+	}
+	if (s->bindq_head < n)
+		return false;
+	buf_reset(&s->bindq);
+	s->bindq_head = 0;
+	return true;
 }
 
 /* Forget assumptions the cache has caught up with (or contradicts). */
@@ -274,6 +343,7 @@ void sched_assumed_free(struct sched *s)
 	const struct idmap_slot *sl;
 
 	sched_assumed_bury(s);
+	buf_free(&s->bindq);
 	IDMAP_FOREACH(&s->assumed, i, sl) {
 		sched_shares_free(s, sl->value);
 		free(sl->value);

@@ -18,8 +18,9 @@
  * refused eviction's hold (dropped after), a new configuration (applied
  * only between cycles), a stop (finished after). The debug API's copy of
  * the result is taken on the thread too. The decisions are carried out on
- * the loop, as before; then the changes that came meanwhile are applied,
- * DRAIN_BUDGET_NS of them per loop iteration, before the next cycle.
+ * the loop: the binds assumed at once, then sent, then status written,
+ * then the changes that came meanwhile applied, DRAIN_BUDGET_NS of that
+ * work per loop iteration, before the next cycle.
  *
  * Shutdown (SIGTERM, SIGINT): stop the timers, close the config watch,
  * the cache and the HTTP engine (in-flight binds are cancelled; a bind
@@ -146,24 +147,6 @@ static void apply_config(struct sched *s)
 
 /* ---- a cycle ---------------------------------------------------------- */
 
-/* Every bind decided, traceable by pod and gang. O(binds). */
-static void log_admitted(struct sched *s)
-{
-	const struct plan *p = &s->plan;
-
-	for (size_t k = 0; k < p->nbinds; k++) {
-		const struct plan_bind *b = &p->binds[k];
-		const struct plan_gang *g = &p->gangs[b->gang];
-		const struct queue_tree *t = queue_set_tree_c(s->qs);
-
-		sched_log_gang(
-		    s, sched_str(s, g->ns), sched_str(s, g->name), sched_str(s, b->pod->name),
-		    "gang %s/%s (queue %s): binding pod %s to %s", sched_str(s, g->ns),
-		    sched_str(s, g->name), g->queue >= 0 ? queue_tree_name(t, g->queue) : "-",
-		    sched_str(s, b->pod->name), sched_str(s, b->node));
-	}
-}
-
 /* Seconds each gang admitted this cycle waited since its creation. A
  * gang admitted again after its binds failed counts again. O(binds): a
  * gang's binds are in a row, and only an admitted gang has any. */
@@ -283,19 +266,14 @@ static void cycle_free(struct sched_cycle *y)
 	idmap_free(&y->refused);
 }
 
-/* The cycle's decisions carried out: evictions, binds, timeouts, status;
- * then metrics and a line when it did something. */
+/* The cycle's decisions carried out: evictions sent, binds assumed and
+ * queued (on_drain() sends them, then writes timeouts and status); then
+ * metrics and a line when it did something. */
 static void carry_out(struct sched *s, uint64_t t0)
 {
-	log_admitted(s);
 	sched_evict_all(s);
 	sched_bind_all(s);
-	if (s->cyc.todo_rc < 0) {
-		sched_logl(s, SCHED_WARN, "timeouts and status: %s", strerror(-s->cyc.todo_rc));
-	} else {
-		sched_timeouts_say(s, &s->cyc.timeouts);
-		sched_status_write(s, &s->cyc.todo);
-	}
+	s->cyc.status_due = true;
 	s->n.cycles++;
 	s->n.last_cycle_ms = (double)(uv_hrtime() - t0) / 1e6;
 	observe_cycle(s);
@@ -344,10 +322,35 @@ static void cycle_work(uv_work_t *w)
  * stall the loop (watch reads, the lease) as the cycle itself used to. */
 #define DRAIN_BUDGET_NS (5 * 1000 * 1000)
 
+/* After the cycle's binds: the gangs that timed out, and status that
+ * differs from the plan. On the server after the binds, as the engine
+ * keeps order: a PodGroup does not say its gang is placed before its
+ * first bind has gone out. */
+static void write_status(struct sched *s)
+{
+	struct sched_cycle *y = &s->cyc;
+
+	y->status_due = false;
+	if (!leading(s))
+		return;
+	if (y->todo_rc < 0) {
+		sched_logl(s, SCHED_WARN, "timeouts and status: %s", strerror(-y->todo_rc));
+		return;
+	}
+	sched_timeouts_say(s, &y->timeouts);
+	sched_status_write(s, &y->todo);
+}
+
+/* First the cycle's binds and status, sent while the cache is still held
+ * as the cycle saw it (they point into it); then what came meanwhile. */
 static void on_drain(uv_idle_t *h)
 {
 	struct sched *s = h->data;
 
+	if (!sched_bind_send(s, leading(s), DRAIN_BUDGET_NS))
+		return;
+	if (s->cyc.status_due)
+		write_status(s);
 	if (!kubeapi_cache_release(s->cache, DRAIN_BUDGET_NS))
 		return;
 	uv_idle_stop(h);
@@ -828,6 +831,7 @@ static int start(struct sched *s)
 	uv_signal_init(s->loop, &s->sigint);
 	uv_prepare_init(s->loop, &s->stall);
 	uv_idle_init(s->loop, &s->drain);
+	buf_init(&s->bindq, SCHED_LIST_MAX);
 	buf_init(&s->cyc.todo, SCHED_LIST_MAX);
 	buf_init(&s->cyc.timeouts, SCHED_LIST_MAX);
 	s->drain.data = s->stall.data = s->debounce.data = s->period.data = s->sigterm.data =

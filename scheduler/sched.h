@@ -163,9 +163,11 @@ struct sched_cycle {
 	struct buf timeouts; /* struct sched_timeout */
 	uint64_t now_ms;
 	int todo_rc;
+	bool status_due; /* decisions carried out, their status not yet written */
 };
 
 enum sched_bind_state {
+	SCHED_BIND_QUEUED, /* decided, waiting in the bind queue (bind.c) */
 	SCHED_BIND_INFLIGHT,
 	SCHED_BIND_DONE,  /* 201: waiting for the watch to show it */
 	SCHED_BIND_RETRY, /* the server was unreachable: send again next cycle */
@@ -197,8 +199,9 @@ struct sched {
 	uint64_t config_gen;    /* configurations applied: plan_input.config_gen */
 	struct plan plan;       /* the last cycle's results */
 	struct sched_cycle cyc; /* the one in flight, if any */
-	/* Applying what came during the last cycle, a slice per loop
-	 * iteration (run.c); no cycle starts until it is done. */
+	/* Sending the last cycle's binds, then applying what came during
+	 * it, a slice per loop iteration (run.c); no cycle starts until it is
+	 * done. */
 	uv_idle_t drain;
 	bool draining;
 	struct plan_memory plan_keep;       /* what the planner keeps across cycles */
@@ -214,6 +217,10 @@ struct sched {
 	int exit_code;
 	unsigned closing;     /* handles and clients still closing */
 	struct idmap assumed; /* pod key -> struct sched_assumed * */
+	/* Binds decided and not yet sent, sent a slice per loop iteration
+	 * after the cycle (bind.c): its struct queued from bindq_head on. */
+	struct buf bindq;
+	size_t bindq_head;
 	/* status.c: a write to the object in flight, or the version the
 	 * watch must pass before the next (written: pods, groups: PodGroups);
 	 * and the shape of the last waiting message written to it with when
@@ -259,8 +266,13 @@ int sched_snapshot_main(int argc, char **argv);
  * flight if one is. */
 void sched_hold_drop(struct sched *s, uint64_t key);
 
-/* bind.c */
+/* bind.c. sched_bind_all, after a cycle: the plan's binds, and those
+ * the server missed, assumed and queued (O(binds)). sched_bind_send,
+ * while the cache is still held as the cycle saw it: sends queued binds
+ * for about budget_ns (send false: sends none, and each stays assumed,
+ * to be sent at the next cycle of a leader); true when none is left. */
 void sched_bind_all(struct sched *s);
+bool sched_bind_send(struct sched *s, bool send, uint64_t budget_ns);
 /* Free assumptions dropped while a cycle was in flight. */
 void sched_assumed_bury(struct sched *s);
 void sched_assumed_sweep(struct sched *s);
