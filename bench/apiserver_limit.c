@@ -13,7 +13,11 @@
  * usage: apiserver_limit --server URL --token TOKEN --cacert FILE
  *                        --namespace NS --nodes FILE [--pods N]
  *                        [--concurrency C] [--streams S] [--http1] [--prefix P]
- * Prints one line per phase: requests, failures, seconds, rate.
+ *                        [--only create|bind]
+ * Prints one line per phase: requests, failures, seconds, rate. --only
+ * runs one phase: the pods <prefix>-000000 on are created, or bound (by
+ * an earlier run with the same --pods and --prefix), so that a caller can
+ * start a watch between the two, as bench/e2e_bind.py does.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +37,7 @@ struct options {
 	const char *server, *token, *cacert, *ns, *nodes_file, *prefix;
 	long pods, concurrency, streams;
 	int http1;
+	int create, bind; /* the phases to run */
 };
 
 struct nodes {
@@ -239,11 +244,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"streams", required_argument, NULL, 'S'},
 	    {"http1", no_argument, NULL, '1'},
 	    {"prefix", required_argument, NULL, 'P'},
+	    {"only", required_argument, NULL, 'O'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
-	*o = (struct options){.pods = 2000, .concurrency = 64, .prefix = "b"};
+	*o = (struct options){.pods = 2000, .concurrency = 64, .prefix = "b", .create = 1, .bind = 1};
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -276,6 +282,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'P':
 			o->prefix = optarg;
 			break;
+		case 'O':
+			o->create = strcmp(optarg, "create") == 0;
+			o->bind = strcmp(optarg, "bind") == 0;
+			if (!o->create && !o->bind)
+				return -EINVAL;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -304,7 +316,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 		        "usage: apiserver_limit --server URL --token TOKEN --cacert FILE "
 		        "--namespace NS --nodes FILE [--pods N] [--concurrency C] [--streams S] "
-		        "[--http1]\n");
+		        "[--http1] [--prefix P] [--only create|bind]\n");
 		return 2;
 	}
 	if (read_nodes(o.nodes_file, &nodes) < 0) {
@@ -327,18 +339,22 @@ int main(int argc, char **argv)
 			goto out;
 		curl_easy_setopt(slots[i].easy, CURLOPT_PRIVATE, &slots[i]);
 	}
-	run.phase = PHASE_CREATE;
-	t0 = now();
-	if (run_phase(&run, slots) < 0)
-		goto out;
-	report(&run, "create", now() - t0);
-	run.phase = PHASE_BIND;
-	run.first_error = 0;
-	run.first_error_body[0] = '\0';
-	t0 = now();
-	if (run_phase(&run, slots) < 0)
-		goto out;
-	report(&run, "bind", now() - t0);
+	if (o.create) {
+		run.phase = PHASE_CREATE;
+		t0 = now();
+		if (run_phase(&run, slots) < 0)
+			goto out;
+		report(&run, "create", now() - t0);
+	}
+	if (o.bind) {
+		run.phase = PHASE_BIND;
+		run.first_error = 0;
+		run.first_error_body[0] = '\0';
+		t0 = now();
+		if (run_phase(&run, slots) < 0)
+			goto out;
+		report(&run, "bind", now() - t0);
+	}
 	rc = run.failed ? 1 : 0;
 out:
 	for (i = 0; slots && i < o.concurrency; i++)

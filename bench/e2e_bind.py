@@ -28,9 +28,14 @@ the CPU seconds that Muster, the control plane and the benchmark's own
 processes used, and the write requests the API server counted
 (apiserver_request_total, all clients), per pod.
 
-The API server's bind limit (bench/apiserver_limit, measured by
-bench/e2e-bind in the same run) comes in as --baseline; every rate is also
-reported as a ratio to it. Output: progress lines, a table, then key=value
+The API server's bind limit is measured first, in the same run, once for
+each --limit shape: bench/apiserver_limit creates as many pods as the
+throughput phase binds, then binds them while the same watch as in the
+throughput phase times each bind. The limit is the best first..last rate
+that watch saw, so that Muster and the limit are timed by one instrument,
+which costs the server the same; the client's own rate is shown beside it.
+Every rate is also reported as a ratio to the limit (--baseline adds a
+figure measured elsewhere). Output: progress lines, a table, then key=value
 lines (prefix e2e_). Exit 1 when a pod stayed unbound or Muster did not exit
 0 on SIGTERM.
 """
@@ -225,7 +230,8 @@ def create_all(api, ns, gangs, members, scheduler, threads):
 
 def wait_bound(watcher, muster, expect, timeout, what):
     """Until the watch has seen `expect` pods bound; progress every 10 s. A
-    stall of `timeout` seconds without a new bind is a failure."""
+    stall of `timeout` seconds without a new bind is a failure, and so is
+    Muster's exit (muster None: no Muster binds)."""
     last_n, last_change, said = -1, time.monotonic(), time.monotonic()
     while True:
         n = watcher.bound()
@@ -234,7 +240,7 @@ def wait_bound(watcher, muster, expect, timeout, what):
             last_n, last_change = n, now
         if n >= expect:
             return True
-        if not muster.alive():
+        if muster and not muster.alive():
             log(f"{what}: Muster exited with status {muster.proc.returncode} at {n}/{expect} bound")
             return False
         if now - last_change > timeout:
@@ -385,6 +391,56 @@ def warm_up(api, ns, a, timeout=120):
     sys.exit(f"e2e-bind: the warm-up pod was not bound within {timeout} s")
 
 
+def run_limit(argv):
+    """bench/apiserver_limit; its output lines, and the rate of its phase."""
+    r = subprocess.run(argv, capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        print(f"  {line}", flush=True)
+    m = re.search(r"^(?:create|bind): .*, ([0-9.]+)/s ", r.stdout, re.M)
+    if r.returncode != 0 or not m:
+        sys.exit(f"e2e-bind: apiserver_limit failed (exit {r.returncode}): {r.stderr.strip()[:400]}")
+    return float(m.group(1))
+
+
+def phase_limit(a, api, meter_pids, spec):
+    """The API server's bind limit in one shape ("http2 256 32": protocol,
+    binds in flight, streams a connection), timed by the throughput phase's
+    watch."""
+    proto, conc, streams = spec.split()
+    name = f"{proto} {conc}" + (f", {int(conc) // int(streams)} conn" if proto == "http2" and streams != conc else "")
+    ns = f"{a.ns_prefix}-limit-{proto}-{conc}-{streams}"
+    total = a.gangs * a.members
+    wait_quiet(a.busy_pattern, a.quiet_timeout)
+    api.delete_namespace(ns)  # a leftover of an interrupted run
+    api.create_namespace(ns)
+    argv = [a.limit_bin, "--server", a.server, "--token", a.token, "--cacert", a.cacert, "--namespace", ns,
+            "--nodes", a.limit_nodes, "--pods", str(total), "--concurrency", conc, "--streams", streams]
+    if proto == "http1":
+        argv.append("--http1")
+    run_limit(argv + ["--only", "create"])
+    n, nbound, rv = api.list_rv(ns)
+    if n != total or nbound:
+        sys.exit(f"e2e-bind: limit: expected {total} unbound pods, found {n} ({nbound} bound)")
+    res = {"name": name, "load_before": loadavg()}
+    watcher = Watcher(a.kubeconfig, ns, rv, log, total)
+    meter = CpuMeter(dict(meter_pids, watch=watcher.proc.pid))
+    c0 = os.times()
+    meter.start()
+    res["client_rate"] = run_limit(argv + ["--only", "bind"])
+    c1 = os.times()
+    wait_bound(watcher, None, total, a.stall_timeout, f"limit ({name})")  # the watch trails the client
+    res["cpu_wall"], res["cpu"] = meter.stop()
+    res["cpu"]["apiserver_limit"] = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
+    times = sorted(watcher.results().values())
+    if len(times) < total:
+        sys.exit(f"e2e-bind: limit: the watch saw {len(times)} of {total} pods bound")
+    res["rate"] = total / max(times[-1] - times[0], 1e-9)
+    log(f"limit ({name}): {res['rate']:.0f}/s first..last bind as the watch saw them, "
+        f"{res['client_rate']:.0f}/s as the client saw them")
+    res["delete_s"] = api.delete_namespace(ns)
+    return res
+
+
 def phase_latency(a, api, meter_pids, running):
     ns = f"{a.ns_prefix}-latency"
     total = a.gangs * a.members
@@ -444,7 +500,7 @@ def report(a, tp, lat):
           f"{os.cpu_count()} cores")
     row("measure", "value", "note")
     for i, b in enumerate(a.baseline):
-        row(f"API server bind limit ({a.baseline_names[i]})", f"{b:.0f}/s")
+        row(f"API server bind limit ({a.baseline_names[i]})", f"{b:.0f}/s", a.baseline_notes[i])
     if "create_rate" in tp:
         row("creation, Muster stopped", f"{tp['create_rate']:.0f}/s",
             f"{a.gangs + total} objects in {tp['create_s']:.1f} s; pods alone {tp['create_pod_rate']:.0f}/s")
@@ -472,6 +528,9 @@ def report(a, tp, lat):
         row(f"{label}: longest loop stall", f"{st['max_ms']:.1f} ms" if st else "unread",
             f"{st['over_100ms']} of {st['iterations']} loop iterations over 100 ms" if st else "/metrics")
         row(f"{label}: namespace cleanup", f"{r['delete_s']:.1f} s", "Muster stopped")
+    for r in a.limits:
+        cpu = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["cpu"].items(), key=lambda kv: -kv[1]))
+        print(f"  limit ({r['name']}): CPU s in {r['cpu_wall']:.1f} s wall (the bind phase): {cpu}")
     for label, r in (("throughput", tp), ("latency", lat)):
         if "exit" not in r:
             continue
@@ -492,6 +551,8 @@ def report(a, tp, lat):
     kv = {"e2e_gangs": a.gangs, "e2e_pods": total, "e2e_cores": os.cpu_count()}
     for i, b in enumerate(a.baseline):
         kv[f"e2e_baseline_{re.sub(r'[^a-z0-9]+', '_', a.baseline_names[i])}_per_s"] = f"{b:.1f}"
+    for r in a.limits:
+        kv[f"e2e_baseline_{re.sub(r'[^a-z0-9]+', '_', r['name'])}_client_per_s"] = f"{r['client_rate']:.1f}"
     kv["e2e_baseline_per_s"] = f"{base:.1f}"
     if "create_rate" in tp:
         kv["e2e_create_objects_per_s"] = f"{tp['create_rate']:.1f}"
@@ -548,6 +609,16 @@ def parse_args():
     p.add_argument("--ns-prefix", default="e2e-bind")
     p.add_argument("--baseline", type=float, action="append", default=[], help="binds/s (repeatable)")
     p.add_argument("--baseline-name", dest="baseline_names", action="append", default=[])
+    p.add_argument("--limit", dest="limit_specs", action="append", default=[],
+                   help='measure the bind limit in this shape first: "PROTO INFLIGHT STREAMS" '
+                        '(e.g. "http2 256 32", "http1 256 256"; repeatable)')
+    p.add_argument("--limit-bin", help="bench/apiserver_limit, with --limit")
+    p.add_argument("--limit-nodes", help="a file of node names, one a line, with --limit")
+    p.add_argument("--server", help="the API server's URL, with --limit")
+    p.add_argument("--token", help="a bearer token, with --limit")
+    p.add_argument("--cacert", help="the API server's CA, with --limit")
+    p.add_argument("--phases", default="throughput,latency",
+                   help="which phases run, comma-separated (one alone is for development: A/B runs, profiles)")
     p.add_argument("--profile", default="large")
     p.add_argument("--cluster-dir", required=True, help="for the control plane's pid files")
     p.add_argument("--busy-pattern", default=os.environ.get("E2E_BUSY_PATTERN", "plan_cycle|alibaba_pack"),
@@ -558,6 +629,13 @@ def parse_args():
     a = p.parse_args()
     while len(a.baseline_names) < len(a.baseline):
         a.baseline_names.append(f"run {len(a.baseline_names) + 1}")
+    a.baseline_notes = ["given"] * len(a.baseline)
+    a.limits = []
+    for spec in a.limit_specs:
+        if not re.fullmatch(r"(http1|http2) [1-9]\d* [1-9]\d*", spec):
+            p.error(f'--limit wants "http1|http2 INFLIGHT STREAMS", not "{spec}"')
+    if a.limit_specs and not all((a.limit_bin, a.limit_nodes, a.server, a.token, a.cacert)):
+        p.error("--limit needs --limit-bin, --limit-nodes, --server, --token and --cacert")
     return a
 
 
@@ -576,9 +654,20 @@ def main():
     with open(a.muster_log, "wb"):
         pass  # a fresh log for this run
     running, tp, lat = [], {}, {}
+    for spec in a.limit_specs:
+        r = phase_limit(a, api, meter_pids, spec)
+        a.limits.append(r)
+        a.baseline.append(r["rate"])
+        a.baseline_names.append(r["name"])
+        a.baseline_notes.append(f"watch; the client saw {r['client_rate']:.0f}/s")
     try:
-        tp = phase_throughput(a, api, meter_pids, running)
-        lat = phase_latency(a, api, meter_pids, running)
+        phases = set(a.phases.split(","))
+        if phases - {"throughput", "latency"}:
+            sys.exit(f"e2e-bind: unknown phase in --phases {a.phases}")
+        if "throughput" in phases:
+            tp = phase_throughput(a, api, meter_pids, running)
+        if "latency" in phases:
+            lat = phase_latency(a, api, meter_pids, running)
     finally:
         for m in running:  # after an error: never leave a Muster behind
             m.stop()
