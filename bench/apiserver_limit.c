@@ -249,7 +249,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	*o = (struct options){.pods = 2000, .concurrency = 64, .prefix = "b", .create = 1, .bind = 1};
+	*o = (struct options){
+	    .pods = 2000, .concurrency = 64, .prefix = "b", .create = 1, .bind = 1};
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
