@@ -55,7 +55,7 @@ LEASE = "muster"
 SP = ("scheduling.x-k8s.io", "v1alpha1")
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
 BIND_TIMEOUT = 30
-# What a replica logs when it binds (scheduler/run.c): a gang's
+# What a replica logs when it binds (scheduler/bind.c, run.c): a gang's
 # "binding pod P to N" line, or a cycle's "... N binds, ..." summary (not
 # the "N binds sent" of its last words).
 BIND_LINE = re.compile(r"binding pod | [1-9]\d* binds, ")
