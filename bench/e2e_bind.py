@@ -43,6 +43,7 @@ lines (prefix e2e_). Exit 1 when a pod stayed unbound or Muster did not exit
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import re
 import subprocess
@@ -671,8 +672,11 @@ def median_round(a):
     count) becomes the report's limits and throughput phase: the limit and
     Muster swing by a third from minute to minute on this shared machine,
     and rounds interleave them."""
-    order = sorted(range(len(a.rounds_done)),
-                   key=lambda i: (lambda v: v if v == v else float("inf"))(round_ratio(a, *a.rounds_done[i])))
+    def ratio(i):  # a round without a ratio (no limit, no throughput) sorts last
+        v = round_ratio(a, *a.rounds_done[i])
+        return float("inf") if math.isnan(v) else v
+
+    order = sorted(range(len(a.rounds_done)), key=ratio)
     limits, t = a.rounds_done[order[(len(order) - 1) // 2]]
     for r in limits:
         a.limits.append(r)
