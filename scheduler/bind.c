@@ -318,7 +318,7 @@ void sched_assumed_sweep(struct sched *s)
 	const struct idmap *m = &s->assumed;
 	uint64_t now = sched_now_ms(s), *keys = calloc(m->n + 1, sizeof(*keys));
 	const struct idmap_slot *sl;
-	size_t n = 0;
+	size_t n = 0, unseen = 0;
 
 	if (!keys)
 		return;
@@ -332,10 +332,13 @@ void sched_assumed_sweep(struct sched *s)
 		if (!pod || pod->node || pod->deleting ||
 		    (e->state == SCHED_BIND_DONE && now - e->since_ms > SCHED_UNCONFIRMED_MS))
 			keys[n++] = sl->key;
+		else
+			unseen += e->state == SCHED_BIND_DONE;
 	}
 	for (size_t k = 0; k < n; k++)
 		drop(s, keys[k]);
 	free(keys);
+	s->binds_unseen = unseen;
 }
 
 void sched_assumed_free(struct sched *s)

@@ -221,6 +221,11 @@ struct sched {
 	 * after the cycle (bind.c): its struct queued from bindq_head on. */
 	struct buf bindq;
 	size_t bindq_head;
+	/* Binds the server has answered and the watch has not shown yet, as
+	 * of the last sweep (bind.c): how far the watch lags Muster's own
+	 * writes. status_held_ms: sched_status_waits()'s. */
+	size_t binds_unseen;
+	uint64_t status_held_ms;
 	/* status.c: a write to the object in flight, or the version the
 	 * watch must pass before the next (written: pods, groups: PodGroups);
 	 * and the shape of the last waiting message written to it with when
@@ -309,6 +314,17 @@ void sched_waits_free(struct sched *s);
 int sched_status_todo(struct sched *s, struct buf *out);
 void sched_status_write(struct sched *s, const struct buf *todo);
 void sched_status_sweep(struct sched *s);
+
+/* How busy the server is with the binds, as status is about to go. */
+struct sched_status_load {
+	unsigned writes_waiting; /* in the engine's queue or retrying; Events not */
+	unsigned calls_running;  /* watches included, Events not */
+	size_t binds_unseen;     /* struct sched's */
+};
+/** Should status wait for a later cycle (status.c says when)? *held_ms:
+ *  since when it has waited, plus one (the loop's clock; 0: it has not),
+ *  which this updates. O(1). */
+bool sched_status_waits(const struct sched_status_load *l, uint64_t now_ms, uint64_t *held_ms);
 void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
                  const char *reason, const char *action, const char *note);
 void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
