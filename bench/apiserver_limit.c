@@ -13,11 +13,19 @@
  * usage: apiserver_limit --server URL --token TOKEN --cacert FILE
  *                        --namespace NS --nodes FILE [--pods N]
  *                        [--concurrency C] [--streams S] [--http1] [--prefix P]
- *                        [--only create|bind]
+ *                        [--only create|bind] [--members M]
  * Prints one line per phase: requests, failures, seconds, rate. --only
  * runs one phase: the pods <prefix>-000000 on are created, or bound (by
  * an earlier run with the same --pods and --prefix), so that a caller can
  * start a watch between the two, as bench/e2e_bind.py does.
+ *
+ * --members M makes the pods the ones bench/e2e_bind.py has Muster bind:
+ * gangs of M, each pod labelled with its gang's PodGroup and asking for
+ * one GPU (tolerating the GPU taint), 500m CPU and 1 GiB, and a gang's
+ * pods bound to one node, as Muster packs them. Without it a pod is the
+ * smallest that schedules (busybox, 1m CPU) and consecutive pods go to
+ * consecutive nodes. The server writes and sends out the whole pod on
+ * each bind, so the bigger pod is the fair baseline for Muster's rate.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,12 +38,13 @@
 
 #define MAX_NODES    100000
 #define NAME_MAX_LEN 64
-#define BODY_MAX     1024
+#define BODY_MAX     2048
 #define URL_MAX      512
 
 struct options {
 	const char *server, *token, *cacert, *ns, *nodes_file, *prefix;
 	long pods, concurrency, streams;
+	long members; /* 0: small pods, one a node in turn; else gangs of this many */
 	int http1;
 	int create, bind; /* the phases to run */
 };
@@ -114,6 +123,35 @@ static size_t sink(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return len;
 }
 
+static void small_pod(char *buf, size_t cap, const char *prefix, long i)
+{
+	snprintf(buf, cap,
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%06ld\"},"
+	         "\"spec\":{\"schedulerName\":\"apiserver-limit-bench\","
+	         "\"tolerations\":[{\"operator\":\"Exists\"}],"
+	         "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
+	         "\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}]}}",
+	         prefix, i);
+}
+
+/* bench/e2e_bind.py's pod() with bench/kubebench.py's gpu_container(),
+ * but for the scheduler's name, which no scheduler answers to. */
+static void gang_pod(char *buf, size_t cap, const char *prefix, long i, long gang)
+{
+	snprintf(buf, cap,
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%06ld\","
+	         "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s-g%06ld\","
+	         "\"e2e.muster.dev/bench\":\"1\"}},"
+	         "\"spec\":{\"schedulerName\":\"apiserver-limit-bench\","
+	         "\"restartPolicy\":\"Never\",\"terminationGracePeriodSeconds\":0,"
+	         "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Equal\","
+	         "\"value\":\"present\",\"effect\":\"NoSchedule\"}],"
+	         "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
+	         "\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\","
+	         "\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+	         prefix, i, prefix, gang);
+}
+
 static void fill_request(struct run *run, struct slot *s, long i)
 {
 	const struct options *o = run->opt;
@@ -121,22 +159,20 @@ static void fill_request(struct run *run, struct slot *s, long i)
 	s->index = i;
 	if (run->phase == PHASE_CREATE) {
 		snprintf(s->url, sizeof(s->url), "%s/api/v1/namespaces/%s/pods", o->server, o->ns);
-		snprintf(
-		    s->body, sizeof(s->body),
-		    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%06ld\"},"
-		    "\"spec\":{\"schedulerName\":\"apiserver-limit-bench\","
-		    "\"tolerations\":[{\"operator\":\"Exists\"}],"
-		    "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
-		    "\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}]}}",
-		    o->prefix, i);
+		if (o->members)
+			gang_pod(s->body, sizeof(s->body), o->prefix, i, i / o->members);
+		else
+			small_pod(s->body, sizeof(s->body), o->prefix, i);
 	} else {
+		long node = (o->members ? i / o->members : i) % run->nodes->n;
+
 		snprintf(s->url, sizeof(s->url), "%s/api/v1/namespaces/%s/pods/%s-%06ld/binding",
 		         o->server, o->ns, o->prefix, i);
 		snprintf(s->body, sizeof(s->body),
 		         "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"%s-%"
 		         "06ld\"},"
 		         "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"%s\"}}",
-		         o->prefix, i, run->nodes->name[i % run->nodes->n]);
+		         o->prefix, i, run->nodes->name[node]);
 	}
 	curl_easy_setopt(s->easy, CURLOPT_URL, s->url);
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body);
@@ -245,6 +281,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"http1", no_argument, NULL, '1'},
 	    {"prefix", required_argument, NULL, 'P'},
 	    {"only", required_argument, NULL, 'O'},
+	    {"members", required_argument, NULL, 'M'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -283,6 +320,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'P':
 			o->prefix = optarg;
 			break;
+		case 'M':
+			o->members = strtol(optarg, NULL, 10);
+			break;
 		case 'O':
 			o->create = strcmp(optarg, "create") == 0;
 			o->bind = strcmp(optarg, "bind") == 0;
@@ -295,7 +335,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (!o->server || !o->token || !o->cacert || !o->ns || !o->nodes_file || o->pods < 1 ||
 	    o->pods > 1000000 || o->concurrency < 1 || o->concurrency > 4096 || o->streams < 0 ||
-	    o->streams > 4096)
+	    o->streams > 4096 || o->members < 0 || o->members > 1000000)
 		return -EINVAL;
 	if (o->streams == 0)
 		o->streams = o->concurrency;
@@ -317,7 +357,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 		        "usage: apiserver_limit --server URL --token TOKEN --cacert FILE "
 		        "--namespace NS --nodes FILE [--pods N] [--concurrency C] [--streams S] "
-		        "[--http1] [--prefix P] [--only create|bind]\n");
+		        "[--http1] [--prefix P] [--only create|bind] [--members M]\n");
 		return 2;
 	}
 	if (read_nodes(o.nodes_file, &nodes) < 0) {

@@ -30,7 +30,9 @@ processes used, and the write requests the API server counted
 
 The API server's bind limit is measured first, in the same run, once for
 each --limit shape: bench/apiserver_limit creates as many pods as the
-throughput phase binds, then binds them while the same watch as in the
+throughput phase binds, shaped like them (--members: gangs of MEMBERS with
+their PodGroup label, each pod asking for a GPU, a gang's pods bound to one
+node of --limit-nodes), then binds them while the same watch as in the
 throughput phase times each bind. The limit is the best first..last rate
 that watch saw, so that Muster and the limit are timed by one instrument,
 which costs the server the same; the client's own rate is shown beside it.
@@ -415,7 +417,8 @@ def phase_limit(a, api, meter_pids, spec):
     api.delete_namespace(ns)  # a leftover of an interrupted run
     api.create_namespace(ns)
     argv = [a.limit_bin, "--server", a.server, "--token", a.token, "--cacert", a.cacert, "--namespace", ns,
-            "--nodes", a.limit_nodes, "--pods", str(total), "--concurrency", conc, "--streams", streams]
+            "--nodes", a.limit_nodes, "--pods", str(total), "--members", str(a.members),
+            "--concurrency", conc, "--streams", streams]
     if proto == "http1":
         argv.append("--http1")
     run_limit(argv + ["--only", "create"])
@@ -622,7 +625,7 @@ def parse_args():
                    help='measure the bind limit in this shape first: "PROTO INFLIGHT STREAMS" '
                         '(e.g. "http2 256 32", "http1 256 256"; repeatable)')
     p.add_argument("--limit-bin", help="bench/apiserver_limit, with --limit")
-    p.add_argument("--limit-nodes", help="a file of node names, one a line, with --limit")
+    p.add_argument("--limit-nodes", help="a file of GPU node names, one a line, with --limit")
     p.add_argument("--server", help="the API server's URL, with --limit")
     p.add_argument("--token", help="a bearer token, with --limit")
     p.add_argument("--cacert", help="the API server's CA, with --limit")
