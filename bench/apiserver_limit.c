@@ -13,22 +13,24 @@
  * usage: apiserver_limit --server URL --token TOKEN --cacert FILE
  *                        --namespace NS --nodes FILE [--pods N]
  *                        [--concurrency C] [--streams S] [--http1] [--prefix P]
- *                        [--only create|bind] [--members M]
+ *                        [--only create|bind] [--members M] [--pod FILE]
  * Prints one line per phase: requests, failures, seconds, rate. --only
  * runs one phase: the pods <prefix>-000000 on are created, or bound (by
  * an earlier run with the same --pods and --prefix), so that a caller can
  * start a watch between the two, as bench/e2e_bind.py does.
  *
- * --members M makes the pods the ones bench/e2e_bind.py has Muster bind:
- * gangs of M, each pod labelled with its gang's PodGroup and asking for
- * one GPU (tolerating the GPU taint), 500m CPU and 1 GiB, and a gang's
- * pods bound to one node, as Muster packs them. Without it a pod is the
- * smallest that schedules (busybox, 1m CPU) and consecutive pods go to
- * consecutive nodes. The server writes and sends out the whole pod on
- * each bind, so the bigger pod is the fair baseline for Muster's rate.
+ * A pod is the smallest that schedules (busybox, 1m CPU), or with
+ * --pod FILE the Pod in FILE (JSON, at most POD_MAX bytes), where every
+ * "{name}" stands for the pod's name and every "{gang}" for its gang's:
+ * bench/e2e_bind.py writes its own pods that way, so that the limit binds
+ * what Muster binds (the server writes and sends out the whole pod on
+ * each bind). --members M: gangs of M consecutive pods, each bound to one
+ * node, as Muster packs them; without it consecutive pods go to
+ * consecutive nodes.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +41,13 @@
 #define MAX_NODES    100000
 #define NAME_MAX_LEN 64
 #define BODY_MAX     2048
+#define POD_MAX      1024 /* a --pod template, before its names are filled in */
 #define URL_MAX      512
 
 struct options {
-	const char *server, *token, *cacert, *ns, *nodes_file, *prefix;
+	const char *server, *token, *cacert, *ns, *nodes_file, *prefix, *pod_file;
 	long pods, concurrency, streams;
-	long members; /* 0: small pods, one a node in turn; else gangs of this many */
+	long members; /* 0: one a node in turn; else gangs of this many on a node */
 	int http1;
 	int create, bind; /* the phases to run */
 };
@@ -67,6 +70,7 @@ enum phase { PHASE_CREATE, PHASE_BIND };
 struct run {
 	const struct options *opt;
 	const struct nodes *nodes;
+	const char *pod; /* --pod's template, NULL for the smallest pod */
 	enum phase phase;
 	struct curl_slist *headers;
 	long next, done, failed;
@@ -134,22 +138,49 @@ static void small_pod(char *buf, size_t cap, const char *prefix, long i)
 	         prefix, i);
 }
 
-/* bench/e2e_bind.py's pod() with bench/kubebench.py's gpu_container(),
- * but for the scheduler's name, which no scheduler answers to. */
-static void gang_pod(char *buf, size_t cap, const char *prefix, long i, long gang)
+/* --pod's template, "{name}" and "{gang}" filled in; false when the
+ * result would not fit in cap bytes. */
+static bool template_pod(char *buf, size_t cap, const char *t, const char *prefix, long i,
+                         long gang)
 {
-	snprintf(buf, cap,
-	         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%06ld\","
-	         "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s-g%06ld\","
-	         "\"e2e.muster.dev/bench\":\"1\"}},"
-	         "\"spec\":{\"schedulerName\":\"apiserver-limit-bench\","
-	         "\"restartPolicy\":\"Never\",\"terminationGracePeriodSeconds\":0,"
-	         "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Equal\","
-	         "\"value\":\"present\",\"effect\":\"NoSchedule\"}],"
-	         "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
-	         "\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\","
-	         "\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
-	         prefix, i, prefix, gang);
+	char name[NAME_MAX_LEN], gname[NAME_MAX_LEN];
+	size_t len = 0;
+
+	snprintf(name, sizeof(name), "%s-%06ld", prefix, i);
+	snprintf(gname, sizeof(gname), "%s-g%06ld", prefix, gang);
+	while (*t) {
+		const char *with = strncmp(t, "{name}", 6) == 0   ? name
+		                   : strncmp(t, "{gang}", 6) == 0 ? gname
+		                                                  : NULL;
+		size_t n = with ? strlen(with) : 1;
+
+		if (len + n >= cap)
+			return false;
+		memcpy(buf + len, with ? with : t, n);
+		len += n;
+		t += with ? 6 : 1;
+	}
+	buf[len] = '\0';
+	return true;
+}
+
+/* --pod's template into buf (cap bytes), checked to fill in within
+ * BODY_MAX for every pod; 0 or a negative errno. */
+static int read_pod(const char *path, const struct options *o, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	char body[BODY_MAX];
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	if (n == 0 || n == cap)
+		return -EMSGSIZE;
+	buf[n] = '\0';
+	/* the longest names are those of the last pod */
+	return template_pod(body, sizeof(body), buf, o->prefix, o->pods, o->pods) ? 0 : -EMSGSIZE;
 }
 
 static void fill_request(struct run *run, struct slot *s, long i)
@@ -159,8 +190,9 @@ static void fill_request(struct run *run, struct slot *s, long i)
 	s->index = i;
 	if (run->phase == PHASE_CREATE) {
 		snprintf(s->url, sizeof(s->url), "%s/api/v1/namespaces/%s/pods", o->server, o->ns);
-		if (o->members)
-			gang_pod(s->body, sizeof(s->body), o->prefix, i, i / o->members);
+		if (run->pod) /* checked to fit by read_pod() */
+			template_pod(s->body, sizeof(s->body), run->pod, o->prefix, i,
+			             o->members ? i / o->members : i);
 		else
 			small_pod(s->body, sizeof(s->body), o->prefix, i);
 	} else {
@@ -282,6 +314,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"prefix", required_argument, NULL, 'P'},
 	    {"only", required_argument, NULL, 'O'},
 	    {"members", required_argument, NULL, 'M'},
+	    {"pod", required_argument, NULL, 'F'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -323,6 +356,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'M':
 			o->members = strtol(optarg, NULL, 10);
 			break;
+		case 'F':
+			o->pod_file = optarg;
+			break;
 		case 'O':
 			o->create = strcmp(optarg, "create") == 0;
 			o->bind = strcmp(optarg, "bind") == 0;
@@ -348,7 +384,7 @@ int main(int argc, char **argv)
 	struct nodes nodes = {0};
 	struct run run = {0};
 	struct slot *slots = NULL;
-	char auth[512];
+	char auth[512], pod[POD_MAX];
 	double t0;
 	long i;
 	int rc = 1;
@@ -357,13 +393,19 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 		        "usage: apiserver_limit --server URL --token TOKEN --cacert FILE "
 		        "--namespace NS --nodes FILE [--pods N] [--concurrency C] [--streams S] "
-		        "[--http1] [--prefix P] [--only create|bind] [--members M]\n");
+		        "[--http1] [--prefix P] [--only create|bind] [--members M] [--pod FILE]\n");
 		return 2;
 	}
 	if (read_nodes(o.nodes_file, &nodes) < 0) {
 		fprintf(stderr, "apiserver_limit: no node names in %s\n", o.nodes_file);
 		return 2;
 	}
+	if (o.pod_file && read_pod(o.pod_file, &o, pod, sizeof(pod)) < 0) {
+		fprintf(stderr, "apiserver_limit: %s: not a pod template of under %d bytes\n",
+		        o.pod_file, POD_MAX);
+		return 2;
+	}
+	run.pod = o.pod_file ? pod : NULL;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", o.token);
 	run.opt = &o;

@@ -30,9 +30,9 @@ processes used, and the write requests the API server counted
 
 The API server's bind limit is measured first, in the same run, once for
 each --limit shape: bench/apiserver_limit creates as many pods as the
-throughput phase binds, shaped like them (--members: gangs of MEMBERS with
-their PodGroup label, each pod asking for a GPU, a gang's pods bound to one
-node of --limit-nodes), then binds them while the same watch as in the
+throughput phase binds, the same pods (pod() written as its --pod
+template; gangs of MEMBERS, a gang's pods bound to one node of
+--limit-nodes), then binds them while the same watch as in the
 throughput phase times each bind. The limit is the best first..last rate
 that watch saw, so that Muster and the limit are timed by one instrument,
 which costs the server the same; the client's own rate is shown beside it.
@@ -50,6 +50,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import urllib3
@@ -60,6 +61,7 @@ from kubebench import (GPU_TOLERATION, Watcher, cpu_seconds, fmt_pcts, gang_name
 
 SP_GROUP, SP_VERSION = "scheduling.x-k8s.io", "v1alpha1"
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
+LIMIT_SCHEDULER = "apiserver-limit-bench"  # the limit's pods: no scheduler claims them
 BENCH_LABEL = "e2e.muster.dev/bench"
 CYCLE_RE = re.compile(
     r"^(\S+) muster: cycle (\d+): (\d+) nodes, (\d+) pods, (\d+) pending gangs, (\d+) admitted, "
@@ -421,7 +423,10 @@ def phase_limit(a, api, meter_pids, spec):
             "--concurrency", conc, "--streams", streams]
     if proto == "http1":
         argv.append("--http1")
-    run_limit(argv + ["--only", "create"])
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as template:
+        json.dump(pod("{name}", "{gang}", LIMIT_SCHEDULER), template)
+        template.flush()
+        run_limit(argv + ["--pod", template.name, "--only", "create"])
     n, nbound, rv = api.list_rv(ns)
     if n != total or nbound:
         sys.exit(f"e2e-bind: limit: expected {total} unbound pods, found {n} ({nbound} bound)")
