@@ -166,7 +166,10 @@ static int on_message_begin(llhttp_t *p)
 	c->cur = NULL;
 	c->auth_dup = 0;
 	c->field_len = 0;
-	httpd__arm(c, c->h->o.timeout_ms); /* the head must come within it */
+	/* No timer here: the head's deadline was armed at the accept (or at
+	 * the end of the last response) and bytes arriving must not move it,
+	 * or a client sending one byte a second holds its slot for
+	 * head_timeout_ms + timeout_ms instead of head_timeout_ms. */
 	return 0;
 }
 

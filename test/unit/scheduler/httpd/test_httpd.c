@@ -624,6 +624,73 @@ static void test_timeouts(void **state)
 	assert_has(s->logs, "request head not complete within 200 ms");
 }
 
+/* Trickles head (one byte every step_ms, the first after step_ms) until the
+ * server answers or closes; the ms from the call to that, and the answer in
+ * buf. */
+static double trickle(int fd, const char *head, unsigned step_ms, char *buf, size_t cap)
+{
+	size_t len = 0, sent = 0, n = strlen(head);
+	double t0 = now_ms();
+
+	buf[0] = '\0';
+	for (;;) {
+		ssize_t r;
+
+		usleep(step_ms * 1000);
+		r = recv(fd, buf + len, cap - 1 - len, MSG_DONTWAIT);
+		if (r > 0)
+			len += (size_t)r;
+		if (r > 0 || r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			break;
+		if (sent < n && send(fd, head + sent, 1, MSG_NOSIGNAL) == 1)
+			sent++;
+		if (now_ms() - t0 > 10000)
+			fail_msg("a trickled head was still open after 10 s");
+	}
+	buf[len] = '\0';
+	return now_ms() - t0;
+}
+
+/* A slowloris (one byte every 20 ms, never a whole head) is cut at
+ * head_timeout_ms from the accept, and on a kept connection from the end
+ * of the last response: bytes arriving never re-arm the deadline (the
+ * first byte once did, with timeout_ms: head_timeout_ms + timeout_ms). */
+static void test_head_deadline_not_rearmed(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	const char *slow =
+	    "GET /slow HTTP/1.1\r\nHost: t\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	char buf[4096];
+	double dt;
+	int fd, eof;
+
+	o.head_timeout_ms = 300;
+	o.timeout_ms = 3000;
+	srv_start(s, &o);
+	fd = cli_connect(s->port);
+	dt = trickle(fd, slow, 20, buf, sizeof(buf));
+	assert_status(buf, 408);
+	if (dt < 250 || dt > 1000)
+		fail_msg("trickled head cut after %.0f ms, want ~300", dt);
+	close(fd);
+
+	/* Kept: the deadline runs from the end of the response. */
+	fd = cli_connect(s->port);
+	cli_sends(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	cli_read(fd, buf, sizeof(buf), 1, 0, &eof);
+	assert_status(buf, 200);
+	dt = trickle(fd, slow, 20, buf, sizeof(buf));
+	assert_status(buf, 408);
+	if (dt < 250 || dt > 1000)
+		fail_msg("trickled second head cut after %.0f ms, want ~300", dt);
+	close(fd);
+	srv_stop(s);
+	assert_has(s->logs, "request head not complete within 300 ms");
+}
+
 static void test_client_not_reading(void **state)
 {
 	struct srv *s = *state;
@@ -1229,6 +1296,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_garbage_400, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_percent_400, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeouts, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_head_deadline_not_rearmed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_not_reading, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_max_clients, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_clients, setup, teardown),
