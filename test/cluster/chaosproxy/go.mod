@@ -1,0 +1,3 @@
+module muster.dev/test/cluster/chaosproxy
+
+go 1.26
