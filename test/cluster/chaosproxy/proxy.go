@@ -34,6 +34,7 @@ type Entry struct {
 	Watch          bool   `json:"watch"`
 	Proto          string `json:"proto"`
 	Rule           string `json:"rule"`
+	Forwarded      bool   `json:"forwarded"`
 	Action         string `json:"action"`
 	Status         int    `json:"status"`
 	UpstreamStatus int    `json:"upstream_status"`
@@ -77,12 +78,13 @@ type ctxKey struct{}
 
 // call is one request's record, reachable from the proxy's hooks.
 type call struct {
-	entry    Entry
-	logged   bool
-	mu       sync.Mutex
-	stall    *rule
-	proxy    *Proxy
-	upstream int
+	entry     Entry
+	logged    bool
+	mu        sync.Mutex
+	req       *request
+	proxy     *Proxy
+	upstream  int
+	forwarded bool
 }
 
 func (c *call) finish(status int) {
@@ -94,6 +96,7 @@ func (c *call) finish(status int) {
 	c.logged = true
 	c.entry.Status = status
 	c.entry.UpstreamStatus = c.upstream
+	c.entry.Forwarded = c.forwarded
 	c.entry.TEndNs = time.Now().UnixNano()
 	c.proxy.log.add(c.entry)
 }
@@ -102,6 +105,10 @@ func newProxy(upstream *url.URL, tr *http.Transport, rules *Rules) *Proxy {
 	p := &Proxy{upstream: upstream, transport: tr, rules: rules, log: &Log{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
+			c := r.In.Context().Value(ctxKey{}).(*call)
+			c.mu.Lock()
+			c.forwarded = true
+			c.mu.Unlock()
 			r.SetURL(upstream)
 			r.Out.Host = upstream.Host
 		},
@@ -112,8 +119,8 @@ func newProxy(upstream *url.URL, tr *http.Transport, rules *Rules) *Proxy {
 			c.mu.Lock()
 			c.upstream = resp.StatusCode
 			c.mu.Unlock()
-			if c.stall != nil {
-				resp.Body = newStallBody(resp.Request.Context(), resp.Body, c.stall.released)
+			if c.entry.Watch {
+				resp.Body = newStallBody(resp.Request.Context(), resp.Body, c.req, c.proxy.rules)
 			}
 			return nil
 		},
@@ -211,6 +218,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	q := &request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, ua: r.UserAgent(), watch: c.entry.Watch}
+	c.req = q
 	rl := p.rules.Pick(q)
 	defer c.finish(0)
 	if rl != nil {
@@ -234,8 +242,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case <-r.Context().Done():
 				return
 			}
-		case a.Stall:
-			c.stall = rl
 		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, c))
@@ -250,6 +256,9 @@ func (p *Proxy) loseAnswer(w http.ResponseWriter, r *http.Request, c *call) {
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
 	out.Host = p.upstream.Host
+	c.mu.Lock()
+	c.forwarded = true
+	c.mu.Unlock()
 	resp, err := p.transport.RoundTrip(out)
 	if err == nil {
 		io.Copy(io.Discard, resp.Body)
@@ -262,34 +271,51 @@ func (p *Proxy) loseAnswer(w http.ResponseWriter, r *http.Request, c *call) {
 	abort(w, r)
 }
 
-// stallBody drains the upstream body into memory and gives the client
-// nothing until released is closed (or the request ends).
+// stallBody drains the upstream body of a watch into memory and gives the
+// client nothing while a stall rule matches the request (or until the
+// request ends).
 type stallBody struct {
-	src      io.ReadCloser
-	ctx      context.Context
-	released <-chan struct{}
-	mu       sync.Mutex
-	cond     *sync.Cond
-	buf      []byte
-	err      error
-	free     bool
+	src  io.ReadCloser
+	ctx  context.Context
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  []byte
+	err  error
+	held bool
 }
 
-func newStallBody(ctx context.Context, src io.ReadCloser, released <-chan struct{}) *stallBody {
-	s := &stallBody{src: src, ctx: ctx, released: released}
+func newStallBody(ctx context.Context, src io.ReadCloser, q *request, rules *Rules) *stallBody {
+	s := &stallBody{src: src, ctx: ctx}
 	s.cond = sync.NewCond(&s.mu)
+	id, changed := rules.Holds(q)
+	if id != "" {
+		rules.CountHold(id)
+		s.held = true
+	}
 	go s.fill()
-	go func() {
+	go s.gate(q, rules, changed)
+	return s
+}
+
+// gate follows the rule table: held while a stall rule matches.
+func (s *stallBody) gate(q *request, rules *Rules, changed <-chan struct{}) {
+	for {
 		select {
-		case <-released:
-		case <-ctx.Done():
+		case <-changed:
+		case <-s.ctx.Done():
+			s.cond.Broadcast()
+			return
 		}
+		var id string
+		id, changed = rules.Holds(q)
 		s.mu.Lock()
-		s.free = true
+		if id != "" && !s.held {
+			rules.CountHold(id)
+		}
+		s.held = id != ""
 		s.mu.Unlock()
 		s.cond.Broadcast()
-	}()
-	return s
+	}
 }
 
 func (s *stallBody) fill() {
@@ -316,12 +342,12 @@ func (s *stallBody) Read(p []byte) (int, error) {
 		if err := s.ctx.Err(); err != nil {
 			return 0, err
 		}
-		if s.free && len(s.buf) > 0 {
+		if !s.held && len(s.buf) > 0 {
 			n := copy(p, s.buf)
 			s.buf = s.buf[n:]
 			return n, nil
 		}
-		if s.free && s.err != nil {
+		if !s.held && s.err != nil {
 			return 0, s.err
 		}
 		s.cond.Wait()

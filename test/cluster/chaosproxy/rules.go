@@ -50,9 +50,6 @@ type Rule struct {
 type rule struct {
 	Rule
 	path, query, ua *regexp.Regexp
-	// released is closed when a stall rule goes away; shared by the
-	// rules of one id across replacements that keep it a stall.
-	released chan struct{}
 }
 
 func compile(expr string) (*regexp.Regexp, error) {
@@ -119,15 +116,17 @@ type Rules struct {
 	byKind  map[string]int
 	total   int
 	faulted int
+	// changed is closed and replaced at every Replace: held streams
+	// look at the table again.
+	changed chan struct{}
 }
 
 func newRules(seed uint64) *Rules {
 	return &Rules{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		byRule: map[string]int{}, byKind: map[string]int{}}
+		byRule: map[string]int{}, byKind: map[string]int{}, changed: make(chan struct{})}
 }
 
-// Replace installs a new table; stall rules whose id is gone release
-// what they held.
+// Replace installs a new table; held watch streams look at it again.
 func (t *Rules) Replace(in []Rule) error {
 	next := make([]*rule, 0, len(in))
 	for _, r := range in {
@@ -139,28 +138,38 @@ func (t *Rules) Replace(in []Rule) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := map[string]chan struct{}{}
-	for _, r := range t.rules {
-		if r.released != nil {
-			old[r.ID] = r.released
-		}
-	}
-	for _, r := range next {
-		if !r.Action.Stall {
-			continue
-		}
-		if ch, ok := old[r.ID]; ok {
-			r.released = ch
-			delete(old, r.ID)
-		} else {
-			r.released = make(chan struct{})
-		}
-	}
-	for _, ch := range old {
-		close(ch)
-	}
 	t.rules = next
+	close(t.changed)
+	t.changed = make(chan struct{})
 	return nil
+}
+
+// Holds returns the id of the first stall rule that matches q (fraction
+// and count do not apply: a stall holds every matching stream, open or
+// new, while it exists) and a channel closed at the next change.
+func (t *Rules) Holds(q *request) (string, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.rules {
+		if r.Action.Stall && r.matches(q) {
+			return r.ID, t.changed
+		}
+	}
+	return "", t.changed
+}
+
+// CountHold counts a stream newly held by stall rule id.
+func (t *Rules) CountHold(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.rules {
+		if r.ID == id {
+			r.Fired++
+		}
+	}
+	t.byRule[id]++
+	t.byKind["stall"]++
+	t.faulted++
 }
 
 // List is the table with each rule's firings so far.
@@ -181,7 +190,7 @@ func (t *Rules) Pick(q *request) *rule {
 	defer t.mu.Unlock()
 	t.total++
 	for _, r := range t.rules {
-		if !r.matches(q) || (r.Count > 0 && r.Fired >= r.Count) {
+		if r.Action.Stall || !r.matches(q) || (r.Count > 0 && r.Fired >= r.Count) {
 			continue
 		}
 		if r.Fraction != nil && *r.Fraction < 1 && t.rng.Float64() >= *r.Fraction {
