@@ -298,7 +298,10 @@ static void dispatch(struct httpd__conn *c)
 	struct httpd_request req = {0};
 	struct httpd_response resp = {0};
 	const char *why;
-	int status = httpd__screen(c, &req, &why);
+	int status;
+
+	httpd__creds_refresh(c->h); /* a rotated token, on kept connections too */
+	status = httpd__screen(c, &req, &why);
 
 	c->in_request = 0;
 	c->head_bytes = 0;

@@ -1,8 +1,9 @@
 /*
  * The debug HTTP server: HTTP/1.1 on the daemon's libuv loop. This file:
- * starting, accepting, closing; httpd_conn.c: a connection's reads,
- * writes and timer; httpd_request.c: the llhttp callbacks and the checks
- * of a request; httpd_tls.c: TLS over memory BIOs.
+ * starting, accepting, closing; conn.c: a connection's reads, writes and
+ * timer; request.c: the llhttp callbacks and the checks of a request;
+ * tls.c: TLS over memory BIOs; creds.c: the token and the certificate,
+ * read again when their files change.
  *
  * Requests are parsed by llhttp, not by hand: request parsing is where
  * smuggling and overflow bugs live, and llhttp (Node.js's parser) is
@@ -42,7 +43,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/crypto.h>
 
 enum {
 	DEFAULT_CLIENTS = 64,
@@ -53,14 +53,12 @@ enum {
 	DEFAULT_TLS_PER_S = 100,
 	BACKLOG = 511,        /* as nginx and Redis: a storm must not drop a probe's SYN */
 	ACCEPT_PER_TURN = 32, /* accepts per loop turn, see on_connection */
-	TOKEN_CAP = 4096,
 	LOG_CAP = 256,
 	SHED_LOG_S = 10, /* at most one "closed to keep room" line per this */
 	TALLY = 256,     /* > 2 * max_clients: the peer tally's open addressing */
 };
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int rc,
-                                                      const char *fmt, ...)
+int httpd__fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -126,11 +124,7 @@ __attribute__((format(printf, 2, 3))) static void server_log(const struct httpd 
 
 static void server_free(struct httpd *h)
 {
-	httpd__tls_ctx_free(h->tls);
-	if (h->token) {
-		OPENSSL_cleanse(h->token, h->token_len);
-		free(h->token);
-	}
+	httpd__creds_free(h);
 	free(h);
 }
 
@@ -359,6 +353,7 @@ static void accept_one(struct httpd *h)
 		return;
 	}
 	h->turn_accepts++;
+	httpd__creds_refresh(h); /* before conn_serve() takes h->tls */
 	peer_key(&c->tcp, c->peer);
 	c->seq = h->next_seq++;
 	victim = make_room(h, c, &refuse);
@@ -482,51 +477,26 @@ static int check_options(const struct httpd_options *o, struct sockaddr_storage 
 	int loopback = 0;
 
 	if (!o || !o->handler)
-		return fail(err, errlen, -EINVAL, "httpd: no handler");
+		return httpd__fail(err, errlen, -EINVAL, "httpd: no handler");
 	memset(sa, 0, sizeof(*sa));
 	if (!o->addr || parse_addr(o->addr, sa, &loopback) < 0)
-		return fail(err, errlen, -EINVAL,
-		            "httpd: bad address \"%s\": want IP:PORT or [IPV6]:PORT, numeric",
-		            o->addr ? o->addr : "");
+		return httpd__fail(
+		    err, errlen, -EINVAL,
+		    "httpd: bad address \"%s\": want IP:PORT or [IPV6]:PORT, numeric",
+		    o->addr ? o->addr : "");
 	if (!o->cert_file != !o->key_file)
-		return fail(err, errlen, -EINVAL,
-		            "httpd: TLS needs both a certificate (--debug-tls-cert) and a key "
-		            "(--debug-tls-key)");
+		return httpd__fail(
+		    err, errlen, -EINVAL,
+		    "httpd: TLS needs both a certificate (--debug-tls-cert) and a key "
+		    "(--debug-tls-key)");
 	if (!loopback && !o->public_plain && (!o->cert_file || !o->token_file))
-		return fail(err, errlen, -EINVAL,
-		            "httpd: %s is not a loopback address; serving beyond this host needs "
-		            "TLS (--debug-tls-cert, --debug-tls-key) and a bearer token "
-		            "(--debug-token-file)",
-		            o->addr);
+		return httpd__fail(
+		    err, errlen, -EINVAL,
+		    "httpd: %s is not a loopback address; serving beyond this host needs "
+		    "TLS (--debug-tls-cert, --debug-tls-key) and a bearer token "
+		    "(--debug-token-file)",
+		    o->addr);
 	return 0;
-}
-
-/* The first line of path, without trailing blanks; read once at start. */
-static int read_token(struct httpd *h, const char *path, char *err, size_t errlen)
-{
-	char buf[TOKEN_CAP + 2];
-	FILE *f = fopen(path, "r");
-	size_t n;
-	int rc = 0;
-
-	if (!f)
-		return fail(err, errlen, -EINVAL, "httpd: cannot read the token file %s: %s", path,
-		            strerror(errno));
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	n = strcspn(buf, "\r\n");
-	while (n && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		n--;
-	if (n == 0 || n > TOKEN_CAP)
-		rc = fail(err, errlen, -EINVAL, "httpd: the token file %s: %s", path,
-		          n ? "first line longer than 4096 bytes" : "no token on its first line");
-	else if (!(h->token = malloc(n)))
-		rc = fail(err, errlen, -ENOMEM, "httpd: out of memory");
-	else
-		memcpy(h->token, buf, h->token_len = n);
-	OPENSSL_cleanse(buf, sizeof(buf));
-	return rc;
 }
 
 static int listen_on(struct httpd *h, const struct sockaddr_storage *sa)
@@ -574,19 +544,16 @@ int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **o
 	if ((rc = check_options(o, &sa, err, errlen)) < 0)
 		return rc;
 	if (!(h = calloc(1, sizeof(*h))))
-		return fail(err, errlen, -ENOMEM, "httpd: out of memory");
+		return httpd__fail(err, errlen, -ENOMEM, "httpd: out of memory");
 	h->loop = loop;
 	h->o = *o;
 	apply_defaults(&h->o);
 	h->tls_tokens = h->o.tls_handshakes_per_s;
 	h->tls_refilled_ms = uv_now(loop);
-	if (o->token_file && (rc = read_token(h, o->token_file, err, errlen)) < 0)
-		goto fail_free;
-	if (o->cert_file &&
-	    (rc = httpd__tls_ctx_new(o->cert_file, o->key_file, &h->tls, err, errlen)) < 0)
+	if ((rc = httpd__creds_load(h, o, err, errlen)) < 0)
 		goto fail_free;
 	if ((rc = uv_tcp_init(loop, &h->listener)) < 0) {
-		fail(err, errlen, rc, "httpd: %s", uv_strerror(rc));
+		httpd__fail(err, errlen, rc, "httpd: %s", uv_strerror(rc));
 		goto fail_free;
 	}
 	h->listener.data = h;
@@ -599,7 +566,7 @@ int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **o
 	return 0;
 
 fail_close:
-	fail(err, errlen, rc, "httpd: cannot listen on %s: %s", o->addr, uv_strerror(rc));
+	httpd__fail(err, errlen, rc, "httpd: cannot listen on %s: %s", o->addr, uv_strerror(rc));
 	h->closing = 1;
 	uv_close((uv_handle_t *)&h->listener, on_server_handle_closed);
 	uv_close((uv_handle_t *)&h->resume, on_server_handle_closed);

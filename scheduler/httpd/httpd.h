@@ -100,9 +100,13 @@ struct httpd_options {
  *  address, a non-loopback address without TLS and token, or unreadable
  *  cert/key/token; -EADDRINUSE etc. from libuv; -ENOMEM. The address is
  *  numeric ("localhost" means 127.0.0.1; no DNS). The cert, key and token
- *  files are read here, once, with blocking reads; none of o's strings is
- *  kept. On failure nothing is left but, maybe, a listener closing on the
- *  loop, freed when the loop next runs. */
+ *  files are read here with blocking reads, and again whenever they change
+ *  (a rotated Secret; stat()ed at most once a second, as connections come
+ *  and requests are answered: a new token applies to the next request, a
+ *  new certificate to the next connection; a reload that fails keeps the
+ *  old ones and logs a line). Copies of their paths are kept, none of o's
+ *  other strings. On failure nothing is left but, maybe, a listener
+ *  closing on the loop, freed when the loop next runs. */
 int httpd_start(uv_loop_t *loop, const struct httpd_options *o, struct httpd **out, char *err,
                 size_t errlen);
 

@@ -1,13 +1,16 @@
 /*
  * What the files of the debug server share (httpd.c: the server,
- * httpd_conn.c: a connection, httpd_request.c: a request, httpd_tls.c:
- * TLS). Nothing else includes this.
+ * conn.c: a connection, request.c: a request, tls.c: TLS, creds.c: the
+ * token and certificate, reread when they change). Nothing else includes
+ * this.
  */
 #ifndef MUSTER_SCHEDULER_HTTPD_INTERNAL_H
 #define MUSTER_SCHEDULER_HTTPD_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <llhttp.h>
 #include <openssl/ssl.h>
@@ -16,8 +19,9 @@
 #include "scheduler/httpd/httpd.h"
 
 enum {
-	HTTPD__READ_CAP = 16 * 1024, /* one read from a socket */
-	HTTPD__FIELD_CAP = 16,       /* longer header names are not ours */
+	HTTPD__READ_CAP = 16 * 1024,    /* one read from a socket */
+	HTTPD__FIELD_CAP = 16,          /* longer header names are not ours */
+	HTTPD__CREDS_RECHECK_MS = 1000, /* credential files stat()ed at most this often */
 };
 
 enum httpd__state {
@@ -60,6 +64,23 @@ struct httpd__conn {
 	unsigned char peer[17]; /* family byte, then the address (v4 in 4 bytes) */
 };
 
+/* A file as stat() saw it (through symlinks); err: stat() failed so. */
+struct httpd__file_id {
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	off_t size;
+	int err;
+};
+
+/* Where the credentials come from, and what those files were when last
+ * read (or tried): see creds.c. */
+struct httpd__creds {
+	char *token_path, *cert_path, *key_path; /* copies; NULL when unused */
+	struct httpd__file_id token_id, cert_id, key_id;
+	uint64_t checked_ms; /* the loop's clock at the last stat()s */
+};
+
 struct httpd {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
@@ -67,6 +88,7 @@ struct httpd {
 	char *token;            /* NULL: no token required */
 	size_t token_len;
 	SSL_CTX *tls; /* NULL: plain HTTP */
+	struct httpd__creds creds;
 	struct httpd__conn *conns;
 	unsigned served; /* connections counted against max_clients */
 	unsigned open;   /* the listener, resume and every conn not yet freed */
@@ -90,6 +112,10 @@ struct httpd {
 	char rbuf[HTTPD__READ_CAP]; /* every socket read, used at once */
 	char pbuf[HTTPD__READ_CAP]; /* TLS plaintext, used at once */
 };
+
+/** Write the message to err (if any); returns rc. */
+__attribute__((format(printf, 4, 5))) int httpd__fail(char *err, size_t errlen, int rc,
+                                                      const char *fmt, ...);
 
 /** One line through o->log, prefixed with "httpd: PEER: ". */
 __attribute__((format(printf, 2, 3))) void httpd__log(const struct httpd__conn *c, const char *fmt,
@@ -151,6 +177,20 @@ int httpd__tls_ready(const struct httpd__conn *c);
 /** Take one handshake from the server's budget: 0, or -EBUSY when it is
  *  spent for now (the caller closes the connection). */
 int httpd__tls_budget(struct httpd *h);
+
+/** Read the token (o->token_file) and build the TLS context (o->cert_file,
+ *  o->key_file) into h, keeping copies of the paths: 0, or -EINVAL (a file
+ *  unreadable or bad, said in err), -ENOMEM. Blocking reads. On failure
+ *  what was loaded stays for httpd__creds_free(). */
+int httpd__creds_load(struct httpd *h, const struct httpd_options *o, char *err, size_t errlen);
+
+/** At most once per HTTPD__CREDS_RECHECK_MS: stat() the credential files
+ *  and reload those that changed; a failed reload keeps what h has and
+ *  logs one line. Cheap when it is not time (one clock compare). */
+void httpd__creds_refresh(struct httpd *h);
+
+/** Free the token (wiped), the TLS context and the paths. */
+void httpd__creds_free(struct httpd *h);
 
 /** A connection closed or refused to keep room: counted, and said in one
  *  log line per period rather than one per connection. */

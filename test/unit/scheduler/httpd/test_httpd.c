@@ -990,16 +990,15 @@ static void test_token(void **state)
 	assert_null(strstr(s->logs, "s3cret")); /* never logged */
 }
 
-/* A self-signed certificate for 127.0.0.1, and a second, unrelated key. */
-static void make_cert(struct srv *s)
+/* A new key, and a self-signed certificate for it named cn. */
+static void write_cert(const char *cert, const char *key_path, const char *cn)
 {
-	EVP_PKEY *key = EVP_EC_gen("P-256"), *other = EVP_EC_gen("P-256");
+	EVP_PKEY *key = EVP_EC_gen("P-256");
 	X509 *x = X509_new();
 	X509_NAME *name;
 	FILE *f;
 
 	assert_non_null(key);
-	assert_non_null(other);
 	assert_non_null(x);
 	X509_set_version(x, 2);
 	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
@@ -1007,21 +1006,30 @@ static void make_cert(struct srv *s)
 	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
 	X509_set_pubkey(x, key);
 	name = X509_get_subject_name(x);
-	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
-	                           -1, 0);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
 	X509_set_issuer_name(x, name);
 	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-	assert_non_null(f = fopen(s->cert, "w"));
+	assert_non_null(f = fopen(cert, "w"));
 	assert_int_equal(PEM_write_X509(f, x), 1);
 	fclose(f);
-	assert_non_null(f = fopen(s->key, "w"));
+	assert_non_null(f = fopen(key_path, "w"));
 	assert_int_equal(PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL), 1);
-	fclose(f);
-	assert_non_null(f = fopen(s->key2, "w"));
-	assert_int_equal(PEM_write_PrivateKey(f, other, NULL, NULL, 0, NULL, NULL), 1);
 	fclose(f);
 	X509_free(x);
 	EVP_PKEY_free(key);
+}
+
+/* A self-signed certificate for 127.0.0.1, and a second, unrelated key. */
+static void make_cert(struct srv *s)
+{
+	EVP_PKEY *other = EVP_EC_gen("P-256");
+	FILE *f;
+
+	assert_non_null(other);
+	write_cert(s->cert, s->key, "127.0.0.1");
+	assert_non_null(f = fopen(s->key2, "w"));
+	assert_int_equal(PEM_write_PrivateKey(f, other, NULL, NULL, 0, NULL, NULL), 1);
+	fclose(f);
 	EVP_PKEY_free(other);
 }
 
@@ -1129,6 +1137,158 @@ static void test_tls_handshake_budget(void **state)
 	assert_has(buf, "GET /b q= a=\n");
 	srv_stop(s);
 	assert_has(s->logs, "the TLS handshake budget is spent");
+}
+
+/* Points link at target as the kubelet rotates a Secret volume: a new
+ * symlink renamed over the old one, in one step. */
+static void swap_link(const char *target, const char *link)
+{
+	char tmp[160];
+
+	snprintf(tmp, sizeof(tmp), "%s.new", link);
+	unlink(tmp);
+	assert_int_equal(symlink(target, tmp), 0);
+	assert_int_equal(rename(tmp, link), 0);
+}
+
+/* The status of one request for token's data on a new connection. */
+static int status_with(int port, const char *token)
+{
+	char req[256], buf[4096];
+
+	snprintf(req, sizeof(req),
+	         "GET /debug/queues HTTP/1.1\r\nAuthorization: Bearer %s\r\nConnection: "
+	         "close\r\n\r\n",
+	         token);
+	exchange(port, req, buf, sizeof(buf));
+	return strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atoi(buf + 9) : -1;
+}
+
+static int count_of(const char *text, const char *part)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, part)); p += strlen(part))
+		n++;
+	return n;
+}
+
+/* A rotated token file is read again within a second: the old token is
+ * refused and the new one served, on a kept connection too; a rotation to
+ * a bad file keeps the token in use and says so once. */
+static void test_token_rotation(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	char t1[160], t2[160], t3[160], buf[4096];
+	int fd, eof;
+
+	snprintf(t1, sizeof(t1), "%s/token.1", s->dir);
+	snprintf(t2, sizeof(t2), "%s/token.2", s->dir);
+	snprintf(t3, sizeof(t3), "%s/token.3", s->dir);
+	write_text(t1, "first\n");
+	write_text(t2, "second\n");
+	write_text(t3, "\n");
+	swap_link(t1, s->token);
+	o.token_file = s->token;
+	srv_start(s, &o);
+	assert_int_equal(status_with(s->port, "first"), 200);
+	assert_int_equal(status_with(s->port, "second"), 401);
+	fd = cli_connect(s->port);
+	cli_sends(fd, "GET /a HTTP/1.1\r\nAuthorization: Bearer first\r\n\r\n");
+	cli_read(fd, buf, sizeof(buf), 1, 0, &eof);
+	assert_status(buf, 200);
+
+	swap_link(t2, s->token);
+	usleep(1100 * 1000);
+	cli_sends(fd, "GET /b HTTP/1.1\r\nAuthorization: Bearer first\r\n\r\n");
+	cli_read(fd, buf, sizeof(buf), 1, 0, &eof);
+	assert_status(buf, 401); /* the kept connection sees it too */
+	close(fd);
+	assert_int_equal(status_with(s->port, "first"), 401);
+	assert_int_equal(status_with(s->port, "second"), 200);
+
+	swap_link(t3, s->token); /* no token in it: kept, said once */
+	usleep(1100 * 1000);
+	assert_int_equal(status_with(s->port, "second"), 200);
+	usleep(1100 * 1000);
+	assert_int_equal(status_with(s->port, "second"), 200);
+	assert_int_equal(status_with(s->port, ""), 401);
+	srv_stop(s);
+	assert_int_equal(count_of(s->logs, "the token file changed: reloaded"), 1);
+	assert_int_equal(count_of(s->logs, "no token on its first line; still serving the token"),
+	                 1);
+	assert_null(strstr(s->logs, "second")); /* never logged */
+	unlink(t1);
+	unlink(t2);
+	unlink(t3);
+}
+
+/* Whether a TLS request verified against ca (a self-signed certificate)
+ * was answered. */
+static int tls_ok(struct srv *s, const char *ca)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	const char *req = "GET /x HTTP/1.1\r\nConnection: close\r\n\r\n";
+	char buf[4096];
+	SSL *ssl;
+	int fd = cli_connect(s->port), ok, n, len = 0;
+
+	assert_non_null(ctx);
+	assert_int_equal(SSL_CTX_load_verify_locations(ctx, ca, NULL), 1);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	assert_non_null(ssl = SSL_new(ctx));
+	SSL_set_fd(ssl, fd);
+	ok = SSL_connect(ssl) == 1 && SSL_write(ssl, req, (int)strlen(req)) == (int)strlen(req);
+	while (ok && (n = SSL_read(ssl, buf + len, (int)sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	buf[len] = '\0';
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return ok && strncmp(buf, "HTTP/1.1 200 ", 13) == 0;
+}
+
+/* A rotated certificate and key are served to new connections within a
+ * second: a client that trusts only the new certificate gets through, one
+ * that trusts only the old one does not; a rotation to a bad certificate
+ * keeps the one in use and says so once. */
+static void test_tls_rotation(void **state)
+{
+	struct srv *s = *state;
+	struct httpd_options o = options(s, "127.0.0.1:0");
+	char old[160], cert2[160], key2[160], bad[160];
+
+	snprintf(old, sizeof(old), "%s/old-cert.pem", s->dir);
+	snprintf(cert2, sizeof(cert2), "%s/cert2.pem", s->dir);
+	snprintf(key2, sizeof(key2), "%s/key2.pem", s->dir);
+	snprintf(bad, sizeof(bad), "%s/bad.pem", s->dir);
+	make_cert(s);
+	assert_int_equal(link(s->cert, old), 0);
+	o.cert_file = s->cert;
+	o.key_file = s->key;
+	srv_start(s, &o);
+	assert_true(tls_ok(s, old));
+
+	write_cert(cert2, key2, "rotated");
+	assert_int_equal(rename(key2, s->key), 0);
+	assert_int_equal(link(cert2, key2), 0); /* a copy to verify with */
+	assert_int_equal(rename(cert2, s->cert), 0);
+	usleep(1100 * 1000);
+	assert_true(tls_ok(s, key2));
+	assert_false(tls_ok(s, old));
+
+	write_text(bad, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+	assert_int_equal(rename(bad, s->cert), 0);
+	usleep(1100 * 1000);
+	assert_true(tls_ok(s, key2));
+	usleep(1100 * 1000);
+	assert_true(tls_ok(s, key2));
+	srv_stop(s);
+	assert_int_equal(count_of(s->logs, "the TLS certificate or key changed: reloaded"), 1);
+	assert_int_equal(count_of(s->logs, "still serving the certificate and key read before"), 1);
+	unlink(old);
+	unlink(key2);
 }
 
 static void test_start_refusals(void **state)
@@ -1307,6 +1467,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_handshake_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_handshake_budget, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_token_rotation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tls_rotation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_refusals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_bad_files, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
