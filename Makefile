@@ -7,6 +7,7 @@
 #   make cluster-up [PROFILE=small]   start the local control plane
 #   make cluster-down     stop it and remove its state
 #   make bench-apiserver-limit        bind throughput the API server absorbs
+#   make chaos [CHAOS_MINUTES=10] [PROFILE=small] [CHAOS_SEED=1]   faults through a proxy, invariants checked (docs/chaos.md)
 #   make bench-peers      Muster beside Volcano, Coscheduling, kube-scheduler's gangs
 #   make format / make format-check
 #   make arch-check       every #include follows the house's arrows (scripts/arch-check)
@@ -113,7 +114,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_ARGS ?=
 FUZZ_LDFLAGS_watch := -Wl,--wrap=kubeapi_http_submit -Wl,--wrap=kubeapi_http_cancel
 
-.PHONY: all deps c-deps unit integration-bins test test-threads demo cluster-up cluster-down format format-check arch-check \
+.PHONY: all deps c-deps unit integration-bins test test-threads demo cluster-up cluster-down chaos format format-check arch-check \
 	bench-apiserver-limit bench-cache-sync bench-plan bench-alibaba bench-e2e bench-native bench-peers clean fuzz fuzz-bins
 
 all: c-deps $(MUSTER) $(BENCH_BIN)
@@ -207,6 +208,9 @@ demo: all
 
 cluster-up: c-deps
 	test/cluster/ctl up $(PROFILE)
+
+chaos: all
+	BUILD=$(BUILD) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_SEED=$(CHAOS_SEED) PROFILE=$(PROFILE) test/cluster/chaos-run
 
 cluster-down:
 	test/cluster/ctl down

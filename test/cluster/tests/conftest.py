@@ -216,3 +216,17 @@ def start_muster(cluster, request):
     yield start
     for m in started:
         stopped_cleanly(m)
+
+
+@pytest.fixture
+def proxy(cluster, request):
+    """A chaos proxy (test/cluster/chaos.py) in front of the cluster's API
+    server, its files in $MUSTER_CLUSTER_DIR/chaos/<test>; stopped
+    afterwards. Run Muster through it with
+    launch(dict(cluster, KUBECONFIG=proxy.kubeconfig), request)."""
+    import chaos
+
+    d = os.path.join(cluster_dir(), "chaos", re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name))
+    p = chaos.Proxy.start(cluster, d)
+    yield p
+    p.stop()
