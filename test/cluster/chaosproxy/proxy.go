@@ -120,7 +120,11 @@ func newProxy(upstream *url.URL, tr *http.Transport, rules *Rules) *Proxy {
 			c.upstream = resp.StatusCode
 			c.mu.Unlock()
 			if c.entry.Watch {
-				resp.Body = newStallBody(resp.Request.Context(), resp.Body, c.req, c.proxy.rules)
+				sb := newStallBody(resp.Request.Context(), resp.Body, c.req, c.proxy.rules)
+				if sb.first != "" {
+					c.entry.Rule, c.entry.Action = sb.first, "stall"
+				}
+				resp.Body = sb
 			}
 			return nil
 		},
@@ -282,6 +286,8 @@ type stallBody struct {
 	buf  []byte
 	err  error
 	held bool
+	// first is the stall rule holding the stream when it started, if any.
+	first string
 }
 
 func newStallBody(ctx context.Context, src io.ReadCloser, q *request, rules *Rules) *stallBody {
@@ -291,6 +297,7 @@ func newStallBody(ctx context.Context, src io.ReadCloser, q *request, rules *Rul
 	if id != "" {
 		rules.CountHold(id)
 		s.held = true
+		s.first = id
 	}
 	go s.fill()
 	go s.gate(q, rules, changed)
