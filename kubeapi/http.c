@@ -187,6 +187,9 @@ int kubeapi_http_new(uv_loop_t *loop, struct kubeapi_conn *conn,
 	if (rc < 0)
 		goto fail_options;
 	h->conn = conn;
+	snprintf(h->user_agent, sizeof(h->user_agent), "%s",
+	         h->opt.user_agent && *h->opt.user_agent ? h->opt.user_agent : "muster");
+	h->opt.user_agent = h->user_agent;
 	rc = resolve_base(h);
 	if (rc < 0)
 		goto fail_options;
@@ -291,6 +294,8 @@ int kubeapi_http_submit(struct kubeapi_http *h, const struct kubeapi_request *re
 
 	if (rc < 0)
 		return rc;
+	if (h->fenced && kubeapi_http_method_info(req->method)->write)
+		return -EPERM;
 	if ((req->flags & KUBEAPI_REQ_BACKGROUND) &&
 	    h->stats.background_queued >= h->opt.max_background_queued)
 		return -ENOBUFS;
@@ -332,6 +337,11 @@ void kubeapi_http_cancel(struct kubeapi_http_call *c)
 	}
 }
 
+bool kubeapi_http_background_full(const struct kubeapi_http *h)
+{
+	return h->stats.background_queued >= h->opt.max_background_queued;
+}
+
 size_t kubeapi_http_max_body(const struct kubeapi_http *h)
 {
 	return h->opt.max_body;
@@ -347,6 +357,33 @@ static void cancel_list(struct kubeapi__link *list)
 {
 	while (!kubeapi__list_empty(list))
 		kubeapi_http_cancel(kubeapi__http_call_of(list->next));
+}
+
+/* Cancel the writes on list l. A cancel moves a queued call to the done
+ * list (and marks a running one), so the walk takes the next link first. */
+static void cancel_writes(struct kubeapi__link *l)
+{
+	struct kubeapi__link *p, *next;
+
+	for (p = l->next; p != l; p = next) {
+		struct kubeapi_http_call *c = kubeapi__http_call_of(p);
+
+		next = p->next;
+		if (kubeapi_http_method_info(c->method)->write)
+			kubeapi_http_cancel(c);
+	}
+}
+
+void kubeapi_http_fence(struct kubeapi_http *h)
+{
+	if (!h || h->fenced)
+		return;
+	h->fenced = 1;
+	cancel_writes(&h->urgent);
+	cancel_writes(&h->writes);
+	cancel_writes(&h->background);
+	cancel_writes(&h->retrying);
+	cancel_writes(&h->running);
 }
 
 void kubeapi_http_close(struct kubeapi_http **hp, void (*closed_cb)(void *), void *data)

@@ -80,6 +80,7 @@
 #ifndef MUSTER_KUBEAPI_HTTP_H
 #define MUSTER_KUBEAPI_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -124,6 +125,10 @@ struct kubeapi_http_options {
 	 * is reported then, with usec 0, and not again. May be NULL. */
 	void (*observe)(void *data, enum kubeapi_method m, int stream, long status, uint64_t usec);
 	void *observe_data;
+	/* The User-Agent of every request, default "muster"; copied, at most
+	 * 127 bytes. Replicas that say who they are ("muster/<identity>") can
+	 * be told apart in the API server's audit log and by a proxy. */
+	const char *user_agent;
 };
 
 #define KUBEAPI_HTTP_DEFAULT_MAX_INFLIGHT    64u
@@ -229,9 +234,9 @@ void kubeapi_query_append(char *dst, size_t cap, const char *s);
 /** Queue a request. Returns 0, and *call when call is not NULL: valid
  *  until done_cb begins, for kubeapi_http_cancel(). Returns -EINVAL (bad
  *  method, path, missing callback), -EMSGSIZE (body over max_body),
- *  -ESHUTDOWN (engine closing), -ENOBUFS (a background call over
- *  max_background_queued), -ENOMEM; then done_cb is never called.
- *  Never calls done_cb before returning. */
+ *  -ESHUTDOWN (engine closing), -EPERM (a write after kubeapi_http_fence()), -ENOBUFS (a background
+ * call over max_background_queued), -ENOMEM; then done_cb is never called. Never calls done_cb
+ * before returning. */
 int kubeapi_http_submit(struct kubeapi_http *h, const struct kubeapi_request *req,
                         struct kubeapi_http_call **call);
 
@@ -240,6 +245,20 @@ int kubeapi_http_submit(struct kubeapi_http *h, const struct kubeapi_request *re
  *  A no-op for NULL and from within the call's own done_cb. Safe from any
  *  callback, including a chunk_cb. */
 void kubeapi_http_cancel(struct kubeapi_http_call *call);
+
+/** Whether a background call submitted now would be refused (-ENOBUFS):
+ *  for a caller that would build a body for nothing. O(1). */
+bool kubeapi_http_background_full(const struct kubeapi_http *h);
+
+/** Refuse writes from now on: every write (POST, PUT, PATCH, DELETE) that
+ *  is queued, waiting to retry or running is cancelled (its done_cb gets
+ *  -ECANCELED on a later loop iteration), and kubeapi_http_submit()
+ *  refuses a new one with -EPERM. Reads go on. For a leader that has lost
+ *  its lease: what it decided is no longer its to write, and a standby may
+ *  lead already. A running write may still reach the server, as any
+ *  request may that was sent before the loss; none starts after. Not
+ *  undone. O(calls). */
+void kubeapi_http_fence(struct kubeapi_http *h);
 
 /** The cap on a buffered response body (max_body in force). O(1). */
 size_t kubeapi_http_max_body(const struct kubeapi_http *h);

@@ -111,6 +111,11 @@ struct kubeapi_http {
 	unsigned ncancel;      /* RUNNING calls flagged cancelled since process() */
 	unsigned open_handles; /* uv handles not yet closed */
 	int kicked, closing, torn_down;
+	int fenced; /* kubeapi_http_fence(): no write starts again */
+	/* CURLMOPT_MAX_HOST_CONNECTIONS in force (0: none), until a server
+	 * without HTTP/2 lifts it (http_run.c, detach()). */
+	long conn_cap;
+	char user_agent[128];
 	void (*closed_cb)(void *);
 	void *closed_data;
 	struct kubeapi_http_stats stats;

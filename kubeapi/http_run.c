@@ -174,6 +174,26 @@ static unsigned version_number(long v)
 	}
 }
 
+/* Connections a server without HTTP/2 may get, when the HTTP/2 shape
+ * capped them lower: each holds one request at a time, so the cap of
+ * eight that spreads 256 streams is eight requests at once over HTTP/1.1
+ * (a proxy or load balancer in front of the API server that does not
+ * speak HTTP/2). 64 connections cost 10 to 30 MiB (http.h, Costs); 256
+ * HTTP/1.1 connections bound no faster than HTTP/2 on eight (bench/README,
+ * 2 Dec). */
+#define HTTP1_CONNS 64L
+
+/* The server answered in HTTP/1.x: lift a cap set for HTTP/2. Once. */
+static void lift_conn_cap(struct kubeapi_http *h, unsigned version)
+{
+	long want = h->opt.max_inflight < HTTP1_CONNS ? (long)h->opt.max_inflight : HTTP1_CONNS;
+
+	if (!h->conn_cap || version == 0 || version >= 20 || h->conn_cap >= want)
+		return;
+	if (curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, want) == CURLM_OK)
+		h->conn_cap = want;
+}
+
 /* Take c's easy handle back from curl; c leaves the running list. */
 static void detach(struct kubeapi_http *h, struct kubeapi_http_call *c)
 {
@@ -186,6 +206,7 @@ static void detach(struct kubeapi_http *h, struct kubeapi_http_call *c)
 	c->attempt_us = us > 0 ? (uint64_t)us : 0;
 	c->status = status;
 	c->http_version = version_number(version);
+	lift_conn_cap(h, c->http_version);
 	curl_multi_remove_handle(h->multi, c->easy);
 	kubeapi__http_easy_put(h, c->easy);
 	c->easy = NULL;

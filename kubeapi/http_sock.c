@@ -166,6 +166,7 @@ int kubeapi__http_setup_multi(struct kubeapi_http *h)
 	MSETOPT(CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
 	MSETOPT(CURLMOPT_MAX_HOST_CONNECTIONS, conns);
 #undef MSETOPT
+	h->conn_cap = conns;
 	return rc == CURLM_OK ? 0 : -EINVAL;
 }
 

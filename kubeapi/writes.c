@@ -119,6 +119,64 @@ int kubeapi_evict(struct kubeapi_http *h, const struct kubeapi_target *t, int64_
 	                   cb, data);
 }
 
+/* The message of a Status body, copied into out ("" when there is none). */
+static void status_message(const struct kubeapi_response *r, char *out, size_t cap)
+{
+	cJSON *st = r->body && r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(st, "message");
+
+	snprintf(out, cap, "%s", cJSON_IsString(m) ? m->valuestring : "");
+	cJSON_Delete(st);
+}
+
+/* The storage layer's words when a uid precondition fails. */
+#define UID_CONFLICT "Precondition failed: UID"
+
+static enum kubeapi_answer common_answer(const struct kubeapi_response *r)
+{
+	if (r->err == 0 && r->status >= 200 && r->status < 300)
+		return KUBEAPI_ANSWER_DONE;
+	if (r->err == 0 && r->status == 404)
+		return KUBEAPI_ANSWER_GONE;
+	return KUBEAPI_ANSWER_RETRY;
+}
+
+enum kubeapi_answer kubeapi_bind_answer(const struct kubeapi_response *r, const char *node)
+{
+	char msg[512], here[300];
+
+	if (r->err || r->status != 409)
+		return common_answer(r);
+	status_message(r, msg, sizeof(msg));
+	if (strstr(msg, UID_CONFLICT))
+		return KUBEAPI_ANSWER_GONE;
+	/* "pod x is already assigned to node \"n\"": ours, its answer lost,
+	 * or another scheduler's. */
+	snprintf(here, sizeof(here), "already assigned to node \"%s\"", node ? node : "");
+	if (strstr(msg, here))
+		return KUBEAPI_ANSWER_BOUND;
+	if (strstr(msg, "already assigned to node"))
+		return KUBEAPI_ANSWER_GONE;
+	return KUBEAPI_ANSWER_RETRY;
+}
+
+enum kubeapi_answer kubeapi_pod_answer(const struct kubeapi_response *r)
+{
+	char msg[512];
+
+	if (r->err || r->status != 409)
+		return common_answer(r);
+	status_message(r, msg, sizeof(msg));
+	return strstr(msg, UID_CONFLICT) ? KUBEAPI_ANSWER_GONE : KUBEAPI_ANSWER_CHANGED;
+}
+
+const char *kubeapi_answer_name(enum kubeapi_answer a)
+{
+	static const char *const names[] = {"done", "bound", "gone", "changed", "retry"};
+
+	return (unsigned)a < sizeof(names) / sizeof(names[0]) ? names[a] : "?";
+}
+
 bool kubeapi_eviction_blocked(const struct kubeapi_response *r)
 {
 	return r->status == 429 && r->body && strstr(r->body, "disruption budget");
@@ -200,7 +258,9 @@ int kubeapi_patch_pod_annotations(struct kubeapi_http *h, const struct kubeapi_t
 	p = cJSON_CreateObject();
 	md = p ? cJSON_AddObjectToObject(p, "metadata") : NULL;
 	an = md ? cJSON_AddObjectToObject(md, "annotations") : NULL;
-	if (!an || (t->uid && !cJSON_AddStringToObject(md, "uid", t->uid))) {
+	if (!an || (t->uid && !cJSON_AddStringToObject(md, "uid", t->uid)) ||
+	    (t->resource_version &&
+	     !cJSON_AddStringToObject(md, "resourceVersion", t->resource_version))) {
 		cJSON_Delete(p);
 		return -ENOMEM;
 	}
@@ -258,6 +318,8 @@ int kubeapi_event_create(struct kubeapi_http *h, const struct kubeapi_event *ev,
 
 	if (!valid_target(t) || !ev->type || !ev->reason || !ev->controller || !ev->instance)
 		return -EINVAL;
+	if (kubeapi_http_background_full(h))
+		return -ENOBUFS; /* before the body is built: a burst drops thousands */
 	e = object("events.k8s.io/v1", "Event", t->ns, NULL);
 	if (!e)
 		return -ENOMEM;

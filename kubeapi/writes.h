@@ -35,6 +35,29 @@ struct kubeapi_target {
 int kubeapi_bind(struct kubeapi_http *h, const struct kubeapi_target *t, const char *node,
                  kubeapi_http_done_cb cb, void *data);
 
+/* What an answer to a write about one pod means for the writer, read
+ * from its status and, for a 409, the Status message the API server
+ * writes (kube-apiserver 1.37: pkg/registry/core/pod/storage). */
+enum kubeapi_answer {
+	KUBEAPI_ANSWER_DONE,    /* 2xx: it went through */
+	KUBEAPI_ANSWER_BOUND,   /* a bind's 409: bound to that very node already */
+	KUBEAPI_ANSWER_GONE,    /* 404, the uid precondition failed, or bound to
+	                         * another node: never for this pod */
+	KUBEAPI_ANSWER_CHANGED, /* 409 on a resourceVersion: the pod changed since */
+	KUBEAPI_ANSWER_RETRY,   /* no answer, 5xx, 429, 401, 403, or any refusal
+	                         * that says nothing about the pod itself */
+};
+
+/** What r, the answer to a bind of a pod to `node`, means. O(body). */
+enum kubeapi_answer kubeapi_bind_answer(const struct kubeapi_response *r, const char *node);
+
+/** What r, the answer to a patch or eviction of a pod with a uid (and a
+ *  resourceVersion) precondition, means. O(body). */
+enum kubeapi_answer kubeapi_pod_answer(const struct kubeapi_response *r);
+
+/** The answer's name for logs and metrics ("bound", "retry"). */
+const char *kubeapi_answer_name(enum kubeapi_answer a);
+
 /** POST pods/eviction (policy/v1). 429 is not retried: see
  *  kubeapi_eviction_blocked(). grace_s < 0 leaves the pod's own. */
 int kubeapi_evict(struct kubeapi_http *h, const struct kubeapi_target *t, int64_t grace_s,
@@ -53,7 +76,10 @@ int kubeapi_patch_pod_condition(struct kubeapi_http *h, const struct kubeapi_tar
 /** Merge patch of a pod's annotations keys[k] = values[k], k < n: how the
  *  vGPU shares chosen are written before the binding. With t->uid the
  *  patch names it, and the server refuses (409) a pod recreated under the
- *  same name. */
+ *  same name; with t->resource_version, one changed since (409): the
+ *  shares are written only on the pod as the decision saw it, unbound, so
+ *  a decision made on a stale copy (a watch that lags, a new leader's
+ *  first cycles) never points a bound pod's devices elsewhere. */
 int kubeapi_patch_pod_annotations(struct kubeapi_http *h, const struct kubeapi_target *t,
                                   const char *const *keys, const char *const *values, size_t n,
                                   kubeapi_http_done_cb cb, void *data);

@@ -5,38 +5,56 @@
  * pods/binding; the placement is "assumed" from the end of the cycle
  * that decided it until the watch shows the pod bound, so the next cycle
  * never hands the same room out twice, and never binds a pod twice. The
- * binds go out in the cycle's order, as many per loop iteration as a
- * time budget allows (run.c's on_drain()).
+ * binds go out in the cycle's order, gang by gang, as many per loop
+ * iteration as a time budget allows (run.c's on_drain()).
  *
- * What can go wrong, and what happens:
- *   - the API server cannot be reached, or answers 5xx or 429 after the
- *     engine's own retries: the placement stays assumed and the bind is
- *     sent again at the next cycle, for as long as the pod exists and is
- *     unbound. The gang keeps its room; when the server is back, it is
- *     bound whole. This is what makes killing the API server mid-cycle
- *     safe.
- *   - 409: the pod is bound already (our earlier attempt succeeded but
- *     its answer was lost) or was replaced (uid precondition). Treated as
- *     sent; the watch tells which, and an assumption the cache does not
- *     confirm within 30 s is dropped.
+ * An assumption is the decision for one pod: the uid it was made for.
+ * Names are not identities (a pod deleted and created again under its
+ * name, or a new pod given a freed name's id, base/intern.c), so every
+ * step checks the cached pod's uid against the assumption's, and the
+ * bind carries it as the server's precondition. An assumption is
+ * forgotten only when the watch shows what became of its pod: bound
+ * (anywhere), being deleted, gone, replaced; or when its node is gone
+ * before the server took it. Never on a timer: a watch that lags or a
+ * relist that takes minutes keeps the room assumed, since the room is in
+ * use on the server.
+ *
+ * What an answer means (kubeapi_bind_answer()):
+ *   - 201, or a 409 saying the pod is bound to this very node (an earlier
+ *     attempt whose answer was lost): done, until the watch shows it.
+ *   - anything that says nothing about the pod itself (no answer, 5xx,
+ *     429 past the engine's own retries, 401 and 403 while a token
+ *     expires or RBAC is mended, an admission webhook's refusal): the
+ *     room stays assumed and the bind is sent again, with backoff from a
+ *     second to half a minute, a log line and a metric. The gang keeps
+ *     its room, so it is never split by an answer that will pass.
+ *   - 404, a uid conflict, or bound to another node: never for this pod.
+ *     It waits like a retry, for the watch to show what happened (the
+ *     sweep then drops it); if the watch shows the pod still there,
+ *     unbound and the same, the server's answer was wrong and the bind
+ *     goes again. The rest of its gang goes on: members bound stay bound
+ *     (Kubernetes has no unbind), and the next cycle places the gang's
+ *     newcomers with them.
  *   - a member given vGPU shares is bound in two writes (shares.c): its
- *     annotations, then the binding; the first failing fails the bind.
- *   - 404 or another 4xx: this member can never be bound here. The rest
- *     of the gang's binds not yet sent are dropped and their room
- *     released, those in flight as soon as they answer (the engine
- *     still holds them); members already bound stay bound (Kubernetes has no
- *     unbind), which the PodGroup's status and a Warning Event show, and
- *     the gang goes back to its queue: the next cycle places the members
- *     it still needs to reach minMember.
+ *     annotations, against the resourceVersion the bind is sent at, then
+ *     the binding. A 409 on the first says the pod changed since: it is
+ *     sent again once the watch has shown the newer version, so that a
+ *     pod bound meanwhile (by a leader before us, whose writes the watch
+ *     had not shown) is dropped, never given other devices.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kubeapi/writes.h"
 #include "scheduler/sched.h"
 
-#define SCHED_UNCONFIRMED_MS 30000
+/* Backoff of a bind whose answer kept its room: the first retry a cycle
+ * period later, doubling to half a minute (with full jitter), as the
+ * engine itself backs off. */
+#define RETRY_BASE_MS 1000
+#define RETRY_CAP_MS  30000
 
 /* Forget an assumption. A cycle in flight may be reading its vGPU
  * shares (through its own map of them): then it is freed after. */
@@ -65,101 +83,98 @@ void sched_assumed_bury(struct sched *s)
 	}
 }
 
-static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
+/* The pod e was decided for, as the cache has it now; NULL when the pod
+ * under its key is gone or is another (a different uid). */
+static const struct kubeapi_pod *own_pod(struct sched *s, const struct sched_assumed *e)
 {
-	return idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
+	const struct kubeapi_pod *pod =
+	    idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), e->key);
+
+	return pod && memcmp(pod->uid, e->uid, sizeof(e->uid)) == 0 ? pod : NULL;
 }
 
-/* A member of gang `gang` cannot be bound: let go of the rest. */
-static void release_gang(struct sched *s, uint64_t gang, const struct kubeapi_pod *pod,
-                         const char *why)
+static bool node_exists(struct sched *s, uint32_t node)
 {
-	const struct idmap *m = &s->assumed;
-	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
-	const struct idmap_slot *sl;
-	size_t n = 0, bound = 0;
+	return idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_NODES),
+	                 kubeapi_cache_key(0, node)) != NULL;
+}
 
-	s->n.gangs_released++;
-	for (size_t i = 0; keys && (sl = idmap_next(m, &i));) {
-		struct sched_assumed *e = sl->value;
+/* The names of e's pod for a log line: its key's, which stay interned
+ * while the assumption holds the key. */
+static const char *key_ns(struct sched *s, const struct sched_assumed *e)
+{
+	return sched_str(s, (uint32_t)(e->key >> 32));
+}
 
-		if (e->gang != gang)
-			continue;
-		if (e->state == SCHED_BIND_DONE)
-			bound++;
-		else
-			keys[n++] = sl->key;
-	}
-	for (size_t k = 0; k < n; k++) {
-		struct sched_assumed *e = idmap_get(m, keys[k]);
+static const char *key_name(struct sched *s, const struct sched_assumed *e)
+{
+	return sched_str(s, (uint32_t)e->key);
+}
 
-		if (e->state == SCHED_BIND_INFLIGHT)
-			e->released = 1; /* its callback drops it: e is its data */
-		else
-			drop(s, keys[k]);
-	}
-	free(keys);
-	sched_log(s,
-	          "gang %s/%s: pod %s could not be bound (%s); released %zu pending binds, %zu "
-	          "members already bound stay bound; the gang is requeued",
-	          pod ? sched_str(s, pod->ns) : "?", pod ? sched_str(s, pod->group) : "?",
-	          pod ? sched_str(s, pod->name) : "?", why, n, bound);
-	if (pod)
-		sched_event(s, pod, "Warning", "FailedBinding", "Binding", why);
-	sched_kick(s);
+/* An answer that keeps e's room: sent again after a backoff. Logged at
+ * the first such answer and then at attempts 2, 4, 8...: a token that
+ * expires fails every bind, and one line per bind and retry would bury
+ * the log. */
+static void retry_later(struct sched *s, struct sched_assumed *e, const char *what,
+                        const struct kubeapi_response *r, enum kubeapi_answer a)
+{
+	uint64_t rnd = uv_hrtime() ^ e->key * 0x9e3779b97f4a7c15ull, ms;
+
+	if (e->attempts < UINT8_MAX)
+		e->attempts++;
+	ms = kubeapi_http_backoff_ms(e->attempts, RETRY_BASE_MS, RETRY_CAP_MS, rnd);
+	e->state = SCHED_BIND_RETRY;
+	e->retry_ms = sched_now_ms(s) + ms;
+	s->n.binds_retried++;
+	if (a == KUBEAPI_ANSWER_GONE)
+		s->n.binds_failed++;
+	if ((e->attempts & (e->attempts - 1)) == 0)
+		sched_logl(s, SCHED_WARN,
+		           "%s of pod %s/%s to %s: %s (HTTP %ld%s%s); its room stays held, sent "
+		           "again in %" PRIu64 " ms unless the watch shows the pod %s (attempt %u)",
+		           what, key_ns(s, e), key_name(s, e), sched_str(s, e->node),
+		           kubeapi_answer_name(a), r->status, r->err ? ", " : "",
+		           r->err ? strerror(-r->err) : "", ms,
+		           a == KUBEAPI_ANSWER_GONE ? "gone or bound" : "bound, gone or replaced",
+		           e->attempts);
+}
+
+/* The engine cancelled e's write: a stop or a fence. Nothing is sent
+ * again by this process; the assumption stays, as the room may be taken. */
+static bool cancelled(struct sched *s, struct sched_assumed *e, const struct kubeapi_response *r)
+{
+	if (s->stopping)
+		return true; /* sched_assumed_free() frees it; the cache may be gone */
+	if (r->err != -ECANCELED)
+		return false;
+	e->state = SCHED_BIND_RETRY;
+	e->retry_ms = sched_now_ms(s);
+	return true;
 }
 
 static int send_bind(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod);
 
-/* The answer to a write of e's (ok409: a 409 counts as done): 1 it went
- * through, 0 handled here (a retry, a cancel, a failure that released
- * the gang). */
-static int answered(struct sched_assumed *e, const struct kubeapi_response *r, const char *what,
-                    bool ok409)
-{
-	struct sched *s = e->s;
-	const struct kubeapi_pod *pod;
-	char why[160];
-	uint64_t gang = e->gang;
-
-	if (s->stopping)
-		return 0; /* sched_assumed_free() frees it; the cache may be gone */
-	if (e->released) {
-		drop(s, e->key); /* its gang let go while this was on its way */
-		return 0;
-	}
-	pod = cached_pod(s, e->key);
-	if (r->err == -ECANCELED) {
-		drop(s, e->key);
-		return 0;
-	}
-	if (r->err || r->status >= 500 || r->status == 429) {
-		e->state = SCHED_BIND_RETRY;
-		s->n.binds_retried++;
-		return 0;
-	}
-	if ((r->status >= 200 && r->status < 300) || (r->status == 409 && ok409))
-		return 1;
-	s->n.binds_failed++;
-	snprintf(why, sizeof(why), "%s to %s failed: HTTP %ld", what, sched_str(s, e->node),
-	         r->status);
-	drop(s, e->key);
-	release_gang(s, gang, pod, why);
-	return 0;
-}
-
-/* The vGPU annotations are written: now the binding. */
+/* The vGPU annotations are answered: now the binding, or again later. */
 static void on_annotated(void *data, const struct kubeapi_response *r)
 {
 	struct sched_assumed *e = data;
+	struct sched *s = e->s;
 	const struct kubeapi_pod *pod;
+	enum kubeapi_answer a;
 
-	if (!answered(e, r, "writing the vGPU shares for binding", false))
+	if (cancelled(s, e, r))
 		return;
+	a = kubeapi_pod_answer(r);
+	if (a == KUBEAPI_ANSWER_CHANGED)
+		e->stale_rv = e->sent_rv; /* the watch's next version first */
+	if (a != KUBEAPI_ANSWER_DONE) {
+		retry_later(s, e, "writing the vGPU shares", r, a);
+		return;
+	}
 	e->annotated = 1;
-	pod = cached_pod(e->s, e->key);
+	pod = own_pod(s, e);
 	if (pod && !pod->node && !pod->deleting)
-		send_bind(e->s, e, pod);
+		send_bind(s, e, pod);
 	else
 		e->state = SCHED_BIND_RETRY; /* the sweep drops it */
 }
@@ -169,18 +184,22 @@ static void on_bound(void *data, const struct kubeapi_response *r)
 	struct sched_assumed *e = data;
 	struct sched *s = e->s;
 	const struct kubeapi_pod *pod;
+	enum kubeapi_answer a;
 	char why[160];
 
-	if (!answered(e, r, "binding", true))
+	if (cancelled(s, e, r))
 		return;
-	/* 409: bound already (our earlier attempt, its answer lost) or
-	 * replaced; the watch tells which. It gets SCHED_UNCONFIRMED_MS from
-	 * now, not from when the bind was queued, to show the pod bound. */
-	pod = cached_pod(s, e->key);
+	a = kubeapi_bind_answer(r, sched_str(s, e->node));
+	if (a != KUBEAPI_ANSWER_DONE && a != KUBEAPI_ANSWER_BOUND) {
+		retry_later(s, e, "binding", r, a);
+		return;
+	}
 	e->state = SCHED_BIND_DONE;
-	e->since_ms = sched_now_ms(s);
-	s->n.binds_ok += r->status != 409;
-	if (r->status != 409 && pod) {
+	e->attempts = 0;
+	if (a == KUBEAPI_ANSWER_BOUND)
+		return; /* an earlier attempt's: its Event went, or its answer was lost */
+	s->n.binds_ok++;
+	if ((pod = own_pod(s, e))) {
 		snprintf(why, sizeof(why), "Successfully assigned %s/%s to %s",
 		         sched_str(s, pod->ns), sched_str(s, pod->name), sched_str(s, e->node));
 		sched_event(s, pod, "Normal", "Scheduled", "Binding", why);
@@ -190,17 +209,25 @@ static void on_bound(void *data, const struct kubeapi_response *r)
 static int send_bind(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod)
 {
 	struct kubeapi_target t;
-	char uid[40];
+	char uid[40], rv[24];
 	int rc;
 
-	sched_target(s, pod, &t, uid);
+	sched_target(s, pod, &t, uid); /* pod is own_pod(): its uid is e's */
 	e->state = SCHED_BIND_INFLIGHT;
-	if (e->vgpu && !e->annotated) /* the binding follows in on_annotated() */
-		rc = sched_shares_write(s, e, pod, on_annotated);
-	else if ((rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e)) == 0)
+	if (e->vgpu && !e->annotated) { /* the binding follows in on_annotated() */
+		/* kube-apiserver's resourceVersions are numbers (0: none read,
+		 * sent without the precondition). */
+		snprintf(rv, sizeof(rv), "%" PRIu64, pod->rv);
+		t.resource_version = pod->rv ? rv : NULL;
+		e->sent_rv = pod->rv;
+		rc = sched_shares_write(s, e, &t, on_annotated);
+	} else if ((rc = kubeapi_bind(s->http, &t, sched_str(s, e->node), on_bound, e)) == 0) {
 		s->n.binds_sent++;
-	if (rc < 0)
+	}
+	if (rc < 0) {
 		e->state = SCHED_BIND_RETRY;
+		e->retry_ms = sched_now_ms(s) + RETRY_BASE_MS;
+	}
 	return rc;
 }
 
@@ -220,28 +247,60 @@ static int enqueue(struct sched *s, uint64_t key, uint32_t bind)
 	return buf_append(&s->bindq, &q, sizeof(q));
 }
 
-/* The cycle's binds, and again the ones the server missed, assumed at
+/* Retries due now go first, a gang's together: the window in which a
+ * gang is partly bound is its own writes', not the queue's. */
+struct due {
+	uint64_t gang, key;
+};
+
+static int by_gang(const void *a, const void *b)
+{
+	const struct due *x = a, *y = b;
+
+	return x->gang != y->gang ? (x->gang < y->gang ? -1 : 1)
+	                          : (x->key < y->key ? -1 : x->key > y->key);
+}
+
+static void enqueue_retries(struct sched *s)
+{
+	const struct idmap *m = &s->assumed;
+	const struct idmap_slot *sl;
+	uint64_t now = sched_now_ms(s);
+	struct due *d = calloc(m->n + 1, sizeof(*d));
+	size_t n = 0;
+
+	if (!d)
+		return; /* they stay assumed: the next cycle tries again */
+	IDMAP_FOREACH(m, i, sl) {
+		const struct sched_assumed *e = sl->value;
+
+		if (e->state == SCHED_BIND_RETRY && e->retry_ms <= now)
+			d[n++] = (struct due){e->gang, sl->key};
+	}
+	qsort(d, n, sizeof(*d), by_gang);
+	for (size_t k = 0; k < n; k++) {
+		struct sched_assumed *e = idmap_get(m, d[k].key);
+
+		if (enqueue(s, d[k].key, NO_PLAN) == 0)
+			e->state = SCHED_BIND_QUEUED;
+	}
+	free(d);
+}
+
+/* The cycle's binds, and again the ones whose retry is due, assumed at
  * once (the next cycle must not hand their room out again) and queued.
  * Sending them here would stall the loop: 8,000 binds of a backlog, each
  * built, logged and submitted, kept it busy for 188 ms (bench-e2e, 29
  * Nov); sched_bind_send() spreads them over the loop's iterations. */
 void sched_bind_all(struct sched *s)
 {
-	const struct idmap *m = &s->assumed;
-	const struct idmap_slot *sl;
-
-	IDMAP_FOREACH(m, i, sl) {
-		struct sched_assumed *e = sl->value;
-
-		if (e->state == SCHED_BIND_RETRY && enqueue(s, sl->key, NO_PLAN) == 0)
-			e->state = SCHED_BIND_QUEUED;
-	}
+	enqueue_retries(s);
 	for (size_t k = 0; k < s->plan.nbinds; k++) {
 		const struct plan_bind *b = &s->plan.binds[k];
 		uint64_t key = kubeapi_pod_key(b->pod);
 		struct sched_assumed *e;
 
-		if (idmap_get(m, key))
+		if (idmap_get(&s->assumed, key))
 			continue; /* never bind a pod twice */
 		e = calloc(1, sizeof(*e));
 		if (!e || idmap_put(&s->assumed, key, e) < 0) {
@@ -254,6 +313,7 @@ void sched_bind_all(struct sched *s)
 		                            .gang = s->plan.gangs[b->gang].key,
 		                            .since_ms = sched_now_ms(s),
 		                            .state = SCHED_BIND_QUEUED};
+		memcpy(e->uid, b->pod->uid, sizeof(e->uid));
 		if (sched_shares_keep(s, e, b) < 0 || enqueue(s, key, (uint32_t)k) < 0)
 			drop(s, key); /* not assumed: the next cycle places it again */
 	}
@@ -271,8 +331,16 @@ static void log_bind(struct sched *s, const struct plan_bind *b)
 	               sched_str(s, b->pod->name), sched_str(s, b->node));
 }
 
-/* One queued bind out, or let go: its gang released it meanwhile (or a
- * 4xx of another member did), or the pod went or was bound elsewhere. */
+/* Whether the watch shows what became of e's pod, or its node is gone
+ * before the server took it: then e is to be forgotten. */
+static bool settled(struct sched *s, const struct sched_assumed *e, const struct kubeapi_pod *pod)
+{
+	return !pod || pod->node || pod->deleting ||
+	       (e->state != SCHED_BIND_DONE && !node_exists(s, e->node));
+}
+
+/* One queued bind out, or let go: the pod went, was replaced or was
+ * bound elsewhere, or its node went. */
 static void send_queued(struct sched *s, const struct queued *q, bool send)
 {
 	struct sched_assumed *e = idmap_get(&s->assumed, q->key);
@@ -282,11 +350,16 @@ static void send_queued(struct sched *s, const struct queued *q, bool send)
 		return;
 	if (!send) {
 		e->state = SCHED_BIND_RETRY;
+		e->retry_ms = 0; /* at the next cycle of a leader */
 		return;
 	}
-	pod = cached_pod(s, q->key);
-	if (!pod || pod->node || pod->deleting) {
+	pod = own_pod(s, e);
+	if (settled(s, e, pod)) {
 		drop(s, q->key);
+		return;
+	}
+	if (e->vgpu && !e->annotated && e->stale_rv && pod->rv == e->stale_rv) {
+		e->state = SCHED_BIND_RETRY; /* the watch has not shown the change yet */
 		return;
 	}
 	if (q->bind != NO_PLAN)
@@ -316,7 +389,7 @@ bool sched_bind_send(struct sched *s, bool send, uint64_t budget_ns)
 void sched_assumed_sweep(struct sched *s)
 {
 	const struct idmap *m = &s->assumed;
-	uint64_t now = sched_now_ms(s), *keys = calloc(m->n + 1, sizeof(*keys));
+	uint64_t *keys = calloc(m->n + 1, sizeof(*keys));
 	const struct idmap_slot *sl;
 	size_t n = 0, unseen = 0;
 
@@ -324,13 +397,10 @@ void sched_assumed_sweep(struct sched *s)
 		return;
 	IDMAP_FOREACH(m, i, sl) {
 		struct sched_assumed *e = sl->value;
-		const struct kubeapi_pod *pod;
 
 		if (e->state == SCHED_BIND_INFLIGHT)
 			continue;
-		pod = cached_pod(s, sl->key);
-		if (!pod || pod->node || pod->deleting ||
-		    (e->state == SCHED_BIND_DONE && now - e->since_ms > SCHED_UNCONFIRMED_MS))
+		if (settled(s, e, own_pod(s, e)))
 			keys[n++] = sl->key;
 		else
 			unseen += e->state == SCHED_BIND_DONE;

@@ -8,17 +8,26 @@
  * word. One after the other, as kube-scheduler does it: sent together,
  * the eviction can win, and the pod be gone before it says why.
  *
- * Each pod is asked once. What can go wrong:
+ * Each pod, the one with the uid the planner chose, is asked once; a pod
+ * that takes its name later is another, and is asked on its own if the
+ * planner chooses it. What an answer means (kubeapi_pod_answer()):
  *   - 429, a budget refused: the victim gang is marked refused for
  *     SCHED_REFUSED_MS (the planner passes over it) and the preemptor's
  *     hold is dropped, so the next cycle plans afresh, with other victims.
  *     Members already evicted are gone: Kubernetes cannot take that back,
  *     and the planner checks budgets itself first so this is a race.
- *   - 404: the pod is gone already, which is what was wanted.
- *   - unreachable, 5xx: forgotten, so the planner's next cycle (which
- *     asks again while the hold stands) sends it again.
+ *   - 2xx, 404 or a uid conflict: the pod chosen is gone or going, which
+ *     is what was wanted.
+ *   - anything else (unreachable, 5xx, another 429, 401 and 403 while a
+ *     token expires or RBAC is mended, a webhook's refusal): not done.
+ *     It is sent again after a backoff (a second, doubling to half a
+ *     minute) while the planner still asks for it, with a log line and
+ *     the refusals counted (muster_write_errors_total). Marked done, a
+ *     refused eviction left the victim running and the preemptor holding
+ *     its room for nothing.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,15 +37,21 @@
 #include "scheduler/sched.h"
 
 #define SCHED_REFUSED_MS 60000
+/* Backoff of an eviction not done: as bind.c's. */
+#define RETRY_BASE_MS 1000
+#define RETRY_CAP_MS  30000
 
 struct sched_evicted {
 	struct sched *s;
 	uint64_t key;    /* the pod's: namespace id << 32 | name id */
 	uint64_t victim; /* gang keys */
 	uint64_t preemptor;
-	char uid[40]; /* the pod's: the eviction's precondition */
+	char uid[40];       /* the pod's: the eviction's precondition */
+	uint8_t rawuid[16]; /* the same, as the cache holds it */
 	char note[320];
 	uint8_t done;
+	uint8_t attempts;  /* answers that were not done, in a row (saturates) */
+	uint64_t retry_ms; /* not done: not sent again before */
 };
 
 static void forget(struct sched *s, uint64_t key)
@@ -49,19 +64,44 @@ static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
 	return idmap_get(kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS), key);
 }
 
+/* Is the cached pod under e's key the one e was sent for? */
+static bool same_pod(const struct sched_evicted *e, const struct kubeapi_pod *pod)
+{
+	return pod && memcmp(pod->uid, e->rawuid, sizeof(e->rawuid)) == 0;
+}
+
+/* Not done: sent again from retry_ms, if the planner still asks. Logged
+ * at the first such answer and then at attempts 2, 4, 8... */
+static void retry_later(struct sched *s, struct sched_evicted *e, const struct kubeapi_response *r)
+{
+	uint64_t rnd = uv_hrtime() ^ e->key * 0x9e3779b97f4a7c15ull, ms;
+
+	if (e->attempts < UINT8_MAX)
+		e->attempts++;
+	ms = kubeapi_http_backoff_ms(e->attempts, RETRY_BASE_MS, RETRY_CAP_MS, rnd);
+	e->retry_ms = sched_now_ms(s) + ms;
+	s->n.write_errors++;
+	if ((e->attempts & (e->attempts - 1)) == 0)
+		sched_logl(s, SCHED_WARN,
+		           "eviction of %s/%s: HTTP %ld%s%s; asked again in %" PRIu64
+		           " ms while the preemptor still needs it (attempt %u)",
+		           sched_str(s, (uint32_t)(e->key >> 32)), sched_str(s, (uint32_t)e->key),
+		           r->status, r->err ? ", " : "", r->err ? strerror(-r->err) : "", ms,
+		           e->attempts);
+}
+
 static void on_evicted(void *data, const struct kubeapi_response *r)
 {
 	struct sched_evicted *e = data;
 	struct sched *s = e->s;
-	const struct kubeapi_pod *pod;
+	enum kubeapi_answer a;
 
-	if (s->stopping)
-		return; /* sched_evicted_free() frees it */
-	pod = cached_pod(s, e->key);
+	if (s->stopping || r->err == -ECANCELED)
+		return; /* sched_evicted_free() frees it; a fenced write is not sent again */
 	if (r->err == 0 && kubeapi_eviction_blocked(r)) {
 		s->n.evictions_refused++;
 		sched_log(s, "eviction of %s/%s refused by a PodDisruptionBudget: planning again",
-		          pod ? sched_str(s, pod->ns) : "?", pod ? sched_str(s, pod->name) : "?");
+		          sched_str(s, (uint32_t)(e->key >> 32)), sched_str(s, (uint32_t)e->key));
 		idmap_put(&s->refused, e->victim,
 		          (void *)(uintptr_t)(sched_now_ms(s) + SCHED_REFUSED_MS));
 		sched_hold_drop(s, e->preemptor);
@@ -69,13 +109,14 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 		sched_kick(s);
 		return;
 	}
-	if (r->err || r->status >= 500 || r->status == 429) {
-		s->n.write_errors++;
-		forget(s, e->key);
+	a = kubeapi_pod_answer(r);
+	if (a != KUBEAPI_ANSWER_DONE && a != KUBEAPI_ANSWER_GONE) {
+		retry_later(s, e, r);
 		return;
 	}
 	e->done = 1;
-	if (r->status >= 200 && r->status < 300)
+	e->attempts = 0;
+	if (a == KUBEAPI_ANSWER_DONE)
 		s->n.evictions++;
 }
 
@@ -88,7 +129,8 @@ static void send_evict(struct sched_evicted *e)
 
 	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) < 0) {
 		s->n.write_errors++;
-		forget(s, e->key); /* the next cycle asks again while the hold stands */
+		e->retry_ms =
+		    sched_now_ms(s) + RETRY_BASE_MS; /* asked again while the hold stands */
 	}
 }
 
@@ -100,9 +142,9 @@ static void on_condition(void *data, const struct kubeapi_response *r)
 	struct sched_evicted *e = data;
 	struct sched *s = e->s;
 
-	if (s->stopping)
-		return; /* sched_evicted_free() frees it */
-	if (r->status == 404) {
+	if (s->stopping || r->err == -ECANCELED)
+		return; /* sched_evicted_free() frees it; a fenced write is not sent again */
+	if (r->err == 0 && r->status == 404) {
 		e->done = 1;
 		return;
 	}
@@ -125,6 +167,7 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 		return -ENOMEM;
 	e->s = s;
 	e->key = key;
+	memcpy(e->rawuid, v->pod->uid, sizeof(e->rawuid));
 	e->victim = victim->key;
 	e->preemptor = g->key;
 	snprintf(msg, sizeof(msg), "Muster: preempted by gang %s/%s", sched_str(s, g->ns),
@@ -197,8 +240,18 @@ void sched_evict_all(struct sched *s)
 	for (size_t k = 0; k < s->plan.nevictions; k++) {
 		const struct plan_evict *v = &s->plan.evictions[k];
 		const struct plan_gang *victim = &s->plan.gangs[v->victim];
+		struct sched_evicted *e = idmap_get(&s->evicted, kubeapi_pod_key(v->pod));
 
-		if (idmap_get(&s->evicted, kubeapi_pod_key(v->pod)))
+		if (e && !same_pod(e, v->pod)) {
+			forget(s, e->key); /* another pod under the name: asked on its own */
+			e = NULL;
+		}
+		if (e && !e->done && e->retry_ms && e->retry_ms <= sched_now_ms(s)) {
+			e->retry_ms = 0;
+			send_evict(e); /* asked again: the planner still needs it */
+			continue;
+		}
+		if (e)
 			continue;
 		if (v->victim != last && v->whole && victim->group &&
 		    victim->group->dialect == KUBEAPI_PG_NATIVE)
@@ -225,9 +278,17 @@ static void sweep(struct sched *s, struct idmap *m, bool (*stale)(struct sched *
 	free(keys);
 }
 
+/* Done and gone, or its pod replaced; or not done and no longer asked
+ * for (its pod gone, or no retry due for a minute: the planner chose
+ * otherwise). */
 static bool evicted_stale(struct sched *s, uint64_t key, void *v)
 {
-	return ((struct sched_evicted *)v)->done && !cached_pod(s, key);
+	const struct sched_evicted *e = v;
+	const struct kubeapi_pod *pod = cached_pod(s, key);
+
+	if (!same_pod(e, pod))
+		return true;
+	return !e->done && e->retry_ms && e->retry_ms + 60000 < sched_now_ms(s);
 }
 
 static bool refusal_stale(struct sched *s, uint64_t key, void *v)

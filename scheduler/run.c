@@ -45,9 +45,12 @@ uint64_t sched_now_ms(struct sched *s)
 	return uv_now(s->loop);
 }
 
+/* "" once the cache is gone: the lease is released (a log line or two)
+ * after the cache has closed. */
 const char *sched_str(struct sched *s, uint32_t id)
 {
-	const char *v = intern_str(kubeapi_model_intern(kubeapi_cache_model(s->cache)), id);
+	const char *v =
+	    s->cache ? intern_str(kubeapi_model_intern(kubeapi_cache_model(s->cache)), id) : NULL;
 
 	return v ? v : "";
 }
@@ -550,14 +553,32 @@ static void closed_handle(uv_handle_t *h)
 	closed_one(h->data);
 }
 
-/* The lease is closed (released, when we led): now the engine. */
+/* Close *hp, counted in s->closing. */
+static void close_engine(struct sched *s, struct kubeapi_http **hp)
+{
+	if (*hp) {
+		s->closing++;
+		kubeapi_http_close(hp, closed_one, s);
+	}
+}
+
+/* The cache is closed: its engine may go. */
+static void cache_closed(void *data)
+{
+	struct sched *s = data;
+
+	closed_one(s);
+	close_engine(s, &s->watch_http);
+}
+
+/* The lease is closed (released, when we led): now its engine. */
 static void lease_closed(void *data)
 {
 	struct sched *s = data;
 
-	if (s->http) {
+	if (s->lease_http) {
 		s->closing++;
-		kubeapi_http_close(&s->http, closed_one, s);
+		kubeapi_http_close(&s->lease_http, closed_one, s);
 	}
 	closed_one(s);
 }
@@ -598,18 +619,20 @@ static void close_all(struct sched *s)
 	}
 	if (s->cache) {
 		s->closing++;
-		kubeapi_cache_close(&s->cache, closed_one, s);
+		kubeapi_cache_close(&s->cache, cache_closed, s);
+	} else {
+		close_engine(s, &s->watch_http);
 	}
-	/* The lease first: a leader releases it through the engine, which
-	 * closes after it (lease_closed). Writes still queued are cancelled,
-	 * not drained: a bind the server has not taken is the next leader's
-	 * to make. */
+	/* Writes still queued are cancelled, not drained: a bind the server
+	 * has not taken is the next leader's to make. A leader releases the
+	 * lease through its own engine, which closes after it
+	 * (lease_closed). */
+	close_engine(s, &s->http);
 	if (s->lease) {
 		s->closing++;
 		sched_lease_close(&s->lease, lease_closed, s);
-	} else if (s->http) {
-		s->closing++;
-		kubeapi_http_close(&s->http, closed_one, s);
+	} else {
+		close_engine(s, &s->lease_http);
 	}
 }
 
@@ -621,27 +644,57 @@ static void on_signal(uv_signal_t *h, int signum)
 	stop(s);
 }
 
+/* The User-Agent: "muster", and with leader election the identity, so
+ * the server's audit log (and a proxy) tells replicas apart. */
+static void user_agent(const struct sched *s, char *out, size_t cap)
+{
+	if (s->opt.leader_elect && s->opt.identity)
+		snprintf(out, cap, "muster/%.100s", s->opt.identity);
+	else
+		snprintf(out, cap, "muster");
+}
+
+/*
+ * Three engines, each with connections of its own:
+ *   - writes (binds, status, Events, evictions): a burst of binds is as
+ *     fast as the number in flight over the server's answer time (about
+ *     300 ms each on a loaded 2-core test cluster): 8,000 binds went at
+ *     446 and 398/s with 128 in flight, 679 and 580/s with 256
+ *     (bench/README.md, 29 Nov). 32 streams a connection put them on
+ *     eight connections, which the server serves in parallel
+ *     (kubeapi/http.h says what one connection caps); over HTTP/1.1 the
+ *     engine lifts its cap to 64. Cost: about 12 MiB more at the peak of
+ *     the burst (46 to 58 MiB). On a cluster with API Priority and
+ *     Fairness, the server queues what its share for us does not take,
+ *     and answers 429 past that, which the engine retries with backoff.
+ *   - the cache's lists and watches: a watch holds its connection for as
+ *     long as it runs, one per kind over HTTP/1.1; sharing the writes'
+ *     eight, nine watches left none for binds or the lease (issue 55).
+ *   - the lease: its renewal never waits behind binds or watches, on
+ *     HTTP/1.1 and HTTP/2 alike, as kube-scheduler gives leader election
+ *     a client of its own. One connection, idle but for a request every
+ *     retry period.
+ */
 static int connect_api(struct sched *s)
 {
-	char err[512];
-	/* A burst of binds is as fast as the number in flight over the
-	 * server's answer time (about 300 ms each on a loaded 2-core test
-	 * cluster): 8,000 binds went at 446 and 398/s with 128 in flight,
-	 * 679 and 580/s with 256 (bench/README.md, 29 Nov). 32 streams a
-	 * connection put them on eight connections, which the server serves
-	 * in parallel (kubeapi/http.h says what one connection caps). Cost:
-	 * about 12 MiB more at the peak of the burst (46 to 58 MiB). On a
-	 * cluster with API Priority and Fairness, the server queues what its
-	 * share for us does not take, and answers 429 past that, which the
-	 * engine retries with backoff. */
-	struct kubeapi_http_options hopt = {.write_qps = 5000,
+	char err[512], ua[128];
+	struct kubeapi_http_options wopt = {.write_qps = 5000,
 	                                    .write_burst = 5000,
 	                                    .max_inflight = 256,
 	                                    .streams_per_conn = 32,
 	                                    .observe = debug_metrics_api,
-	                                    .observe_data = &s->m};
+	                                    .observe_data = &s->m,
+	                                    .user_agent = ua};
+	/* Reads only: lists and one watch per kind, all on one HTTP/2
+	 * connection, or a connection each over HTTP/1.1 (no cap). */
+	struct kubeapi_http_options ropt = {.max_inflight = 64,
+	                                    .observe = debug_metrics_api,
+	                                    .observe_data = &s->m,
+	                                    .user_agent = ua};
+	struct kubeapi_http_options lopt = {.max_inflight = 4, .user_agent = ua};
 	int rc;
 
+	user_agent(s, ua, sizeof(ua));
 	if (s->opt.kubeconfig)
 		rc = kubeapi_conn_from_kubeconfig(s->opt.kubeconfig, s->opt.context, &s->conn, err,
 		                                  sizeof(err));
@@ -651,7 +704,12 @@ static int connect_api(struct sched *s)
 		sched_log(s, "%s", err);
 		return rc;
 	}
-	return kubeapi_http_new(s->loop, &s->conn, &hopt, &s->http);
+	if ((rc = kubeapi_http_new(s->loop, &s->conn, &wopt, &s->http)) < 0 ||
+	    (rc = kubeapi_http_new(s->loop, &s->conn, &ropt, &s->watch_http)) < 0)
+		return rc;
+	if (s->opt.leader_elect)
+		rc = kubeapi_http_new(s->loop, &s->conn, &lopt, &s->lease_http);
+	return rc;
 }
 
 /* What the debug servers show of s (struct debug_source). */
@@ -758,7 +816,11 @@ static void lease_changed(void *data, bool leader)
 		sched_kick(s);
 		return;
 	}
-	sched_logl(s, SCHED_ERROR, "lost leadership; stopping (exit 1)");
+	/* Fenced at once, whatever the cycle is doing: no write queued,
+	 * retrying or decided later goes out (a standby may lead from the
+	 * lease's expiry on); the cycle in flight is only waited for. */
+	kubeapi_http_fence(s->http);
+	sched_logl(s, SCHED_ERROR, "lost leadership; writes fenced, stopping (exit 1)");
 	s->exit_code = 1;
 	stop(s);
 }
@@ -782,7 +844,7 @@ static int start_lease(struct sched *s)
 	snprintf(s->instance, sizeof(s->instance), "%s", s->opt.identity ? s->opt.identity : "");
 	sched_log(s, "leader election on lease %s/%s as %s: standing by until elected",
 	          o.ns ? o.ns : "?", o.name ? o.name : "?", o.identity ? o.identity : "?");
-	return sched_lease_start(s->loop, s->http, &o, &s->lease);
+	return sched_lease_start(s->loop, s->lease_http, &o, &s->lease);
 }
 
 static unsigned fed_kinds(void)
@@ -818,7 +880,7 @@ static int start(struct sched *s)
 	use_names(s);
 	if ((rc = connect_api(s)) < 0)
 		return rc;
-	if ((rc = kubeapi_cache_new(s->loop, s->http, &copt, &s->cache)) < 0 ||
+	if ((rc = kubeapi_cache_new(s->loop, s->watch_http, &copt, &s->cache)) < 0 ||
 	    (rc = kubeapi_cache_start(s->cache)) < 0)
 		return rc;
 	if ((rc = start_lease(s)) < 0)
@@ -891,11 +953,12 @@ int sched_run(const struct sched_options *opt)
 			stop(s);
 	}
 	uv_run(&loop, UV_RUN_DEFAULT);
-	/* The cache has closed; now the engine, whose cancelled calls
-	 * report back before it frees itself. */
-	if (s->http) {
-		s->closing++;
-		kubeapi_http_close(&s->http, closed_one, s);
+	/* What start() opened before it failed, if it did: the engines,
+	 * whose cancelled calls report back before they free themselves. */
+	if (s->http || s->watch_http || s->lease_http) {
+		close_engine(s, &s->http);
+		close_engine(s, &s->watch_http);
+		close_engine(s, &s->lease_http);
 		uv_run(&loop, UV_RUN_DEFAULT);
 	}
 	sched_assumed_free(s);
@@ -906,6 +969,7 @@ int sched_run(const struct sched_options *opt)
 	idmap_free(&s->shaped);
 	idmap_free(&s->groups);
 	idmap_free(&s->group_shaped);
+	sched_owed_free(s);
 	sched_waits_free(s);
 	plan_free(&s->plan);
 	plan_memory_free(&s->plan_keep);

@@ -93,16 +93,23 @@ struct sched_options {
 };
 
 /* A pod Muster bound or is binding: what the planner must treat as bound
- * until the cache shows it. */
+ * until the cache shows it. It is the decision for one pod, the one with
+ * uid: a pod that takes its name (or its name's id) later is another. */
 struct sched_assumed {
 	struct sched *s;
 	uint64_t key;      /* the pod's */
+	uint8_t uid[16];   /* the pod's, as the decision saw it */
 	uint32_t node;     /* name id */
 	uint64_t gang;     /* plan_gang_key */
 	uint64_t since_ms; /* when the bind was first sent */
+	uint64_t retry_ms; /* RETRY: not sent again before */
+	/* The resourceVersion the last vGPU patch was sent against, and the
+	 * one a 409 said is stale: not sent again until the watch shows
+	 * another. */
+	uint64_t sent_rv, stale_rv;
 	uint8_t state;     /* enum sched_bind_state */
 	uint8_t annotated; /* its vGPU shares are written on the pod */
-	uint8_t released;  /* its gang was let go while a write was in flight */
+	uint8_t attempts;  /* answers that kept the room, in a row (saturates) */
 	/* The vGPU shares it was given (NULL for none), holding a reference
 	 * on each GPU UUID id: written before the binding (shares.c). */
 	struct kubeapi_vgpu_held *vgpu;
@@ -169,12 +176,12 @@ struct sched_cycle {
 enum sched_bind_state {
 	SCHED_BIND_QUEUED, /* decided, waiting in the bind queue (bind.c) */
 	SCHED_BIND_INFLIGHT,
-	SCHED_BIND_DONE,  /* 201: waiting for the watch to show it */
-	SCHED_BIND_RETRY, /* the server was unreachable: send again next cycle */
+	SCHED_BIND_DONE,  /* 201: waiting for the watch to show it, however long */
+	SCHED_BIND_RETRY, /* an answer that keeps the room: sent again from retry_ms */
 };
 
 struct sched_counters {
-	uint64_t cycles, binds_sent, binds_ok, binds_failed, binds_retried, gangs_released;
+	uint64_t cycles, binds_sent, binds_ok, binds_failed, binds_retried;
 	uint64_t status_writes, events, events_dropped, podgroup_writes, write_errors;
 	uint64_t evictions, evictions_refused;
 	double last_cycle_ms;
@@ -191,7 +198,10 @@ struct sched {
 	uv_loop_t *loop;
 	struct sched_options opt;
 	struct kubeapi_conn conn;
-	struct kubeapi_http *http;
+	/* Three engines on one API server, each with connections of its own
+	 * (run.c's connect_api() says why): http for writes, watch_http for
+	 * the cache's lists and watches, lease_http for leader election. */
+	struct kubeapi_http *http, *watch_http, *lease_http;
 	struct kubeapi_cache *cache;
 	struct config_watch *watch;
 	struct config *cfg;
@@ -232,6 +242,9 @@ struct sched {
 	 * (shaped: pods, group_shaped: PodGroups). */
 	struct idmap written, groups;
 	struct idmap shaped, group_shaped;
+	/* FailedScheduling Events not yet taken by the server: pod key ->
+	 * their message and shape (status.c). */
+	struct idmap owed;
 	size_t swept[4];      /* where the sweep of each goes on (status.c) */
 	struct idmap waits;   /* gang key -> its wait (timeout.c) */
 	struct idmap evicted; /* pod key -> struct sched_evicted * (evict.c) */
@@ -284,11 +297,12 @@ void sched_assumed_sweep(struct sched *s);
 void sched_assumed_free(struct sched *s);
 
 /* shares.c: a bind's vGPU shares kept with its assumption (0, or
- * -ENOMEM: bind it not), freed, and written on the pod (the engine's
- * error, or 0 and cb called with e). */
+ * -ENOMEM: bind it not), freed, and written on the pod t names, under
+ * t's uid and resourceVersion preconditions (the engine's error, or 0 and
+ * cb called with e). */
 int sched_shares_keep(struct sched *s, struct sched_assumed *e, const struct plan_bind *b);
 void sched_shares_free(struct sched *s, struct sched_assumed *e);
-int sched_shares_write(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod,
+int sched_shares_write(struct sched *s, struct sched_assumed *e, const struct kubeapi_target *t,
                        kubeapi_http_done_cb cb);
 
 /* evict.c */
@@ -327,6 +341,12 @@ struct sched_status_load {
 bool sched_status_waits(const struct sched_status_load *l, uint64_t now_ms, uint64_t *held_ms);
 void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
                  const char *reason, const char *action, const char *note);
+/* The same, cb(data) called with the answer: 0, or the engine's error
+ * (-ENOBUFS: the background queue is full) and cb is not called. */
+int sched_event_cb(struct sched *s, const struct kubeapi_pod *pod, const char *type,
+                   const char *reason, const char *action, const char *note,
+                   kubeapi_http_done_cb cb, void *data);
+void sched_owed_free(struct sched *s);
 void sched_target(struct sched *s, const struct kubeapi_pod *pod, struct kubeapi_target *t,
                   char uid[40]);
 

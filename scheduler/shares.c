@@ -6,7 +6,9 @@
  * annotations, which the device plugin reads when the container starts
  * (the shares in volcano.sh/vgpu-ids-new and devices-to-allocate, the
  * node in vgpu-node, bind-phase "allocating", the times), then the
- * binding. The shares stay assumed with the pod until the watch shows it
+ * binding. The patch names the pod's uid and the resourceVersion the
+ * decision saw (bind.c): it lands only on that pod, still unbound. The
+ * shares stay assumed with the pod until the watch shows it
  * bound, so no cycle gives them out twice; and if the binding never
  * happens, an annotation on an unbound pod gives nothing away: the
  * planner counts shares only on bound pods and its own assumptions.
@@ -89,15 +91,14 @@ static int encode(struct sched *s, const struct sched_assumed *e, struct buf *ou
 	return kubeapi_vgpu_encode_pod(v, e->vgpu->n, e->vgpu->ncontainers, out);
 }
 
-int sched_shares_write(struct sched *s, struct sched_assumed *e, const struct kubeapi_pod *pod,
+int sched_shares_write(struct sched *s, struct sched_assumed *e, const struct kubeapi_target *t,
                        kubeapi_http_done_cb cb)
 {
 	static const char *const keys[] = {KUBEAPI_VGPU_NODE,       KUBEAPI_VGPU_TIME,
 	                                   KUBEAPI_VGPU_IDS,        KUBEAPI_VGPU_TO_ALLOCATE,
 	                                   KUBEAPI_VGPU_BIND_PHASE, KUBEAPI_VGPU_BIND_TIME};
-	struct kubeapi_target t;
 	struct buf ids;
-	char uid[40], now[24];
+	char now[24];
 	int rc;
 
 	buf_init(&ids, 64 * 1024);
@@ -110,8 +111,7 @@ int sched_shares_write(struct sched *s, struct sched_assumed *e, const struct ku
 		const char *values[] = {sched_str(s, e->node), now, ids.p, ids.p,
 		                        "allocating",          now};
 
-		sched_target(s, pod, &t, uid);
-		rc = kubeapi_patch_pod_annotations(s->http, &t, keys, values, 6, cb, e);
+		rc = kubeapi_patch_pod_annotations(s->http, t, keys, values, 6, cb, e);
 	}
 	buf_free(&ids);
 	return rc;

@@ -42,6 +42,14 @@
  * A waiting message that differs from the last one Muster wrote on the
  * object only in its numbers or details (the same shape) is rewritten at
  * most every STATUS_DRIFT_S; a new shape goes at once.
+ *
+ * A FailedScheduling Event is owed from the moment its condition goes
+ * out until the server has taken the Event: the shape is remembered as
+ * announced only then, and one that could not go (the engine's
+ * background queue full, a slow or failing Events endpoint) waits in
+ * s->owed with its message and is sent again, a second apart at first,
+ * while its pod waits. Shapes carry a tag of the pod's uid, so a pod
+ * created again under a waiting pod's name is announced on its own.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -136,8 +144,9 @@ static void on_event(void *data, const struct kubeapi_response *r)
 		s->n.write_errors++;
 }
 
-void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
-                 const char *reason, const char *action, const char *note)
+int sched_event_cb(struct sched *s, const struct kubeapi_pod *pod, const char *type,
+                   const char *reason, const char *action, const char *note,
+                   kubeapi_http_done_cb cb, void *data)
 {
 	struct kubeapi_target t;
 	struct timespec now;
@@ -149,19 +158,22 @@ void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *typ
 	                           .note = note,
 	                           .controller = "muster.dev/scheduler",
 	                           .instance = s->instance};
+	int rc;
 
 	sched_target(s, pod, &t, uid);
 	clock_gettime(CLOCK_REALTIME, &now);
-	switch (kubeapi_event_create(s->http, &ev, now, on_event, s)) {
-	case 0:
+	rc = kubeapi_event_create(s->http, &ev, now, cb, data);
+	if (rc == 0)
 		s->n.events++;
-		break;
-	case -ENOBUFS: /* the server is behind; the pod's condition says it too */
+	else if (rc == -ENOBUFS) /* the server is behind; the pod's condition says it too */
 		s->n.events_dropped++;
-		break;
-	default:
-		break;
-	}
+	return rc;
+}
+
+void sched_event(struct sched *s, const struct kubeapi_pod *pod, const char *type,
+                 const char *reason, const char *action, const char *note)
+{
+	sched_event_cb(s, pod, type, reason, action, note, on_event, s);
 }
 
 /* May a write to the object at key, whose cached copy is at
@@ -223,39 +235,187 @@ static uint64_t now_s(struct sched *s)
 
 /* The last waiting message written on an object is kept in one word of
  * its map (shaped: pods, group_shaped: PodGroups): its shape in the high
- * half, when it was written (seconds of the loop's clock) in the low. */
+ * half, then 16 bits of the object's uid (a pod created again under the
+ * name is another), then when it was written (seconds of the loop's
+ * clock, mod 2^16: only differences under STATUS_DRIFT_S are read). */
+
+static uint16_t uid_tag(const uint8_t uid[16])
+{
+	uint16_t t = 0;
+
+	for (int k = 0; k < 16; k += 2)
+		t ^= (uint16_t)(uid[k] << 8 | uid[k + 1]);
+	return t;
+}
+
+static uint64_t shape_word(struct sched *s, uint32_t shape, uint16_t tag)
+{
+	return (uint64_t)shape << 32 | (uint64_t)tag << 16 | (uint16_t)now_s(s);
+}
+
+/* Is `was` the same shape on the same object? */
+static bool same_shape(uint64_t was, uint32_t shape, uint16_t tag)
+{
+	return was && (uint32_t)(was >> 32) == shape && (uint16_t)(was >> 16) == tag;
+}
 
 /* Would msg only drift from the message written at key less than
  * STATUS_DRIFT_S ago? */
-static bool drift_too_soon(struct sched *s, const struct idmap *m, uint64_t key, const char *msg)
+static bool drift_too_soon(struct sched *s, const struct idmap *m, uint64_t key, uint16_t tag,
+                           const char *msg)
 {
 	uint64_t was = (uintptr_t)idmap_get(m, key);
 
-	return was && (uint32_t)(was >> 32) == shape32(msg) &&
-	       (uint32_t)now_s(s) - (uint32_t)was < STATUS_DRIFT_S;
+	return same_shape(was, shape32(msg), tag) &&
+	       (uint16_t)((uint16_t)now_s(s) - (uint16_t)was) < STATUS_DRIFT_S;
 }
 
-/* A message of shape `shape` was just written at key: the shape written
- * there before (0: none). Out of memory, nothing is kept and `shape` is
- * returned, as if it had not changed. */
-static uint32_t remember_shape(struct sched *s, struct idmap *m, uint64_t key, uint32_t shape)
+/* A message of shape `shape` was just written (or announced) at key. Out
+ * of memory, nothing is kept: it is written again at the next cycle. */
+static void remember_shape(struct sched *s, struct idmap *m, uint64_t key, uint32_t shape,
+                           uint16_t tag)
 {
-	uint64_t was = (uintptr_t)idmap_get(m, key);
-	uint64_t word = (uint64_t)shape << 32 | (uint32_t)now_s(s);
+	idmap_put(m, key, (void *)(uintptr_t)shape_word(s, shape, tag));
+}
 
-	if (idmap_put(m, key, (void *)(uintptr_t)word) < 0)
-		return shape;
-	return (uint32_t)(was >> 32);
+/* ---- FailedScheduling Events owed --------------------------------------- */
+
+/* At most this many owed Events are kept (about 300 bytes each: 20 MiB):
+ * past it, a pod's Event is lost, as kube-scheduler's broadcaster drops
+ * what its queue cannot take; its condition still says why it waits. */
+#define OWED_MAX 65536
+/* An owed Event whose POST failed is sent again this long after. */
+#define OWED_RETRY_MS 1000
+
+struct owed {
+	uint64_t word;     /* the shape word it announces (shape_word()) */
+	uint64_t retry_ms; /* not before */
+	uint8_t inflight;
+	char msg[]; /* the message, as the condition says it */
+};
+
+/* The Event at key came back: announced when the server took it. */
+struct owed_op {
+	struct sched *s;
+	uint64_t key, word;
+};
+
+static void owed_free(struct sched *s, uint64_t key)
+{
+	free(idmap_del(&s->owed, key));
+}
+
+static void on_owed_event(void *data, const struct kubeapi_response *r)
+{
+	struct owed_op *op = data;
+	struct sched *s = op->s;
+	struct owed *o;
+
+	if (s->stopping || !(o = idmap_get(&s->owed, op->key)) || o->word != op->word)
+		goto out; /* gone, or a newer message owed meanwhile */
+	o->inflight = 0;
+	if (r->err == 0 && r->status >= 200 && r->status < 300) {
+		idmap_put(&s->shaped, op->key, (void *)(uintptr_t)op->word);
+		owed_free(s, op->key);
+	} else {
+		o->retry_ms = sched_now_ms(s) + OWED_RETRY_MS;
+		if (r->err != -ECANCELED)
+			s->n.write_errors++;
+	}
+out:
+	free(op);
+}
+
+/* Send pod's owed Event o (its key). */
+static void send_owed(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, struct owed *o)
+{
+	struct owed_op *op = malloc(sizeof(*op));
+	int rc;
+
+	if (!op)
+		return;
+	*op = (struct owed_op){s, key, o->word};
+	rc = sched_event_cb(s, pod, "Warning", "FailedScheduling", "Scheduling", o->msg,
+	                    on_owed_event, op);
+	if (rc < 0) {
+		free(op);
+		o->retry_ms = sched_now_ms(s) + OWED_RETRY_MS;
+		return;
+	}
+	o->inflight = 1;
+}
+
+/* msg is owed at key (word: its shape word): kept, replacing an older
+ * one, and sent. */
+static void owe(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, uint64_t word,
+                const char *msg)
+{
+	size_t len = strlen(msg);
+	struct owed *o;
+
+	if (s->owed.n >= OWED_MAX && !idmap_get(&s->owed, key)) {
+		s->n.events_dropped++;
+		return;
+	}
+	if (!(o = malloc(sizeof(*o) + len + 1)))
+		return;
+	*o = (struct owed){.word = word};
+	memcpy(o->msg, msg, len + 1);
+	owed_free(s, key);
+	if (idmap_put(&s->owed, key, o) < 0) {
+		free(o);
+		return;
+	}
+	send_owed(s, pod, key, o);
+}
+
+/* Owed Events due again whose pods still wait, each as it was owed;
+ * those of pods bound, gone or replaced are let go. O(owed). */
+static void resend_owed(struct sched *s)
+{
+	const struct idmap *pods = kubeapi_cache_store(s->cache, KUBEAPI_STORE_PODS);
+	uint64_t now = sched_now_ms(s), *gone = calloc(s->owed.n + 1, sizeof(*gone));
+	const struct idmap_slot *sl;
+	size_t n = 0;
+
+	if (!gone)
+		return;
+	IDMAP_FOREACH(&s->owed, i, sl) {
+		struct owed *o = sl->value;
+		const struct kubeapi_pod *pod = idmap_get(pods, sl->key);
+
+		if (!pod || pod->node || pod->deleting ||
+		    uid_tag(pod->uid) != (uint16_t)(o->word >> 16))
+			gone[n++] = sl->key;
+		else if (!o->inflight && o->retry_ms <= now &&
+		         !kubeapi_http_background_full(s->http))
+			send_owed(s, pod, sl->key, o);
+	}
+	for (size_t k = 0; k < n; k++)
+		owed_free(s, gone[k]);
+	free(gone);
+}
+
+void sched_owed_free(struct sched *s)
+{
+	const struct idmap_slot *sl;
+
+	IDMAP_FOREACH(&s->owed, i, sl)
+		free(sl->value);
+	idmap_free(&s->owed);
 }
 
 /* A FailedScheduling Event and a log line when the headline changed. */
 static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t key, const char *msg)
 {
 	uint32_t shape = shape32(msg);
+	uint16_t tag = uid_tag(pod->uid);
+	const struct owed *o = idmap_get(&s->owed, key);
 
-	if (remember_shape(s, &s->shaped, key, shape) == shape)
-		return;
-	sched_event(s, pod, "Warning", "FailedScheduling", "Scheduling", msg);
+	if (same_shape((uintptr_t)idmap_get(&s->shaped, key), shape, tag) ||
+	    (o && same_shape(o->word, shape, tag)))
+		return; /* announced, or owed already */
+	owe(s, pod, key, shape_word(s, shape, tag), msg);
 	sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
 	               sched_str(s, pod->name), "pod %s/%s waits: %s", sched_str(s, pod->ns),
 	               sched_str(s, pod->name), msg);
@@ -271,7 +431,8 @@ static void pod_condition(struct sched *s, const struct kubeapi_pod *pod, const 
 	char uid[40], rv[24];
 
 	if (pod->sched_cond == KUBEAPI_SCHED_COND_UNSCHEDULABLE &&
-	    (pod->sched_msg == msg_hash || drift_too_soon(s, &s->shaped, key, msg)))
+	    (pod->sched_msg == msg_hash ||
+	     drift_too_soon(s, &s->shaped, key, uid_tag(pod->uid), msg)))
 		return; /* the server has it, or as good as */
 	/* Never for a pod bound or being bound. */
 	if (pod->node || idmap_get(&s->assumed, key) || *budget == 0 ||
@@ -426,14 +587,14 @@ static bool same_message(const struct kubeapi_pg_status *st, const struct pg_int
 /* Does the server's copy say what in says, or as good as: all but a
  * waiting message that only drifted from the one written there less
  * than STATUS_DRIFT_S ago? */
-static bool matches(struct sched *s, uint64_t key, const struct kubeapi_pg_status *st,
+static bool matches(struct sched *s, uint64_t key, uint16_t tag, const struct kubeapi_pg_status *st,
                     const struct pg_intent *in)
 {
 	if (!matches_but_message(s, st, in))
 		return false;
 	if (same_message(st, in))
 		return true;
-	return in->message && drift_too_soon(s, &s->group_shaped, key, in->message);
+	return in->message && drift_too_soon(s, &s->group_shaped, key, tag, in->message);
 }
 
 /* The condition, keeping its transition time and id while its type holds
@@ -502,7 +663,7 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	char *json, rv[24];
 
 	intent(s, g, &in);
-	if (matches(s, g->key, &pg->status, &in) || *budget == 0 ||
+	if (matches(s, g->key, uid_tag(pg->uid), &pg->status, &in) || *budget == 0 ||
 	    !may_write(&s->groups, g->key, pg->rv))
 		return;
 	if (!(json = group_status_json(s, pg, &in)) ||
@@ -520,7 +681,8 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
 	} else {
 		s->n.podgroup_writes++;
 		if (in.message && *in.message)
-			remember_shape(s, &s->group_shaped, g->key, shape32(in.message));
+			remember_shape(s, &s->group_shaped, g->key, shape32(in.message),
+			               uid_tag(pg->uid));
 	}
 	cJSON_free(json);
 }
@@ -651,6 +813,7 @@ void sched_status_write(struct sched *s, const struct buf *todo)
 		}
 		pod_condition(s, v[k].pod, g->message, h, &budget);
 	}
+	resend_owed(s);
 }
 
 /* Slots of each map the sweep looks at per cycle. The map of shapes holds

@@ -1417,6 +1417,109 @@ static void test_cancel_while_waiting_to_retry(void **state)
 	fault_stop(e, &f);
 }
 
+/* ---- The fence, and a server without HTTP/2 ---------------------------- */
+
+static int two_running(void *arg)
+{
+	struct kubeapi_http_stats st;
+
+	kubeapi_http_get_stats(arg, &st);
+	return st.inflight == 2;
+}
+
+/* kubeapi_http_fence(): two writes running (the peer never answers them),
+ * two queued and a read queued behind them. The fence cancels the four
+ * writes, the read goes on and is answered; afterwards a write is
+ * refused at submit and a read still goes. */
+static void test_fence_cancels_writes_not_reads(void **state)
+{
+	struct env *e = *state;
+	struct kubeapi_http_options opt = {.max_inflight = 2};
+	struct kubeapi_conn c;
+	struct fault f;
+	struct kubeapi_http *h;
+	struct result w[4], r, r2;
+	struct kubeapi_request late = {.method = KUBEAPI_POST,
+	                               .path = "/api/v1/namespaces/x/pods/y/binding",
+	                               .body = "{}",
+	                               .body_len = 2,
+	                               .done_cb = on_done,
+	                               .data = &r2};
+
+	fault_start(e, &f, "hang hang 200");
+	h = fault_engine(e, &f, &c, &opt);
+	for (int i = 0; i < 4; i++)
+		submit(h, KUBEAPI_POST, "/api/v1/namespaces/x/pods/y/binding", "{}",
+		       KUBEAPI_REQ_RETRY, &w[i]);
+	submit(h, KUBEAPI_GET, "/api/v1/pods", NULL, KUBEAPI_REQ_RETRY, &r);
+	assert_int_equal(run_until_fn(e, two_running, h, WAIT_MS), 0);
+	kubeapi_http_fence(h);
+	assert_int_equal(run_until(e, &r.done, 1, WAIT_MS), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"request\": 3")); /* the third the peer saw */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(run_until(e, &w[i].done, 1, WAIT_MS), 0);
+		assert_int_equal(w[i].err, -ECANCELED);
+		result_free(&w[i]);
+	}
+	assert_int_equal(kubeapi_http_submit(h, &late, NULL), -EPERM);
+	result_free(&r);
+	call(e, h, KUBEAPI_GET, "/api/v1/pods", NULL, KUBEAPI_REQ_RETRY, &r);
+	assert_int_equal(r.status, 200);
+	result_free(&r);
+	engine_close(e, &h);
+	fault_stop(e, &f);
+}
+
+struct sockets_goal {
+	struct kubeapi_http *h;
+	unsigned want;
+};
+
+static int sockets_reached(void *arg)
+{
+	const struct sockets_goal *g = arg;
+	struct kubeapi_http_stats st;
+
+	kubeapi_http_get_stats(g->h, &st);
+	return st.sockets >= g->want;
+}
+
+/* Shaped for HTTP/2 (16 in flight, 2 streams a connection: at most 8
+ * connections), against a peer that speaks only HTTP/1.1: once it has
+ * answered in HTTP/1.1, 16 requests at once get 16 connections, not 8
+ * (a proxy in front of the API server without HTTP/2 left Muster eight
+ * requests at once, watches included). */
+static void test_http1_server_lifts_connection_cap(void **state)
+{
+	struct env *e = *state;
+	struct kubeapi_http_options opt = {.max_inflight = 16, .streams_per_conn = 2};
+	struct kubeapi_conn c;
+	struct fault f;
+	struct kubeapi_http *h;
+	struct result first, r[16];
+	struct sockets_goal g;
+	struct kubeapi_http_stats st;
+
+	fault_start(e, &f, "200 hang");
+	h = fault_engine(e, &f, &c, &opt);
+	call(e, h, KUBEAPI_GET, "/version", NULL, 0, &first);
+	assert_int_equal(first.version, 11);
+	result_free(&first);
+	for (int i = 0; i < 16; i++)
+		submit(h, KUBEAPI_GET, "/version", NULL, 0, &r[i]);
+	g = (struct sockets_goal){h, 16};
+	assert_int_equal(run_until_fn(e, sockets_reached, &g, WAIT_MS), 0);
+	kubeapi_http_get_stats(h, &st);
+	assert_int_equal(st.inflight, 16);
+	engine_close(e, &h);
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(r[i].err, -ECANCELED);
+		result_free(&r[i]);
+	}
+	fault_stop(e, &f);
+}
+
 /* ---- Closing, and bad requests ---------------------------------------- */
 
 static int one_running(void *arg)
@@ -1547,6 +1650,8 @@ int main(void)
 	    cmocka_unit_test_teardown(test_retries_exhausted, test_cleanup),
 	    cmocka_unit_test_teardown(test_attempt_timeout, test_cleanup),
 	    cmocka_unit_test_teardown(test_cancel_while_waiting_to_retry, test_cleanup),
+	    cmocka_unit_test_teardown(test_fence_cancels_writes_not_reads, test_cleanup),
+	    cmocka_unit_test_teardown(test_http1_server_lifts_connection_cap, test_cleanup),
 	    cmocka_unit_test_teardown(test_close_cancels_everything, test_cleanup),
 	    cmocka_unit_test_teardown(test_submit_refusals, test_cleanup),
 	};

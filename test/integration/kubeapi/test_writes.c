@@ -29,6 +29,15 @@ static long raw(struct fixture *fx, enum kubeapi_method m, const char *path, con
 /* Wait for a typed write submitted with itest_done. */
 #define WAIT(fx, call) itest_wait(&(fx)->t, (call))
 
+/* The last answer, as the engine gave it, for kubeapi_*_answer(). */
+static struct kubeapi_response last(struct fixture *fx)
+{
+	return (struct kubeapi_response){.status = fx->t.status,
+	                                 .err = fx->t.err,
+	                                 .body = fx->t.body,
+	                                 .len = strlen(fx->t.body)};
+}
+
 /* kubectl's view: the output of `kubectl get ... -o jsonpath=...`. */
 static char *kubectl(struct fixture *fx, const char *args)
 {
@@ -110,6 +119,15 @@ static void test_bind_sets_node_once(void **state)
 	                 409);
 	assert_int_equal(fx->t.attempts, 1);
 	assert_string_equal(kubectl(fx, "get pod b1 -o jsonpath={.spec.nodeName}"), "cpu-0001");
+	/* What the server's words mean (kubeapi_bind_answer): bound to
+	 * another node than this bind's is never for this bind; bound to
+	 * this bind's node is an earlier attempt that went through. */
+	{
+		struct kubeapi_response r = last(fx);
+
+		assert_int_equal(kubeapi_bind_answer(&r, "cpu-0002"), KUBEAPI_ANSWER_GONE);
+		assert_int_equal(kubeapi_bind_answer(&r, "cpu-0001"), KUBEAPI_ANSWER_BOUND);
+	}
 }
 
 static void test_bind_with_a_stale_uid_is_refused(void **state)
@@ -121,6 +139,61 @@ static void test_bind_with_a_stale_uid_is_refused(void **state)
 	assert_int_equal(WAIT(fx, kubeapi_bind(fx->t.http, &t, "cpu-0001", itest_done, &fx->t)),
 	                 409);
 	assert_string_equal(kubectl(fx, "get pod b2 -o jsonpath={.spec.nodeName}"), "");
+	{
+		struct kubeapi_response r = last(fx);
+
+		assert_int_equal(kubeapi_bind_answer(&r, "cpu-0001"), KUBEAPI_ANSWER_GONE);
+	}
+	/* A pod that is not there: 404, never for this pod either. */
+	t.name = "b2-never-created";
+	assert_int_equal(WAIT(fx, kubeapi_bind(fx->t.http, &t, "cpu-0001", itest_done, &fx->t)),
+	                 404);
+	{
+		struct kubeapi_response r = last(fx);
+
+		assert_int_equal(kubeapi_bind_answer(&r, "cpu-0001"), KUBEAPI_ANSWER_GONE);
+	}
+}
+
+/* The vGPU annotations' patch lands only on the pod as the decision saw
+ * it: a stale resourceVersion is refused (409: changed, read it again)
+ * and so is another uid (409: gone), and neither changes the pod. */
+static void test_annotation_patch_preconditions(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const keys[] = {"volcano.sh/vgpu-node"};
+	static const char *const values[] = {"gpu-0001"};
+	char uid[64], rv[32], old[32];
+	struct kubeapi_target t = {fx->ns, "a1", uid, rv};
+	const char *shown = "get pod a1 -o jsonpath={.metadata.annotations.volcano\\.sh/vgpu-node}";
+	struct kubeapi_response r;
+
+	create_pod(fx, "a1", NULL, NULL);
+	pod_uid(fx, "a1", uid, sizeof(uid));
+	snprintf(old, sizeof(old), "%s",
+	         kubectl(fx, "get pod a1 -o jsonpath={.metadata.resourceVersion}"));
+	snprintf(rv, sizeof(rv), "%llu", strtoull(old, NULL, 10) - 1);
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_annotations(fx->t.http, &t, keys, values, 1,
+	                                                        itest_done, &fx->t)),
+	                 409);
+	r = last(fx);
+	assert_int_equal(kubeapi_pod_answer(&r), KUBEAPI_ANSWER_CHANGED);
+	assert_string_equal(kubectl(fx, shown), "");
+	snprintf(rv, sizeof(rv), "%s", old);
+	t.uid = "00000000-0000-0000-0000-000000000000";
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_annotations(fx->t.http, &t, keys, values, 1,
+	                                                        itest_done, &fx->t)),
+	                 409);
+	r = last(fx);
+	assert_int_equal(kubeapi_pod_answer(&r), KUBEAPI_ANSWER_GONE);
+	assert_string_equal(kubectl(fx, shown), "");
+	t.uid = uid;
+	assert_int_equal(WAIT(fx, kubeapi_patch_pod_annotations(fx->t.http, &t, keys, values, 1,
+	                                                        itest_done, &fx->t)),
+	                 200);
+	r = last(fx);
+	assert_int_equal(kubeapi_pod_answer(&r), KUBEAPI_ANSWER_DONE);
+	assert_string_equal(kubectl(fx, shown), "gpu-0001");
 }
 
 static void test_names_that_could_reshape_a_path_are_refused(void **state)
@@ -335,6 +408,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bind_sets_node_once),
 	    cmocka_unit_test(test_bind_with_a_stale_uid_is_refused),
+	    cmocka_unit_test(test_annotation_patch_preconditions),
 	    cmocka_unit_test(test_names_that_could_reshape_a_path_are_refused),
 	    cmocka_unit_test(test_condition_patch_is_what_kubectl_shows),
 	    cmocka_unit_test(test_condition_patch_with_a_stale_resource_version_is_refused),
