@@ -211,6 +211,8 @@ class Replicas:
 
     def stop(self):
         with self.lock:
+            if self.stopping:
+                return list(self.info.values())
             self.stopping = True
             procs = dict(self.procs)
         for identity, p in procs.items():
