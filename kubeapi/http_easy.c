@@ -101,6 +101,37 @@ static struct curl_slist *build_headers(struct kubeapi_http_call *c)
 /* Sets an option unless an earlier one failed; rc is a CURLcode. */
 #define SETOPT(rc, e, opt, val) ((rc) == CURLE_OK ? ((rc) = curl_easy_setopt((e), opt, val)) : (rc))
 
+/*
+ * With a CA from the kubeconfig (or the service account's ca.crt), that CA
+ * is the only trust anchor, as in client-go: curl's default CA directory
+ * (CURLOPT_CAPATH, /etc/ssl/certs on Debian's build, which the image
+ * fills) would otherwise add every public CA to it.
+ *
+ * And a rotated CA file is read again: curl >= 7.87 keeps the store it
+ * built from a CAINFO file on the multi handle for CURLOPT_CA_CACHE_TIMEOUT
+ * (24 h by default) and checks only the file's name, so a new ca.crt (a
+ * rotated Secret or cluster CA) would go unused for a day and new
+ * connections to a server with a certificate from the new CA would fail.
+ * 0 turns the cache off. What it costs: one load of the CA file per new
+ * TLS connection, on the loop: ~0.25 ms for a cluster CA of one
+ * certificate (X509_STORE_load_file, OpenSSL 3.0; about what the handshake
+ * itself costs), ~45 ms for Debian's whole 144-certificate bundle, should a
+ * kubeconfig name that. The engine opens few connections (at most eight,
+ * HTTP/2, long-lived), so it does not show; a store cached for a minute
+ * instead would bound staleness at a minute, but cannot be tested without
+ * waiting for it. A libcurl older than its headers may not know the
+ * option; its result is ignored, since such a libcurl has no cache either.
+ */
+static CURLcode trust_only_ca(CURL *e, CURLcode rc)
+{
+	SETOPT(rc, e, CURLOPT_CAPATH, NULL);
+#if LIBCURL_VERSION_NUM >= 0x075700 /* 7.87.0, where the cache came */
+	if (rc == CURLE_OK)
+		(void)curl_easy_setopt(e, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
+	return rc;
+}
+
 static CURLcode set_tls(CURL *e, const struct kubeapi_conn *k)
 {
 	CURLcode rc = CURLE_OK;
@@ -113,6 +144,8 @@ static CURLcode set_tls(CURL *e, const struct kubeapi_conn *k)
 		SETOPT(rc, e, CURLOPT_CAINFO, k->ca_file);
 	else if (k->ca_data.data)
 		SETOPT(rc, e, CURLOPT_CAINFO_BLOB, &ca);
+	if (k->ca_file || k->ca_data.data)
+		rc = trust_only_ca(e, rc);
 	if (k->cert_file)
 		SETOPT(rc, e, CURLOPT_SSLCERT, k->cert_file);
 	else if (k->cert_data.data)
