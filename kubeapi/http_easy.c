@@ -162,7 +162,7 @@ static CURLcode set_tls(CURL *e, const struct kubeapi_conn *k)
 }
 
 /* What every attempt shares: one connection pool, so one set of options. */
-static CURLcode set_transport(CURL *e, const struct kubeapi_conn *k)
+static CURLcode set_transport(CURL *e, const struct kubeapi_conn *k, const char *user_agent)
 {
 	CURLcode rc = CURLE_OK;
 
@@ -171,7 +171,7 @@ static CURLcode set_transport(CURL *e, const struct kubeapi_conn *k)
 	SETOPT(rc, e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	SETOPT(rc, e, CURLOPT_PIPEWAIT, 1L);
 	SETOPT(rc, e, CURLOPT_ACCEPT_ENCODING, "gzip");
-	SETOPT(rc, e, CURLOPT_USERAGENT, "muster");
+	SETOPT(rc, e, CURLOPT_USERAGENT, user_agent);
 	SETOPT(rc, e, CURLOPT_TCP_KEEPALIVE, 1L);
 	SETOPT(rc, e, CURLOPT_TCP_KEEPIDLE, 30L);
 	SETOPT(rc, e, CURLOPT_TCP_KEEPINTVL, 10L);
@@ -244,7 +244,7 @@ int kubeapi__http_setup_easy(struct kubeapi_http_call *c, CURL *e)
 	c->headers = build_headers(c);
 	if (!c->headers)
 		return -ENOMEM;
-	rc = set_transport(e, c->h->conn);
+	rc = set_transport(e, c->h->conn, c->h->user_agent);
 	if (rc == CURLE_OK)
 		rc = set_call(c, e);
 	if (rc != CURLE_OK) {

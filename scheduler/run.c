@@ -724,6 +724,8 @@ static void debug_view(void *data, struct debug_view *v)
 	v->cycles = s->n.cycles;
 	v->binds_ok = s->n.binds_ok;
 	v->binds_failed = s->n.binds_failed;
+	v->binds_retried = s->n.binds_retried;
+	v->write_errors = s->n.write_errors;
 	v->events_dropped = s->n.events_dropped;
 	v->evictions = s->n.evictions;
 	v->m = &s->m;

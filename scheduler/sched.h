@@ -332,7 +332,7 @@ void sched_status_sweep(struct sched *s);
 /* How busy the server is with the binds, as status is about to go. */
 struct sched_status_load {
 	unsigned writes_waiting; /* in the engine's queue or retrying; Events not */
-	unsigned calls_running;  /* watches included, Events not */
+	unsigned calls_running;  /* on the writes' engine, Events not */
 	size_t binds_unseen;     /* struct sched's */
 };
 /** Should status wait for a later cycle (status.c says when)? *held_ms:

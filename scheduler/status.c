@@ -412,9 +412,14 @@ static void announce(struct sched *s, const struct kubeapi_pod *pod, uint64_t ke
 	uint16_t tag = uid_tag(pod->uid);
 	const struct owed *o = idmap_get(&s->owed, key);
 
-	if (same_shape((uintptr_t)idmap_get(&s->shaped, key), shape, tag) ||
-	    (o && same_shape(o->word, shape, tag)))
-		return; /* announced, or owed already */
+	if (same_shape((uintptr_t)idmap_get(&s->shaped, key), shape, tag)) {
+		/* Announced: only the numbers drifted. STATUS_DRIFT_S runs from
+		 * this write. */
+		remember_shape(s, &s->shaped, key, shape, tag);
+		return;
+	}
+	if (o && same_shape(o->word, shape, tag))
+		return; /* owed already */
 	owe(s, pod, key, shape_word(s, shape, tag), msg);
 	sched_log_gang(s, sched_str(s, pod->ns), sched_str(s, pod->group ? pod->group : pod->name),
 	               sched_str(s, pod->name), "pod %s/%s waits: %s", sched_str(s, pod->ns),
@@ -693,7 +698,8 @@ static void group_status(struct sched *s, const struct plan_gang *g, unsigned *b
  * go behind everything (kubeapi/http.h), and thousands of them after a
  * burst of binds would hold status back until they had all gone. */
 #define STATUS_BACKLOG 256
-/* Calls running (watches included, Events not) beyond which status waits
+/* Calls running on the writes' engine (Events not; the watches have one of
+ * their own) beyond which status waits
  * too. A burst of binds keeps max_inflight (256) running until its last
  * ones, and the queue test above lets status out for the last 512 binds:
  * 1,000 PodGroup patches beside a burst's tail share the server's CPU

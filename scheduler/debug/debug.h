@@ -26,7 +26,8 @@ struct debug_view {
 	bool leader;                       /* this instance schedules */
 	bool elected;                      /* leader election is on */
 	const char *holder;                /* elected: the lease's holder, "" unknown */
-	uint64_t cycles, binds_ok, binds_failed, evictions, events_dropped;
+	uint64_t cycles, binds_ok, binds_failed, binds_retried, write_errors, evictions,
+	    events_dropped;
 	const struct debug_metrics *m;
 	const struct snap *snap; /* NULL before the first cycle's copy */
 };

@@ -280,7 +280,17 @@ static void scheduler(struct mbuf *b, const struct debug_view *v)
 	put(b, "muster_loop_stall_max_seconds %.6f\n", v->m->stall_max);
 	counter(b, "muster_cycles_total", "Scheduling cycles run.", v->cycles);
 	counter(b, "muster_binds_total", "Pods bound (the API server said yes).", v->binds_ok);
-	counter(b, "muster_bind_failures_total", "Binds the API server refused.", v->binds_failed);
+	counter(b, "muster_bind_failures_total",
+	        "Binds answered that the pod is gone, replaced or bound elsewhere.",
+	        v->binds_failed);
+	counter(b, "muster_bind_retries_total",
+	        "Binds answered without taking them (no answer, 5xx, 429, 401, 403, a refusal "
+	        "that says nothing about the pod): the room stays held and the bind goes again.",
+	        v->binds_retried);
+	counter(
+	    b, "muster_write_errors_total",
+	    "Status, Event and eviction writes that failed (each is tried again while it is due).",
+	    v->write_errors);
 	counter(b, "muster_evictions_total", "Pods evicted to make room.", v->evictions);
 	counter(b, "muster_events_dropped_total",
 	        "Events not sent: too many waited behind binds already (kubeapi/http.h).",
