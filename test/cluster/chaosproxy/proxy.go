@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -139,8 +140,10 @@ func newProxy(upstream *url.URL, tr *http.Transport, rules *Rules) *Proxy {
 }
 
 func isWatch(r *http.Request) bool {
-	q := r.URL.Query().Get("watch")
-	return q == "true" || q == "1" || strings.Contains(r.URL.Path, "/watch/")
+	// As the API server reads it: strconv.ParseBool ("True" from the
+	// Python client), or the old /watch/ paths.
+	w, _ := strconv.ParseBool(r.URL.Query().Get("watch"))
+	return w || strings.Contains(r.URL.Path, "/watch/")
 }
 
 // writeStatus answers code with a Kubernetes Status body.

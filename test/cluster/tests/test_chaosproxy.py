@@ -17,7 +17,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 import chaos
-from conftest import api_client, cluster_dir, wait_for
+from conftest import api_client, wait_for
 
 
 def pod(name):
