@@ -649,7 +649,22 @@ class Chaos:
         inv.check_replicas(rep, self.replica_info)
         self.report = rep
         self.log_entries = len(log)
+        self.save(ev, log, pods_now)
         return rep
+
+    def save(self, ev, log, pods_now):
+        """The evidence, for reading violations afterwards: what the
+        watches recorded, the proxy's log, the faults' windows, the end state."""
+        os.makedirs(self.workdir, exist_ok=True)
+        with open(os.path.join(self.workdir, "record.json"), "w") as f:
+            json.dump(ev, f)
+        with open(os.path.join(self.workdir, "proxy-log.jsonl"), "w") as f:
+            for e in log:
+                f.write(json.dumps(e) + "\n")
+        with open(os.path.join(self.workdir, "faults.json"), "w") as f:
+            json.dump({"windows": self.windows, "rules": self.rule_ids, "stats": self.stats}, f, indent=1)
+        with open(os.path.join(self.workdir, "end-pods.json"), "w") as f:
+            json.dump([p for p in pods_now.values() if p["ns"] == self.ns], f, indent=1)
 
     def quota(self):
         import yaml

@@ -555,15 +555,39 @@ def free_room(nodes, pods_now):
     return free
 
 
+def take(gang_pods, free):
+    """Places what it can of gang_pods in free (changed in place), first
+    fit by size; returns the nodes used, None if some pod found no room."""
+    used = []
+    for p in sorted(gang_pods, key=lambda p: -p["req"].get(GPU, 0)):
+        need = dict(p["req"], pods=1)
+        for name in sorted(free, key=lambda n: free[n].get(GPU, 0)):
+            f = free[name]
+            if all(f.get(k, 0) + 1e-9 >= v for k, v in need.items()):
+                for k, v in need.items():
+                    f[k] -= v
+                used.append(name)
+                break
+        else:
+            return None
+    return used
+
+
 def fits(gang_pods, free, quota_left):
-    """Whether every pod of gang_pods fits the room left, first fit by size
-    (a fit found is a fit; a miss of this greedy pass counts as no fit, so
-    the check can only under-report). vGPU pods are not tried."""
+    """The nodes where every pod of gang_pods fits the room left, first fit
+    by size, or None (a fit found is a fit; a miss of this greedy pass
+    counts as no fit, so the check can only under-report). vGPU pods are
+    not tried."""
     gpus = sum(p["req"].get(GPU, 0) for p in gang_pods)
     if gpus > quota_left or any(p.get("vgpu") for p in gang_pods):
-        return False
-    free = {k: dict(v) for k, v in free.items()}
-    for p in sorted(gang_pods, key=lambda p: -p["req"].get(GPU, 0)):
+        return None
+    return take(gang_pods, {k: dict(v) for k, v in free.items()})
+
+
+def _take_partial(gang_pods, free):
+    """take(), but a pod that finds no room is skipped, not the end."""
+    for p in gang_pods:
+        take([p], free)
         need = dict(p["req"], pods=1)
         for name in sorted(free, key=lambda n: free[n].get(GPU, 0)):
             f = free[name]
@@ -600,14 +624,30 @@ def check_end(rep, api, namespaces, pods_now, nodes, quota, vgpu_uids, muster_na
     for p in waiting:
         g = gang_of(p)
         gangs[(g[0], p["ns"], g[1]) if g else ("single", p["ns"], p["name"])].append(dict(p, vgpu=p["uid"] in vgpu_uids))
+    # EASY backfill: a gang that holds a reservation ("(reservation on N
+    # node(s))" in its message) keeps what it needs of the room; later
+    # gangs without a runtime may use only the rest. So its pods take
+    # their room first (as far as it goes) before any other gang is tried.
+    holders = [k for k, ms in gangs.items()
+               if any("(reservation on" in (c.get("message") or "") for m in ms for c in m["conditions"])]
+    for k in holders:
+        _take_partial(gangs[k], free)
+    if holders:
+        rep.notes.append(f"e: room kept first for the reservations of {[f'{k[1]}/{k[2]}' for k in holders]}")
     for key, members in sorted(gangs.items()):
         bound = [p for p in pods_now.values() if p["ns"] == key[1] and gang_of(p) == (key[0], key[2]) and p["node"]]
         if bound:
             continue  # partly bound: (c)'s business
-        ok = not fits(members, free, quota - used)
+        if key in holders:
+            continue
+        where = fits(members, free, quota - used)
+        ok = where is None
         rep.check("e", ok, ok or {"gang fits but waits": f"{key[0]} {key[1]}/{key[2]}",
                                   "members": [m["name"] for m in members],
-                                  "gpus": sum(m["req"].get(GPU, 0) for m in members)})
+                                  "gpus": sum(m["req"].get(GPU, 0) for m in members),
+                                  "fits_on": {n: free[n] for n in sorted(set(where))},
+                                  "messages": sorted({c.get("message") or "" for m in members
+                                                      for c in m["conditions"]})})
 
 
 def check_replicas(rep, replicas):
