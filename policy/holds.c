@@ -20,9 +20,21 @@
  * are. A hold ends when the preemptor is bound, its victims fail to end
  * within PLAN_HOLD_TIMEOUT_S, or an eviction is refused.
  *
+ * The holds take their turns together, in two steps, so that none takes
+ * the room another's victims left: the room of a victim gone is free in
+ * the table, anybody's, while that of one still ending is taken off only
+ * for the holds' placements. First the holds whose victims are all gone
+ * are bound in the room free now; then the rest are placed with every
+ * waiting hold's victims off the table at once. So a hold is planned
+ * afresh (and preempts again) only when the holds' room together, the
+ * victims' and what is free, no longer holds them all: not because a
+ * hold earlier in the map's order was placed where a later one's victims
+ * had already left.
+ *
  * Cost: O(running gangs) to find candidates, then preempt.h's budget, for
  * at most PLAN_PREEMPTORS_PER_CYCLE preemptors per cycle; a hold costs
- * one placement a cycle.
+ * one placement a cycle (without the failure memo: the holds' room grows
+ * and shrinks) and O(its victims' pods) twice to take them off and back.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -170,7 +182,7 @@ int plan__preempt(struct plan_run *r, struct plan_gang *g, const struct kubeapi_
 /* ---- holds ----------------------------------------------------------- */
 
 /* Hold victim x as it is this cycle, in *view: the count of its pods
- * still bound (0: gone, or already taken off by an earlier hold this
+ * still bound (0: gone, or already counted by an earlier hold this
  * cycle), or -ENOMEM. O(the gang's bound members) for a member. */
 static int still_there(struct plan_run *r, const struct plan_victim *x,
                        const struct preempt_cand **view)
@@ -194,99 +206,205 @@ static int still_there(struct plan_run *r, const struct plan_victim *x,
 	return 0;
 }
 
-/* One hold's turn, before everyone else's: 1 kept, 0 to drop, <0 error.
- * The victims still there are taken off the table (their pods end soon),
- * the preemptor is placed in the room, and bound once nobody is left. */
-static int hold_turn(struct plan_run *r, struct plan_gang *g, const struct plan_hold *h)
-{
-	struct plan_facts f = {.why = PLAN_WHY_PREEMPTING};
-	uint32_t have = g->bound + g->succeeded;
-	uint32_t need = have < g->min_member ? g->min_member - have : g->npending ? 1 : 0;
-	const struct preempt_cand **gone =
-	    arena_alloc(&r->p->arena, (h->nvictims + 1) * sizeof(*gone));
-	uint32_t left = 0, ngone = 0, *out = arena_alloc(&r->p->arena, (need + 1) * sizeof(*out));
-	const struct policy_held **held = arena_calloc(&r->p->arena, need + 1, sizeof(*held));
-	int rc;
+/* One hold this cycle: its preemptor, how many members it places, the
+ * views of its victims still bound (ending[0..nending), `left` pods in all),
+ * and the room for its placement. */
+struct hold_turn {
+	uint64_t key;
+	struct plan_gang *g;
+	const struct plan_hold *h;
+	uint32_t need, left, nending;
+	const struct preempt_cand **ending;
+	uint32_t *out;
+	const struct policy_held **held;
+	bool kept; /* still held after its placement */
+};
 
-	if (!gone || !out || !held)
-		return -ENOMEM;
-	if (g->state != PLAN_RUNNING || !need || need > g->npending ||
-	    r->in->now_s - h->since_s > PLAN_HOLD_TIMEOUT_S ||
+/* Take hold t's victims still bound off the table (sign +1) or put them
+ * back (-1). */
+static void hold_release(struct plan_run *r, const struct hold_turn *t, int sign)
+{
+	for (uint32_t k = 0; k < t->nending; k++)
+		preempt_release(&r->p->nodes, r->tree, t->ending[k], sign);
+}
+
+/* Hold t dropped: its whole victims are nobody's again this cycle. */
+static void hold_unmark(struct plan_run *r, const struct hold_turn *t)
+{
+	uint32_t gi = (uint32_t)(t->g - r->p->gangs) + 1;
+
+	for (uint32_t k = 0; k < t->nending; k++)
+		if (!t->ending[k]->part && r->p->gangs[t->ending[k]->id].preempted_by == gi)
+			r->p->gangs[t->ending[k]->id].preempted_by = 0;
+}
+
+/* Hold t as this cycle finds it: 1 to be placed, 0 to drop (its
+ * preemptor has nothing to place, is backed off, or waited too long),
+ * <0 error. Its victims still bound are counted, the table unchanged. */
+static int hold_look(struct plan_run *r, struct hold_turn *t)
+{
+	struct plan_gang *g = t->g;
+	uint32_t have = g->bound + g->succeeded;
+
+	t->need = have < g->min_member ? g->min_member - have : g->npending ? 1 : 0;
+	if (g->state != PLAN_RUNNING || !t->need || t->need > g->npending ||
+	    r->in->now_s - t->h->since_s > PLAN_HOLD_TIMEOUT_S ||
 	    (r->in->backoff && idmap_get(r->in->backoff, g->key)))
 		return 0;
-	for (uint32_t k = 0; k < h->nvictims; k++) {
-		int there = still_there(r, &h->victim[k], &gone[ngone]);
+	t->ending = arena_alloc(&r->p->arena, (t->h->nvictims + 1) * sizeof(*t->ending));
+	t->out = arena_alloc(&r->p->arena, (t->need + 1) * sizeof(*t->out));
+	t->held = arena_calloc(&r->p->arena, t->need + 1, sizeof(*t->held));
+	if (!t->ending || !t->out || !t->held)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < t->h->nvictims; k++) {
+		int there = still_there(r, &t->h->victim[k], &t->ending[t->nending]);
 
 		if (there < 0)
 			return there;
 		if (there == 0)
 			continue;
-		left += (uint32_t)there;
-		preempt_release(&r->p->nodes, r->tree, gone[ngone++], +1);
+		t->left += (uint32_t)there;
+		/* Counted once, by the first hold that names it. */
+		if (!t->h->victim[k].pod)
+			r->p->gangs[t->ending[t->nending]->id].preempted_by =
+			    (uint32_t)(g - r->p->gangs) + 1;
+		t->nending++;
 	}
-	if ((rc = plan__place(r, g, g->pending, need, out, held)) <= 0) {
-		while (ngone--) /* the room is gone: plan afresh */
-			preempt_release(&r->p->nodes, r->tree, gone[ngone], -1);
-		return rc;
-	}
-	for (uint32_t k = 0; k < ngone; k++) {
-		/* Still running: their room beyond the preemptor's is nobody's
-		 * yet. Asked again: the run layer sends each eviction once, and
-		 * again only after one failed. */
-		preempt_release(&r->p->nodes, r->tree, gone[k], -1);
-		if ((rc = evict(r, &r->p->gangs[gone[k]->id], gone[k]->part, g)) < 0)
-			return rc;
-	}
-	if (left == 0) {
-		g->first_bind = (uint32_t)r->p->nbinds;
-		if ((rc = plan__add_binds(r, g, g->pending, need, out, held)) < 0)
-			return rc;
-		g->nbind = need;
-		g->state = PLAN_ADMITTED;
-		g->message = NULL;
-		g->said_memo = 0;
-		r->p->stats.admitted_gangs++;
-		return 0; /* done: the hold ends */
-	}
-	g->state = PLAN_PREEMPTING;
-	g->block.why = PLAN_WHY_PREEMPTING;
-	f.nvictims = h->nvictims;
-	f.pods_left = left;
-	plan__say(r, g, &f);
 	return 1;
 }
 
+/* A hold whose victims are all gone: its preemptor bound in the room free
+ * now. 0 either way (the hold ends: bound, or planned afresh), <0 error. */
+static int hold_bind(struct plan_run *r, struct hold_turn *t)
+{
+	struct plan_gang *g = t->g;
+	int rc;
+
+	if ((rc = plan__place(r, g, g->pending, t->need, t->out, t->held)) <= 0)
+		return rc;
+	g->first_bind = (uint32_t)r->p->nbinds;
+	if ((rc = plan__add_binds(r, g, g->pending, t->need, t->out, t->held)) < 0)
+		return rc;
+	g->nbind = t->need;
+	g->state = PLAN_ADMITTED;
+	g->message = NULL;
+	g->said_memo = 0;
+	r->p->stats.admitted_gangs++;
+	return 0;
+}
+
+/* A hold still waiting, after its placement (t->kept): its victims
+ * asked again (the run layer sends each eviction once, and again only
+ * after one failed), its message said. */
+static int hold_wait(struct plan_run *r, struct hold_turn *t)
+{
+	struct plan_facts f = {
+	    .why = PLAN_WHY_PREEMPTING, .nvictims = t->h->nvictims, .pods_left = t->left};
+	int rc;
+
+	for (uint32_t k = 0; k < t->nending; k++)
+		if ((rc = evict(r, &r->p->gangs[t->ending[k]->id], t->ending[k]->part, t->g)) < 0)
+			return rc;
+	t->g->state = PLAN_PREEMPTING;
+	t->g->block.why = PLAN_WHY_PREEMPTING;
+	plan__say(r, t->g, &f);
+	return 0;
+}
+
+/* The holds still waiting, placed together: every one's victims still
+ * bound taken off the table at once, so that no hold's placement lands
+ * in room freed for another and leaves it none (a gone victim's room is
+ * free in the table, a still-bound one's only in its own hold's turn);
+ * then put back, their room beyond the preemptors' nobody's yet. */
+static int holds_wait(struct plan_run *r, struct hold_turn *t, size_t n)
+{
+	int rc = 0;
+
+	for (size_t k = 0; k < n; k++)
+		if (t[k].left) /* kept, all of them: the others have none */
+			hold_release(r, &t[k], +1);
+	for (size_t k = 0; k < n && rc >= 0; k++) {
+		if (!t[k].kept ||
+		    (rc = plan__place(r, t[k].g, t[k].g->pending, t[k].need, t[k].out, t[k].held)))
+			continue;
+		t[k].kept = false; /* the room is gone: plan afresh */
+		hold_unmark(r, &t[k]);
+	}
+	for (size_t k = 0; k < n; k++)
+		if (t[k].left)
+			hold_release(r, &t[k], -1);
+	if (rc < 0)
+		return rc;
+	for (size_t k = 0; k < n; k++)
+		if (t[k].kept && (rc = hold_wait(r, &t[k])) < 0)
+			return rc;
+	return 0;
+}
+
+/* Hold t's end: its preemptor, unless just bound, to its normal turn,
+ * which comes in the order. */
+static void hold_end(struct plan_run *r, struct hold_turn *t)
+{
+	free(idmap_del(&r->keep->holds, t->key));
+	if (t->g && t->g->state == PLAN_WAITING) {
+		t->g->state = PLAN_RUNNING;
+		t->g->message = NULL;
+		t->g->said_memo = 0;
+	}
+}
+
+/* The turns of holds t[0..n), one per entry of the holds' map. */
+static int holds_turns(struct plan_run *r, struct hold_turn *t, size_t n)
+{
+	int rc;
+
+	for (size_t k = 0; k < n; k++)
+		if (t[k].g && (rc = hold_look(r, &t[k])) != 0) {
+			if (rc < 0)
+				return rc;
+			t[k].kept = true;
+		}
+	for (size_t k = 0; k < n; k++)
+		if (t[k].kept && !t[k].left) {
+			if ((rc = hold_bind(r, &t[k])) < 0)
+				return rc;
+			t[k].kept = false;
+		}
+	if ((rc = holds_wait(r, t, n)) < 0)
+		return rc;
+	for (size_t k = 0; k < n; k++)
+		if (!t[k].kept)
+			hold_end(r, &t[k]);
+	return 0;
+}
+
+/* Each hold's turn, before everyone else's. First the holds whose victims
+ * are all gone are bound, in the room free now (taking nobody's victims
+ * off the table); then the rest are placed in their victims' room, all
+ * together (holds_wait()). A hold dropped leaves its preemptor to its
+ * normal turn. The failure memo is left alone meanwhile (r->holding):
+ * room is taken off the table and put back. */
 int plan__holds(struct plan_run *r)
 {
 	struct idmap *m = &r->keep->holds;
 	const struct idmap_slot *e;
-	uint64_t *keys;
+	struct hold_turn *t;
 	size_t n = 0;
 	int rc;
 
 	if (!m->n)
 		return 0;
-	if (!(keys = arena_alloc(&r->p->arena, m->n * sizeof(*keys))))
+	if (!(t = arena_calloc(&r->p->arena, m->n, sizeof(*t))))
 		return -ENOMEM;
-	IDMAP_FOREACH(m, s, e)
-		keys[n++] = e->key;
-	for (size_t k = 0; k < n; k++) {
-		long gi = plan__gang_index(r, keys[k]);
+	IDMAP_FOREACH(m, s, e) {
+		long gi = plan__gang_index(r, e->key);
 
-		struct plan_gang *g = gi < 0 ? NULL : &r->p->gangs[gi];
-
-		rc = g ? hold_turn(r, g, idmap_get(m, keys[k])) : 0;
-		if (rc < 0)
-			return rc;
-		if (rc > 0)
-			continue;
-		free(idmap_del(m, keys[k]));
-		if (g && g->state == PLAN_WAITING) {
-			/* Its normal turn comes in the order. */
-			g->state = PLAN_RUNNING;
-			g->message = NULL;
-			g->said_memo = 0;
-		}
+		t[n].key = e->key;
+		t[n].h = e->value;
+		t[n++].g = gi < 0 ? NULL : &r->p->gangs[gi];
 	}
-	return 0;
+	r->holding = 1;
+	rc = holds_turns(r, t, n);
+	r->holding = 0;
+	return rc;
 }

@@ -248,8 +248,10 @@ int plan__place(struct plan_run *r, struct plan_gang *g, const struct kubeapi_po
 		return 0;
 	}
 	/* The memo knows shapes, not constraints: a constrained gang is
-	 * placed afresh and leaves no answer behind. */
-	if (same && g->within.level < 0 &&
+	 * placed afresh and leaves no answer behind; so is a hold's
+	 * preemptor, placed while victims' room is taken off the table and
+	 * put back (capacity not only shrinking). */
+	if (same && g->within.level < 0 && !r->holding &&
 	    !(fit = policy_fit_get(&r->fits, &r->p->arena, &r->p->nodes, same)))
 		return -ENOMEM;
 	hit = fit ? plan__memo_find(r, fit, same, n, plan__runtime(r, g)) : NULL;

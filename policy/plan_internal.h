@@ -190,6 +190,7 @@ struct plan_run {
 	} * slot_memo;
 	uint8_t preemption;   /* some queue may preempt: every bound gang a record */
 	uint8_t quota_failed; /* the last plan__place failed on quota, not room */
+	uint8_t holding;      /* plan__holds() runs: plan__place() skips the memo */
 	/* Each part's own state: none reads another's. */
 	struct backfill bf;            /* backfill.h, fed by timeline.c */
 	struct plan_preempt_state pre; /* holds.c, victims.c */

@@ -389,6 +389,280 @@ static void test_two_holds_keep_their_rooms(void **state)
 	two_holds("zz", "aa");
 }
 
+/* Two holds again, H1 on L2 (n-0-2), H2 on L1 (n-0-1): now L1 is gone
+ * while all of L2 is still ending. H2 is bound on n-0-1; H1 keeps its
+ * hold, not placed on n-0-1 (first in the node order, and free) with
+ * H2 left to preempt L0. */
+static void test_hold_leaves_another_holds_room(void **state)
+{
+	static const char *const n[3][8] = {
+	    {"n-0-0", "n-0-0", "n-0-0", "n-0-0", "n-0-0", "n-0-0", "n-0-0", "n-0-0"},
+	    {"n-0-1", "n-0-1", "n-0-1", "n-0-1", "n-0-1", "n-0-1", "n-0-1", "n-0-1"},
+	    {"n-0-2", "n-0-2", "n-0-2", "n-0-2", "n-0-2", "n-0-2", "n-0-2", "n-0-2"}};
+	struct world w;
+	char buf[128], name[16];
+
+	(void)state;
+	world_init(&w, 1, 3);
+	gang(&w, "s", "L0", 8, 1, n[0], (struct podopt){.priority = 1, .started = 10});
+	gang(&w, "s", "L1", 8, 1, n[1], (struct podopt){.priority = 1, .started = 20});
+	gang(&w, "s", "L2", 8, 1, n[2], (struct podopt){.priority = 1, .started = 30});
+	gang(&w, "s", "H1", 8, 1, NULL, (struct podopt){.priority = 100, .started = 60});
+	cycle(&w);
+	gang(&w, "s", "H2", 8, 1, NULL, (struct podopt){.priority = 100, .started = 70});
+	cycle(&w);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L2 L1");
+	for (int k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "L1-%d", k);
+		del_pod(&w, "s", name);
+		snprintf(name, sizeof(name), "L2-%d", k);
+		del_pod(&w, "s", name);
+		pod(&w, "s", name, "L2", 1,
+		    &(struct podopt){.node = "n-0-2", .priority = 1, .started = 30, .deleting = 1});
+	}
+	cycle(&w);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "");
+	assert_int_equal(find(&w, "s", "H2")->state, PLAN_ADMITTED);
+	assert_int_equal(w.plan.nbinds, 8);
+	assert_string_equal(intern_str(kubeapi_model_intern(w.s.model), w.plan.binds[0].node),
+	                    "n-0-1");
+	assert_int_equal(find(&w, "s", "H1")->state, PLAN_PREEMPTING);
+	world_free(&w);
+}
+
+/* Two holds of the same shape: H1 took L2, H2 took L1. L2 is gone, but
+ * X took a GPU of its node, so H1 has lost its room: it is planned
+ * afresh and takes L0. H2, whose L1 is still ending, keeps its hold:
+ * H1's failed placement says nothing of the room H2 waits for. */
+static void test_hold_lost_leaves_the_other(void **state)
+{
+	static const char *const n0[8] = {"n-0-0", "n-0-0", "n-0-0", "n-0-0",
+	                                  "n-0-0", "n-0-0", "n-0-0", "n-0-0"};
+	static const char *const n1[8] = {"n-0-1", "n-0-1", "n-0-1", "n-0-1",
+	                                  "n-0-1", "n-0-1", "n-0-1", "n-0-1"};
+	static const char *const n2[8] = {"n-0-2", "n-0-2", "n-0-2", "n-0-2",
+	                                  "n-0-2", "n-0-2", "n-0-2", "n-0-2"};
+	struct world w;
+	char buf[128], name[16];
+
+	(void)state;
+	world_init(&w, 1, 3);
+	gang(&w, "s", "L0", 8, 1, n0, (struct podopt){.priority = 1, .started = 10});
+	gang(&w, "s", "L1", 8, 1, n1, (struct podopt){.priority = 1, .started = 20});
+	gang(&w, "s", "L2", 8, 1, n2, (struct podopt){.priority = 1, .started = 30});
+	gang(&w, "s", "H1", 8, 1, NULL, (struct podopt){.priority = 100, .started = 60});
+	cycle(&w);
+	gang(&w, "s", "H2", 8, 1, NULL, (struct podopt){.priority = 100, .started = 70});
+	cycle(&w);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L2 L1");
+	for (int k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "L2-%d", k);
+		del_pod(&w, "s", name);
+		snprintf(name, sizeof(name), "L1-%d", k);
+		del_pod(&w, "s", name);
+		pod(&w, "s", name, "L1", 1,
+		    &(struct podopt){.node = "n-0-1", .priority = 1, .started = 20, .deleting = 1});
+	}
+	pod(&w, "s", "X", NULL, 1,
+	    &(struct podopt){.node = "n-0-2", .priority = 100, .started = 80});
+	cycle(&w);
+	assert_int_equal(find(&w, "s", "H2")->state, PLAN_PREEMPTING);
+	assert_string_equal(find(&w, "s", "H2")->message,
+	                    "gang s/H2: preempting 1 gang(s) to make room: waiting for 8 pod(s) "
+	                    "to end");
+	assert_int_equal(find(&w, "s", "H1")->state, PLAN_PREEMPTING);
+	assert_string_equal(victims(&w, buf, sizeof(buf)), "L0");
+	world_free(&w);
+}
+
+/* ---- preemptors arriving over several cycles -------------------------- */
+
+/* bench/peers' preempt shape, small: twelve 8-GPU nodes in two racks,
+ * each full with one low gang of eight one-GPU pods (Li on node_of(i)),
+ * then eight preemptors of eight one-GPU pods (Hk), each needing exactly
+ * one low gang. Whatever cycles they arrive in and however the victims
+ * end, eight gangs (64 pods) are evicted, no node ever holds more than 8
+ * GPUs, and all eight preemptors are bound. */
+#define ARRIVE_NODES  12
+#define ARRIVE_GANGS  8
+#define ARRIVE_CYCLES 24
+
+struct arrivals {
+	const char *name;
+	int per_cycle[ARRIVE_CYCLES]; /* preemptors created before cycle c */
+};
+
+/* How the k-th victim gang (in eviction order) ends, counted in cycles
+ * after the one that evicted it: its pods keep running for `late`
+ * (the eviction not landed yet), then are seen deleting for slow[k]
+ * (0: gone before the next cycle), all but `early` of them, which go
+ * at once. */
+struct ending {
+	const char *name;
+	int slow[ARRIVE_NODES];
+	int early, late;
+};
+
+struct arrive_world {
+	struct world w;
+	int evicted_at[ARRIVE_NODES]; /* cycle + 1 of Li's first eviction, 0: never */
+	int rank[ARRIVE_NODES];       /* Li's place in the eviction order */
+	int gone[ARRIVE_NODES];       /* Li's pods gone so far (the first ones) */
+	int used[ARRIVE_NODES];       /* GPUs bound on node i: low pods not gone, binds */
+	int bound[ARRIVE_GANGS];      /* Hk's pods bound */
+	int nvictims;
+};
+
+static const char *node_of(int i)
+{
+	static char buf[ARRIVE_NODES][16];
+
+	snprintf(buf[i], sizeof(buf[i]), "n-%d-%d", i / 6, i % 6);
+	return buf[i];
+}
+
+/* Li's pod k after cycle c, which ends as e says. */
+static void low_pod_step(struct arrive_world *a, const struct ending *e, int i, int k, int c)
+{
+	int age = c - (a->evicted_at[i] - 1) - e->late;
+	char name[16], gang[8];
+
+	if (age < 0)
+		return;
+	snprintf(name, sizeof(name), "L%d-%d", i, k);
+	snprintf(gang, sizeof(gang), "L%d", i);
+	del_pod(&a->w, "s", name);
+	if (k < e->early || age >= e->slow[a->rank[i]]) {
+		a->gone[i]++;
+		a->used[i]--;
+		return;
+	}
+	pod(&a->w, "s", name, gang, 1,
+	    &(struct podopt){.node = node_of(i), .priority = 1, .started = 10 + i, .deleting = 1});
+}
+
+/* Cycle c's binds land: pod `name` of its gang bound on `node`. */
+static void bind_step(struct arrive_world *a, const char *name, const char *node)
+{
+	char gang[8];
+	int n = -1;
+
+	snprintf(gang, sizeof(gang), "%.*s", (int)strcspn(name, "-"), name);
+	for (int i = 0; i < ARRIVE_NODES; i++)
+		n = strcmp(node_of(i), node) ? n : i;
+	assert_true(n >= 0);
+	del_pod(&a->w, "s", name);
+	pod(&a->w, "s", name, gang, 1,
+	    &(struct podopt){.node = node, .priority = 100, .started = 100});
+	a->bound[atoi(gang + 1)]++;
+	if (++a->used[n] > 8)
+		fail_msg("%s: more than 8 GPUs bound", node);
+}
+
+/* What the API server and kubelets do after cycle c: the victims
+ * evicted go on ending, the binds land. */
+static void arrive_step(struct arrive_world *a, const struct ending *e, int c)
+{
+	struct intern *s = kubeapi_model_intern(a->w.s.model);
+	char names[8 * ARRIVE_GANGS][16], nodes[8 * ARRIVE_GANGS][16];
+	size_t nb = a->w.plan.nbinds;
+
+	assert_true(nb <= 8 * ARRIVE_GANGS);
+	for (size_t k = 0; k < a->w.plan.nevictions; k++) {
+		int i =
+		    atoi(intern_str(s, a->w.plan.gangs[a->w.plan.evictions[k].victim].name) + 1);
+
+		if (!a->evicted_at[i]) {
+			a->evicted_at[i] = c + 1;
+			a->rank[i] = a->nvictims++;
+		}
+	}
+	for (size_t k = 0; k < nb; k++) { /* read before the pods change */
+		snprintf(names[k], sizeof(names[k]), "%s",
+		         intern_str(s, a->w.plan.binds[k].pod->name));
+		snprintf(nodes[k], sizeof(nodes[k]), "%s", intern_str(s, a->w.plan.binds[k].node));
+	}
+	for (int i = 0; i < ARRIVE_NODES; i++)
+		for (int k = a->gone[i]; a->evicted_at[i] && k < 8; k++)
+			low_pod_step(a, e, i, k, c);
+	for (size_t k = 0; k < nb; k++)
+		bind_step(a, names[k], nodes[k]);
+}
+
+/* One run: 0 when it went as it should, else 1, said. */
+static int arrive_run(const struct arrivals *ar, const struct ending *e)
+{
+	struct arrive_world a;
+	int next = 0, c, done = 0;
+
+	memset(&a, 0, sizeof(a));
+	world_init(&a.w, 2, 6);
+	for (int i = 0; i < ARRIVE_NODES; i++) {
+		const char *on8[8];
+		char name[8];
+
+		for (int k = 0; k < 8; k++)
+			on8[k] = node_of(i);
+		snprintf(name, sizeof(name), "L%d", i);
+		gang(&a.w, "s", name, 8, 1, on8, (struct podopt){.priority = 1, .started = 10 + i});
+		a.used[i] = 8;
+	}
+	for (c = 0; c < ARRIVE_CYCLES && done < ARRIVE_GANGS; c++) {
+		for (int k = 0; k < ar->per_cycle[c] && next < ARRIVE_GANGS; k++, next++) {
+			char name[8];
+
+			snprintf(name, sizeof(name), "H%d", next);
+			gang(&a.w, "s", name, 8, 1, NULL,
+			     (struct podopt){.priority = 100, .started = 100 + next});
+		}
+		cycle(&a.w);
+		arrive_step(&a, e, c);
+		done = 0;
+		for (int k = 0; k < ARRIVE_GANGS; k++)
+			done += a.bound[k] == 8;
+	}
+	world_free(&a.w);
+	if (a.nvictims == ARRIVE_GANGS && done == ARRIVE_GANGS)
+		return 0;
+	print_error("arrivals %s, victims ending %s: %d victim gangs (%d pods) for %d "
+	            "preemptors, %d bound\n",
+	            ar->name, e->name, a.nvictims, 8 * a.nvictims, ARRIVE_GANGS, done);
+	return 1;
+}
+
+static void test_preemptors_across_cycles_minimal_victims(void **state)
+{
+	static const struct arrivals ar[] = {
+	    {"8", {8}},
+	    {"1+7", {1, 7}},
+	    {"7+1", {7, 1}},
+	    {"4+4", {4, 4}},
+	    {"2+2+2+2", {2, 2, 2, 2}},
+	    {"one a cycle", {1, 1, 1, 1, 1, 1, 1, 1}},
+	    {"3, none, 5", {3, 0, 5}},
+	    {"2 every other cycle", {2, 0, 2, 0, 2, 0, 2}},
+	};
+	static const struct ending e[] = {
+	    {"at once", {0}, 0, 0},
+	    {"in one cycle", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 0},
+	    {"in two cycles", {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, 0, 0},
+	    {"the first slowest", {4, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 0},
+	    {"the first slow", {3}, 0, 0},
+	    {"the later slower", {0, 1, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4}, 0, 0},
+	    {"alternately", {2, 0, 2, 0, 2, 0, 2, 0, 2, 0, 2, 0}, 0, 0},
+	    {"half at once, the first slowest", {3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 4, 0},
+	    {"a cycle late, the later slower", {0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3}, 0, 1},
+	    {"a cycle late, alternately", {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0}, 0, 1},
+	};
+	int bad = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ar) / sizeof(ar[0]); i++)
+		for (size_t k = 0; k < sizeof(e) / sizeof(e[0]); k++)
+			bad += arrive_run(&ar[i], &e[k]);
+	assert_int_equal(bad, 0);
+}
+
 /* B is guarded by a budget that allows no disruption: passed over. Of A
  * and E (one victim each), E started later. */
 static void test_budget_protects_victim(void **state)
@@ -593,6 +867,9 @@ int main(void)
 	    cmocka_unit_test(test_priority_minimal_whole_gang),
 	    cmocka_unit_test(test_hold_keeps_room_for_preemptor),
 	    cmocka_unit_test(test_two_holds_keep_their_rooms),
+	    cmocka_unit_test(test_hold_leaves_another_holds_room),
+	    cmocka_unit_test(test_hold_lost_leaves_the_other),
+	    cmocka_unit_test(test_preemptors_across_cycles_minimal_victims),
 	    cmocka_unit_test(test_budget_protects_victim),
 	    cmocka_unit_test(test_budget_with_room_allows),
 	    cmocka_unit_test(test_protections),
