@@ -160,13 +160,19 @@ enum kubeapi_answer kubeapi_bind_answer(const struct kubeapi_response *r, const 
 	return KUBEAPI_ANSWER_RETRY;
 }
 
+/* A merge patch naming another uid than the object's is invalid (422):
+ * the validation of the update runs before the storage's preconditions. */
+#define UID_IMMUTABLE "metadata.uid: Invalid value"
+
 enum kubeapi_answer kubeapi_pod_answer(const struct kubeapi_response *r)
 {
 	char msg[512];
 
-	if (r->err || r->status != 409)
+	if (r->err || (r->status != 409 && r->status != 422))
 		return common_answer(r);
 	status_message(r, msg, sizeof(msg));
+	if (r->status == 422)
+		return strstr(msg, UID_IMMUTABLE) ? KUBEAPI_ANSWER_GONE : KUBEAPI_ANSWER_RETRY;
 	return strstr(msg, UID_CONFLICT) ? KUBEAPI_ANSWER_GONE : KUBEAPI_ANSWER_CHANGED;
 }
 

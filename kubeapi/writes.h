@@ -41,8 +41,9 @@ int kubeapi_bind(struct kubeapi_http *h, const struct kubeapi_target *t, const c
 enum kubeapi_answer {
 	KUBEAPI_ANSWER_DONE,    /* 2xx: it went through */
 	KUBEAPI_ANSWER_BOUND,   /* a bind's 409: bound to that very node already */
-	KUBEAPI_ANSWER_GONE,    /* 404, the uid precondition failed, or bound to
-	                         * another node: never for this pod */
+	KUBEAPI_ANSWER_GONE,    /* 404, the uid precondition failed (a patch naming
+	                         * another uid: 422), or bound to another node:
+	                         * never for this pod */
 	KUBEAPI_ANSWER_CHANGED, /* 409 on a resourceVersion: the pod changed since */
 	KUBEAPI_ANSWER_RETRY,   /* no answer, 5xx, 429, 401, 403, or any refusal
 	                         * that says nothing about the pod itself */

@@ -14,6 +14,7 @@ stdout. Request n (from 1) gets STEP n; the last STEP repeats. A STEP is
     STATUS            e.g. 200, 503
     STATUS:SECONDS    the same with "Retry-After: SECONDS"
     hang              no answer for 60 s (for timeouts)
+    hangwrites        no answer for 60 s to a write (not GET); 200 to a GET
 
 Every answer's body is JSON: {"request": n, "status": STATUS}, so a test
 can see how many requests the server received. Exits when stdin closes, so
@@ -29,8 +30,8 @@ import time
 
 
 def parse(step):
-    if step == "hang":
-        return ("hang", None)
+    if step in ("hang", "hangwrites"):
+        return (step, None)
     status, _, retry_after = step.partition(":")
     return (int(status), retry_after or None)
 
@@ -47,6 +48,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             n = self.server.count
         steps = self.server.steps
         status, retry_after = steps[min(n, len(steps)) - 1]
+        if status == "hangwrites":
+            status = "hang" if self.command != "GET" else 200
         if status == "hang":
             time.sleep(60)
             return

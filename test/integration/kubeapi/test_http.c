@@ -1427,8 +1427,9 @@ static int two_running(void *arg)
 	return st.inflight == 2;
 }
 
-/* kubeapi_http_fence(): two writes running (the peer never answers them),
- * two queued and a read queued behind them. The fence cancels the four
+/* kubeapi_http_fence(): two writes running (the peer never answers a
+ * write; curl may hold the second behind the first, PIPEWAIT, but it is
+ * running to the engine), two queued and a read queued behind them. The fence cancels the four
  * writes, the read goes on and is answered; afterwards a write is
  * refused at submit and a read still goes. */
 static void test_fence_cancels_writes_not_reads(void **state)
@@ -1446,7 +1447,7 @@ static void test_fence_cancels_writes_not_reads(void **state)
 	                               .done_cb = on_done,
 	                               .data = &r2};
 
-	fault_start(e, &f, "hang hang 200");
+	fault_start(e, &f, "hangwrites");
 	h = fault_engine(e, &f, &c, &opt);
 	for (int i = 0; i < 4; i++)
 		submit(h, KUBEAPI_POST, "/api/v1/namespaces/x/pods/y/binding", "{}",
@@ -1456,7 +1457,6 @@ static void test_fence_cancels_writes_not_reads(void **state)
 	kubeapi_http_fence(h);
 	assert_int_equal(run_until(e, &r.done, 1, WAIT_MS), 0);
 	assert_int_equal(r.status, 200);
-	assert_non_null(strstr(r.body, "\"request\": 3")); /* the third the peer saw */
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(run_until(e, &w[i].done, 1, WAIT_MS), 0);
 		assert_int_equal(w[i].err, -ECANCELED);

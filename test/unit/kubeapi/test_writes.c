@@ -30,6 +30,10 @@ static struct kubeapi_response answer(long status, int err, const char *body)
 	"fulfilled on pods \\\"p\\\": Precondition failed: UID in precondition: "                  \
 	"00000000-0000-0000-0000-000000000000, UID in object meta: "                               \
 	"5b1f2d0e-1111-2222-3333-444455556666\",\"reason\":\"Conflict\",\"code\":409}"
+#define UID_IMMUTABLE                                                                              \
+	"{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"Pod \\\"p\\\" is "              \
+	"invalid: metadata.uid: Invalid value: \\\"00000000-0000-0000-0000-000000000000\\\": "     \
+	"field is immutable\",\"reason\":\"Invalid\",\"code\":422}"
 #define MODIFIED                                                                                   \
 	"{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"Operation cannot be "           \
 	"fulfilled on pods \\\"p\\\": the object has been modified; please apply your changes "    \
@@ -91,6 +95,8 @@ static void test_pod_answers(void **state)
 	r = answer(409, 0, UID_CONFLICT);
 	assert_int_equal(kubeapi_pod_answer(&r), KUBEAPI_ANSWER_GONE);
 	r = answer(404, 0, "");
+	assert_int_equal(kubeapi_pod_answer(&r), KUBEAPI_ANSWER_GONE);
+	r = answer(422, 0, UID_IMMUTABLE);
 	assert_int_equal(kubeapi_pod_answer(&r), KUBEAPI_ANSWER_GONE);
 }
 
