@@ -625,15 +625,23 @@ def check_end(rep, api, namespaces, pods_now, nodes, quota, vgpu_uids, muster_na
         g = gang_of(p)
         gangs[(g[0], p["ns"], g[1]) if g else ("single", p["ns"], p["name"])].append(dict(p, vgpu=p["uid"] in vgpu_uids))
     # EASY backfill: a gang that holds a reservation ("(reservation on N
-    # node(s))" in its message) keeps what it needs of the room; later
-    # gangs without a runtime may use only the rest. So its pods take
-    # their room first (as far as it goes) before any other gang is tried.
-    holders = [k for k, ms in gangs.items()
-               if any("(reservation on" in (c.get("message") or "") for m in ms for c in m["conditions"])]
-    for k in holders:
-        _take_partial(gangs[k], free)
+    # node(s))" in its message) keeps room on N nodes for when running work
+    # there ends, and a later gang without a runtime may not use it. Which
+    # N is not said, so the N nodes with the most free room are taken out:
+    # whatever Muster chose, what is left is no more than that.
+    holders = {}
+    for k, ms in gangs.items():
+        for m in ms:
+            for c in m["conditions"]:
+                r = re.search(r"\(reservation on (\d+) node", c.get("message") or "")
+                if r:
+                    holders[k] = max(holders.get(k, 0), int(r.group(1)))
+    for k, n in holders.items():
+        for name in sorted(free, key=lambda x: (-free[x].get(GPU, 0), -free[x].get("cpu", 0)))[:n]:
+            del free[name]
     if holders:
-        rep.notes.append(f"e: room kept first for the reservations of {[f'{k[1]}/{k[2]}' for k in holders]}")
+        rep.notes.append(f"e: reservations {[f'{k[1]}/{k[2]} on {n} nodes' for k, n in holders.items()]}: "
+                         "as many of the roomiest nodes left out of the fit check")
     for key, members in sorted(gangs.items()):
         bound = [p for p in pods_now.values() if p["ns"] == key[1] and gang_of(p) == (key[0], key[2]) and p["node"]]
         if bound:
