@@ -158,6 +158,7 @@ class Replicas:
         self.lock = threading.Lock()
         self.stopping = False
         self.killed = set()
+        self.delay = {}
         self.t = threading.Thread(target=self._supervise, daemon=True)
         self.t.start()
 
@@ -178,31 +179,38 @@ class Replicas:
             self.info.setdefault(identity, {"identity": identity, "log": log, "exits": [], "starts": 0})
             self.info[identity]["starts"] += 1
 
-    def kill(self, identity):
+    def kill(self, identity, restart_after=1.0):
+        """kill -9; the supervisor starts it again restart_after seconds later."""
         with self.lock:
             p = self.procs.get(identity)
             self.killed.add(identity)
+            self.delay[identity] = restart_after
         if p and p.poll() is None:
             p.kill()
             return True
         return False
 
     def _supervise(self):
+        due = {}  # identity -> monotonic time to start it again
         while True:
             time.sleep(0.3)
             with self.lock:
                 if self.stopping:
                     return
                 dead = [(i, p) for i, p in self.procs.items() if p.poll() is not None]
-            for identity, p in dead:
-                with self.lock:
+                for identity, p in dead:
                     ours = identity in self.killed
                     self.killed.discard(identity)
                     self.info[identity]["exits"].append((p.returncode, ours))
                     del self.procs[identity]
-                say(f"replica {identity} exited {p.returncode}{' (killed by us)' if ours else ''}; restarting")
-                time.sleep(random.uniform(0.5, 2))
-                self.start(identity)
+                    wait = self.delay.pop(identity, random.uniform(0.5, 2))
+                    due[identity] = time.monotonic() + wait
+                    say(f"replica {identity} exited {p.returncode}{' (killed by us)' if ours else ''}; "
+                        f"starting it again in {wait:.1f} s")
+            for identity, t in list(due.items()):
+                if time.monotonic() >= t:
+                    del due[identity]
+                    self.start(identity)
 
     def ensure_running(self):
         time.sleep(1)
@@ -521,7 +529,10 @@ class Chaos:
         h = self.holder()
         if h not in self.identities:
             return None
-        self.replicas.kill(h)
+        # Started again with its identity at once, it would find itself the
+        # holder and carry on; two replicas: it comes back only after the
+        # standby could have taken over, as a rescheduled pod would.
+        self.replicas.kill(h, restart_after=DURATION + 2 if len(self.identities) > 1 else 1.0)
         new = self.wait_holder(lambda x: x and x != h, DURATION * 3) if len(self.identities) > 1 else \
             self.wait_holder(lambda x: x == h, DURATION * 3)
         return f"{h} -> {new}"
