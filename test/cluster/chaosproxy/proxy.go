@@ -20,7 +20,7 @@ const bodyCap = 64 << 10
 
 var reasons = map[int]string{
 	401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
-	429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+	429: "TooManyRequests", 500: "InternalError", 501: "NotImplemented", 503: "ServiceUnavailable",
 }
 
 // Entry is one line of GET /log.
