@@ -50,12 +50,6 @@
 #include "kubeapi/writes.h"
 #include "scheduler/sched.h"
 
-/* Backoff of a bind whose answer kept its room: the first retry a cycle
- * period later, doubling to half a minute (with full jitter), as the
- * engine itself backs off. */
-#define RETRY_BASE_MS 1000
-#define RETRY_CAP_MS  30000
-
 /* Forget an assumption. A cycle in flight may be reading its vGPU
  * shares (through its own map of them): then it is freed after. */
 static void drop(struct sched *s, uint64_t key)
@@ -122,7 +116,7 @@ static void retry_later(struct sched *s, struct sched_assumed *e, const char *wh
 
 	if (e->attempts < UINT8_MAX)
 		e->attempts++;
-	ms = kubeapi_http_backoff_ms(e->attempts, RETRY_BASE_MS, RETRY_CAP_MS, rnd);
+	ms = kubeapi_http_backoff_ms(e->attempts, SCHED_RETRY_BASE_MS, SCHED_RETRY_CAP_MS, rnd);
 	e->state = SCHED_BIND_RETRY;
 	e->retry_ms = sched_now_ms(s) + ms;
 	s->n.binds_retried++;
@@ -226,7 +220,7 @@ static int send_bind(struct sched *s, struct sched_assumed *e, const struct kube
 	}
 	if (rc < 0) {
 		e->state = SCHED_BIND_RETRY;
-		e->retry_ms = sched_now_ms(s) + RETRY_BASE_MS;
+		e->retry_ms = sched_now_ms(s) + SCHED_RETRY_BASE_MS;
 	}
 	return rc;
 }

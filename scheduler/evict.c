@@ -37,9 +37,6 @@
 #include "scheduler/sched.h"
 
 #define SCHED_REFUSED_MS 60000
-/* Backoff of an eviction not done: as bind.c's. */
-#define RETRY_BASE_MS 1000
-#define RETRY_CAP_MS  30000
 
 struct sched_evicted {
 	struct sched *s;
@@ -78,7 +75,7 @@ static void retry_later(struct sched *s, struct sched_evicted *e, const struct k
 
 	if (e->attempts < UINT8_MAX)
 		e->attempts++;
-	ms = kubeapi_http_backoff_ms(e->attempts, RETRY_BASE_MS, RETRY_CAP_MS, rnd);
+	ms = kubeapi_http_backoff_ms(e->attempts, SCHED_RETRY_BASE_MS, SCHED_RETRY_CAP_MS, rnd);
 	e->retry_ms = sched_now_ms(s) + ms;
 	s->n.write_errors++;
 	if ((e->attempts & (e->attempts - 1)) == 0)
@@ -130,7 +127,7 @@ static void send_evict(struct sched_evicted *e)
 	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) < 0) {
 		s->n.write_errors++;
 		e->retry_ms =
-		    sched_now_ms(s) + RETRY_BASE_MS; /* asked again while the hold stands */
+		    sched_now_ms(s) + SCHED_RETRY_BASE_MS; /* asked again while the hold stands */
 	}
 }
 

@@ -173,6 +173,13 @@ struct sched_cycle {
 	bool status_due; /* decisions carried out, their status not yet written */
 };
 
+/* Backoff of a write whose answer did not take it but kept what it is for
+ * (a bind's room, an eviction the planner still asks for): the first retry
+ * about a cycle period later, doubling to half a minute, with full jitter
+ * (kubeapi_http_backoff_ms()), as the engine itself backs off. */
+#define SCHED_RETRY_BASE_MS 1000
+#define SCHED_RETRY_CAP_MS  30000
+
 enum sched_bind_state {
 	SCHED_BIND_QUEUED, /* decided, waiting in the bind queue (bind.c) */
 	SCHED_BIND_INFLIGHT,
