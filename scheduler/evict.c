@@ -47,13 +47,35 @@ struct sched_evicted {
 	uint8_t rawuid[16]; /* the same, as the cache holds it */
 	char note[320];
 	uint8_t done;
-	uint8_t attempts;  /* answers that were not done, in a row (saturates) */
+	uint8_t attempts; /* answers that were not done, in a row (saturates) */
+	/* A write of its is in flight (the engine holds e as its data), and
+	 * e was forgotten meanwhile: then its callback frees it. */
+	uint8_t inflight, orphan;
 	uint64_t retry_ms; /* not done: not sent again before */
 };
 
 static void forget(struct sched *s, uint64_t key)
 {
-	free(idmap_del(&s->evicted, key));
+	struct sched_evicted *e = idmap_del(&s->evicted, key);
+
+	if (e && e->inflight)
+		e->orphan = 1;
+	else
+		free(e);
+}
+
+/* A callback of e's begins: false when e is to be left alone (freed here
+ * if it was forgotten while its write was on its way). */
+static bool answer_begins(struct sched_evicted *e, const struct kubeapi_response *r)
+{
+	e->inflight = 0;
+	if (e->orphan) {
+		free(e);
+		return false;
+	}
+	/* Stopping: sched_evicted_free() frees it. Cancelled: a fenced write
+	 * is not sent again. */
+	return !e->s->stopping && r->err != -ECANCELED;
 }
 
 static const struct kubeapi_pod *cached_pod(struct sched *s, uint64_t key)
@@ -93,8 +115,8 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 	struct sched *s = e->s;
 	enum kubeapi_answer a;
 
-	if (s->stopping || r->err == -ECANCELED)
-		return; /* sched_evicted_free() frees it; a fenced write is not sent again */
+	if (!answer_begins(e, r))
+		return;
 	if (r->err == 0 && kubeapi_eviction_blocked(r)) {
 		s->n.evictions_refused++;
 		sched_log(s, "eviction of %s/%s refused by a PodDisruptionBudget: planning again",
@@ -124,7 +146,9 @@ static void send_evict(struct sched_evicted *e)
 	struct kubeapi_target t = {sched_str(s, (uint32_t)(e->key >> 32)),
 	                           sched_str(s, (uint32_t)e->key), e->uid, NULL};
 
-	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) < 0) {
+	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) == 0) {
+		e->inflight = 1;
+	} else {
 		s->n.write_errors++;
 		e->retry_ms =
 		    sched_now_ms(s) + SCHED_RETRY_BASE_MS; /* asked again while the hold stands */
@@ -139,8 +163,8 @@ static void on_condition(void *data, const struct kubeapi_response *r)
 	struct sched_evicted *e = data;
 	struct sched *s = e->s;
 
-	if (s->stopping || r->err == -ECANCELED)
-		return; /* sched_evicted_free() frees it; a fenced write is not sent again */
+	if (!answer_begins(e, r))
+		return;
 	if (r->err == 0 && r->status == 404) {
 		e->done = 1;
 		return;
@@ -186,11 +210,12 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	               sched_str(s, g->name));
 	sched_target(s, v->pod, &t, e->uid);
 	/* The condition first, so the pod says why before it goes; the
-	 * eviction when it is answered (on_condition). send_evict() may free
-	 * e: nothing here reads it after. */
+	 * eviction when it is answered (on_condition). */
 	if (kubeapi_patch_pod_condition(s->http, &t, "DisruptionTarget", "True",
 	                                "PreemptionByScheduler", msg, time(NULL), on_condition,
-	                                e) < 0)
+	                                e) == 0)
+		e->inflight = 1;
+	else
 		send_evict(e);
 	return 0;
 }
@@ -243,7 +268,8 @@ void sched_evict_all(struct sched *s)
 			forget(s, e->key); /* another pod under the name: asked on its own */
 			e = NULL;
 		}
-		if (e && !e->done && e->retry_ms && e->retry_ms <= sched_now_ms(s)) {
+		if (e && !e->done && !e->inflight && e->retry_ms &&
+		    e->retry_ms <= sched_now_ms(s)) {
 			e->retry_ms = 0;
 			send_evict(e); /* asked again: the planner still needs it */
 			continue;
