@@ -429,6 +429,17 @@ class Chaos:
             self.rules.pop(i, None)
         self._put()
 
+    def keep(self, ids, seconds, extra=20):
+        """Sleep seconds, then up to extra more until one of rule ids has
+        fired (a rule on writes fires only when Muster writes)."""
+        time.sleep(seconds)
+        deadline = time.monotonic() + extra
+        while time.monotonic() < deadline:
+            fired = self.proxy.stats().get("rules", {})
+            if any(fired.get(i) for i in ids):
+                return
+            time.sleep(0.5)
+
     def dur(self, lo, hi):
         if self.short:
             hi = min(hi, max(lo, 12))
@@ -463,7 +474,7 @@ class Chaos:
     def f_reset_rule(self):
         frac = self.rng.uniform(0.1, 0.3)
         rid = self.add("reset-rule", {"fraction": frac, "action": {"reset": True}})
-        time.sleep(self.dur(5, 15))
+        self.keep([rid], self.dur(5, 15))
         self.remove(rid)
         return f"fraction {frac:.2f}"
 
@@ -485,7 +496,7 @@ class Chaos:
         ids = [self.add("write-status", {"method": m, "path": p, "fraction": frac, "action": {"status": code}})
                for m, p in WRITE_TARGETS[target]]
         self.faults[f"write-status {target} {code}"] += 1
-        time.sleep(self.dur(10, 30))
+        self.keep(ids, self.dur(10, 30))
         self.remove(*ids)
         return f"{target} {code} fraction {frac:.2f}"
 
@@ -493,7 +504,7 @@ class Chaos:
         ms = self.rng.choice([500, 1000, 2000, 3000])
         ids = [self.add("slow-events", {"method": m, "path": p, "action": {"delay_ms": ms}})
                for m, p in WRITE_TARGETS["events"]]
-        time.sleep(self.dur(15, 60))
+        self.keep(ids, self.dur(15, 60))
         self.remove(*ids)
         return f"{ms} ms"
 
@@ -501,7 +512,7 @@ class Chaos:
         frac = self.rng.uniform(0.2, 0.5)
         rid = self.add("lose-binding", {"method": "POST", "path": WRITE_TARGETS["bindings"][0][1],
                                         "fraction": frac, "action": {"lose_answer": True}})
-        time.sleep(self.dur(10, 30))
+        self.keep([rid], self.dur(10, 30))
         self.remove(rid)
         return f"fraction {frac:.2f}"
 
