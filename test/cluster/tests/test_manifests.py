@@ -300,7 +300,6 @@ ALLOWED = [
     ("create", "pods", "binding", "team-x"),
     ("create", "pods", "eviction", "team-x"),
     ("patch", "pods", "status", "team-x"),
-    ("patch", "pods", None, "team-x"),  # vGPU shares, before the binding
     ("create", "events.events.k8s.io", None, "team-x"),
     ("patch", "podgroups.scheduling.x-k8s.io", "status", "team-x"),
     ("patch", "podgroups.scheduling.volcano.sh", None, "team-x"),
@@ -313,6 +312,10 @@ ALLOWED = [
 
 DENIED = [
     # Pods: only bound, evicted and given conditions, never changed or made.
+    # (The vGPU shares' patch is in manifests/muster-vgpu.yaml, with its
+    # admission policy: test_pod_patch_policy.py.)
+    ("patch", "pods", None, "team-x"),
+    ("patch", "pods", None, "kube-system"),
     ("create", "pods", None, "team-x"),
     ("delete", "pods", None, "team-x"),
     ("deletecollection", "pods", None, "team-x"),
@@ -429,7 +432,7 @@ def rules(cluster, user, ns):
 def expected_rules(ns):
     list_watch = ("list", "watch")
     want = {
-        ("pods", (), ("list", "patch", "watch")), ("nodes", (), list_watch), ("namespaces", (), list_watch),
+        ("pods", (), list_watch), ("nodes", (), list_watch), ("namespaces", (), list_watch),
         ("priorityclasses.scheduling.k8s.io", (), list_watch), ("poddisruptionbudgets.policy", (), list_watch),
         ("podgroups.scheduling.x-k8s.io", (), list_watch),
         ("podgroups.scheduling.volcano.sh", (), ("list", "patch", "watch")),
