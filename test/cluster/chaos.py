@@ -394,10 +394,11 @@ class Chaos:
     proxy while the workload streams in; then a quiet period and the checks."""
 
     def __init__(self, cluster_env, cluster_dir, workdir, seconds, seed, kill_apiserver=True,
-                 quiet=60, short=False, log=say):
+                 quiet=60, short=False, log=say, logdir=None):
         self.env, self.cdir, self.workdir = cluster_env, cluster_dir, workdir
         self.seconds, self.seed, self.kill_apiserver_ok = seconds, seed, kill_apiserver
         self.quiet, self.short, self.say = quiet, short, log
+        self.logdir = logdir or os.path.join(cluster_dir, "logs")
         self.rng = random.Random(seed)
         self.api = inv.Api(cluster_env["SERVER"], cluster_env["ADMIN_TOKEN"],
                            os.path.join(cluster_dir, "pki", "ca.crt"))
@@ -523,9 +524,51 @@ class Chaos:
             pid = int(f.read())
         os.kill(pid, signal.SIGKILL)
         time.sleep(self.rng.uniform(1, 6))
+        self.apiserver_up()
+        return f"pid {pid}"
+
+    def apiserver_up(self, timeout=120):
+        """ctl start kube-apiserver once the killed one is gone, and wait
+        until it is ready. ctl takes a live pid in its pid file for a running
+        server, and a killed process lingers (a zombie, where nothing reaps
+        it) after SIGKILL: so wait for it to go, and drop the stale pid file."""
+        pidfile = os.path.join(self.cdir, "run", "kube-apiserver.pid")
+        try:
+            with open(pidfile) as f:
+                pid = int(f.read())
+        except (OSError, ValueError):
+            pid = None
+        deadline = time.monotonic() + 15
+        while pid and time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break  # gone
+            if state == "Z":
+                break
+            if not self.api_ready():
+                time.sleep(0.1)
+                continue
+            return  # the running one is ready: nothing to do
+        if pid:
+            try:
+                os.unlink(pidfile)
+            except OSError:
+                pass
         subprocess.run([os.path.join(HERE, "ctl"), "start", "kube-apiserver"], check=True,
                        env=dict(os.environ, MUSTER_CLUSTER_DIR=self.cdir), capture_output=True)
-        return f"pid {pid}"
+        deadline = time.monotonic() + timeout
+        while not self.api_ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError("kube-apiserver not ready after ctl start")
+            time.sleep(0.2)
+
+    def api_ready(self):
+        try:
+            return self.api.status("/readyz", timeout=3) == 200
+        except Exception:
+            return False
 
     def wait_holder(self, pred, timeout):
         deadline = time.monotonic() + timeout
@@ -604,9 +647,8 @@ class Chaos:
         self.say(f"proxy {self.proxy.url}, control {self.proxy.control}, namespace {self.ns}")
         self.recorder = inv.Recorder(self.api, self.ns, [self.ns])
         self.recorder.start()
-        logdir = os.path.join(self.cdir, "logs")
-        os.makedirs(logdir, exist_ok=True)
-        self.replicas = Replicas(self.proxy.kubeconfig, self.ns, logdir,
+        os.makedirs(self.logdir, exist_ok=True)
+        self.replicas = Replicas(self.proxy.kubeconfig, self.ns, self.logdir,
                                  os.path.join(HERE, "scheduler-config.yaml"))
         a, b = f"muster-a-{self.seed}", f"muster-b-{self.seed}"
         self.replicas.start(a)
@@ -640,8 +682,7 @@ class Chaos:
             wt.join(30)
             self.proxy.clear()
             self.proxy.http1(False)
-            subprocess.run([os.path.join(HERE, "ctl"), "start", "kube-apiserver"], check=True,
-                           env=dict(os.environ, MUSTER_CLUSTER_DIR=self.cdir), capture_output=True)
+            self.apiserver_up()
             self.say(f"faults off; quiet for {self.quiet} s")
             time.sleep(self.quiet)
             return self.check()
@@ -763,9 +804,11 @@ def main(argv=None):
         for line in f:
             k, _, v = line.strip().partition("=")
             env[k] = v
-    workdir = args.workdir or os.path.join(cdir, "chaos", f"run-{args.seed}-{int(time.time())}")
+    # Outside the cluster's directory, which `ctl down` removes (ignored by git as /.cluster-*/).
+    workdir = args.workdir or os.path.join(TOP, ".cluster-chaos-runs",
+                                           f"run-{args.seed}-{time.strftime('%Y%m%dT%H%M%S')}")
     c = Chaos(env, cdir, workdir, args.minutes * 60, args.seed, kill_apiserver=not args.no_kill_apiserver,
-              quiet=args.quiet, short=args.short)
+              quiet=args.quiet, short=args.short, logdir=os.path.join(workdir, "logs"))
     rep = c.run()
     text = c.table()
     print(text)

@@ -112,6 +112,17 @@ class Api:
         finally:
             c.close()
 
+    def status(self, path, timeout=5):
+        """The status of a GET, its body unread as JSON (/readyz says "ok")."""
+        c = self._conn(timeout)
+        try:
+            c.request("GET", path, headers={"Authorization": "Bearer " + self.token})
+            r = c.getresponse()
+            r.read()
+            return r.status
+        finally:
+            c.close()
+
     def get(self, path, timeout=60):
         st, obj = self.request("GET", path, timeout=timeout)
         if st != 200:
