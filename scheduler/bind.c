@@ -47,11 +47,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/intern.h"
 #include "kubeapi/writes.h"
 #include "scheduler/sched.h"
 
+/* An assumption holds its pod's namespace and name ids and its node's:
+ * they stay valid for its sends and log lines after the pod or the node
+ * is gone, and no other pod is given its key meanwhile (base/intern.c
+ * reuses a freed id). Taken after a cycle, on the loop, like the vGPU
+ * UUIDs' (shares.c); let go where it is freed. At shutdown the cache, and
+ * the strings with it, is gone first. */
+static void hold_ids(struct sched *s, const struct sched_assumed *e)
+{
+	struct intern *in = kubeapi_model_intern(kubeapi_cache_model(s->cache));
+
+	intern_ref(in, (uint32_t)(e->key >> 32));
+	intern_ref(in, (uint32_t)e->key);
+	intern_ref(in, e->node);
+}
+
+static void assumed_free(struct sched *s, struct sched_assumed *e)
+{
+	struct intern *in = s->cache ? kubeapi_model_intern(kubeapi_cache_model(s->cache)) : NULL;
+
+	if (in) {
+		intern_unref(in, (uint32_t)(e->key >> 32));
+		intern_unref(in, (uint32_t)e->key);
+		intern_unref(in, e->node);
+	}
+	sched_shares_free(s, e);
+	free(e);
+}
+
 /* Forget an assumption. A cycle in flight may be reading its vGPU
- * shares (through its own map of them): then it is freed after. */
+ * shares (through its own map of them) and the strings: then it is freed
+ * after. */
 static void drop(struct sched *s, uint64_t key)
 {
 	struct sched_assumed *e = idmap_del(&s->assumed, key);
@@ -62,8 +92,7 @@ static void drop(struct sched *s, uint64_t key)
 		return;
 	}
 	if (e)
-		sched_shares_free(s, e);
-	free(e);
+		assumed_free(s, e);
 }
 
 void sched_assumed_bury(struct sched *s)
@@ -72,8 +101,7 @@ void sched_assumed_bury(struct sched *s)
 		struct sched_assumed *e = s->cyc.dead;
 
 		s->cyc.dead = e->next_dead;
-		sched_shares_free(s, e);
-		free(e);
+		assumed_free(s, e);
 	}
 }
 
@@ -93,8 +121,8 @@ static bool node_exists(struct sched *s, uint32_t node)
 	                 kubeapi_cache_key(0, node)) != NULL;
 }
 
-/* The names of e's pod for a log line: its key's, which stay interned
- * while the assumption holds the key. */
+/* The names of e's pod for a log line: its key's, which e holds
+ * (hold_ids()). */
 static const char *key_ns(struct sched *s, const struct sched_assumed *e)
 {
 	return sched_str(s, (uint32_t)(e->key >> 32));
@@ -308,6 +336,7 @@ void sched_bind_all(struct sched *s)
 		                            .since_ms = sched_now_ms(s),
 		                            .state = SCHED_BIND_QUEUED};
 		memcpy(e->uid, b->pod->uid, sizeof(e->uid));
+		hold_ids(s, e);
 		if (sched_shares_keep(s, e, b) < 0 || enqueue(s, key, (uint32_t)k) < 0)
 			drop(s, key); /* not assumed: the next cycle places it again */
 	}
@@ -411,9 +440,7 @@ void sched_assumed_free(struct sched *s)
 
 	sched_assumed_bury(s);
 	buf_free(&s->bindq);
-	IDMAP_FOREACH(&s->assumed, i, sl) {
-		sched_shares_free(s, sl->value);
-		free(sl->value);
-	}
+	IDMAP_FOREACH(&s->assumed, i, sl)
+		assumed_free(s, sl->value);
 	idmap_free(&s->assumed);
 }

@@ -45,6 +45,9 @@ struct sched_evicted {
 	uint64_t preemptor;
 	char uid[40];       /* the pod's: the eviction's precondition */
 	uint8_t rawuid[16]; /* the same, as the cache holds it */
+	/* Its namespace and name: the pod, and the ids with it, may be gone
+	 * from the cache when a write of its is sent again or logged. */
+	char ns[64], name[254];
 	char note[320];
 	uint8_t done;
 	uint8_t attempts; /* answers that were not done, in a row (saturates) */
@@ -104,9 +107,8 @@ static void retry_later(struct sched *s, struct sched_evicted *e, const struct k
 		sched_logl(s, SCHED_WARN,
 		           "eviction of %s/%s: HTTP %ld%s%s; asked again in %" PRIu64
 		           " ms while the preemptor still needs it (attempt %u)",
-		           sched_str(s, (uint32_t)(e->key >> 32)), sched_str(s, (uint32_t)e->key),
-		           r->status, r->err ? ", " : "", r->err ? strerror(-r->err) : "", ms,
-		           e->attempts);
+		           e->ns, e->name, r->status, r->err ? ", " : "",
+		           r->err ? strerror(-r->err) : "", ms, e->attempts);
 }
 
 static void on_evicted(void *data, const struct kubeapi_response *r)
@@ -120,7 +122,7 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 	if (r->err == 0 && kubeapi_eviction_blocked(r)) {
 		s->n.evictions_refused++;
 		sched_log(s, "eviction of %s/%s refused by a PodDisruptionBudget: planning again",
-		          sched_str(s, (uint32_t)(e->key >> 32)), sched_str(s, (uint32_t)e->key));
+		          e->ns, e->name);
 		idmap_put(&s->refused, e->victim,
 		          (void *)(uintptr_t)(sched_now_ms(s) + SCHED_REFUSED_MS));
 		sched_hold_drop(s, e->preemptor);
@@ -143,8 +145,7 @@ static void on_evicted(void *data, const struct kubeapi_response *r)
 static void send_evict(struct sched_evicted *e)
 {
 	struct sched *s = e->s;
-	struct kubeapi_target t = {sched_str(s, (uint32_t)(e->key >> 32)),
-	                           sched_str(s, (uint32_t)e->key), e->uid, NULL};
+	struct kubeapi_target t = {e->ns, e->name, e->uid, NULL};
 
 	if (kubeapi_evict(s->http, &t, -1, on_evicted, e) == 0) {
 		e->inflight = 1;
@@ -189,6 +190,8 @@ static int send_eviction(struct sched *s, const struct plan_evict *v)
 	e->s = s;
 	e->key = key;
 	memcpy(e->rawuid, v->pod->uid, sizeof(e->rawuid));
+	snprintf(e->ns, sizeof(e->ns), "%s", sched_str(s, v->pod->ns));
+	snprintf(e->name, sizeof(e->name), "%s", sched_str(s, v->pod->name));
 	e->victim = victim->key;
 	e->preemptor = g->key;
 	snprintf(msg, sizeof(msg), "Muster: preempted by gang %s/%s", sched_str(s, g->ns),

@@ -145,6 +145,31 @@ def test_a_bind_never_outlives_its_pod(core, through, proxy, namespace):
     stopped_cleanly(m)
 
 
+def test_a_bind_answered_after_its_pod_is_gone(core, through, proxy, namespace):
+    """Binds of three pods answer 503, so the engine is retrying them when
+    the pods are deleted: the answers come back for pods whose names are
+    gone from the cache. Muster keeps running (it read the freed names of
+    such pods to log the retry, and died of it in a 30-minute chaos run)
+    and binds a pod created after."""
+    ns = namespace
+    names = [f"d-{i}" for i in range(3)]
+    proxy.rules([{"id": "d-503", "method": "POST", "path": f"^/api/v1/namespaces/{ns}/pods/d-[0-9]/binding$",
+                  "action": {"status": 503}}])
+    m = through(proxy)
+    for n in names:
+        core.create_namespaced_pod(ns, plain_pod(n, node="cpu-0001"))
+    until(m, "every bind refused", lambda: (lambda seen: seen >= set(names) or Not(sorted(seen)))(
+        {e["path"].split("/")[6] for e in proxy.log() if e["path"].endswith("/binding")}))
+    for n in names:
+        core.delete_namespaced_pod(n, ns, grace_period_seconds=0)
+    time.sleep(12)  # the engine's retries end, and Muster's own come due
+    m.check()
+    proxy.clear()
+    core.create_namespaced_pod(ns, plain_pod("after", node="cpu-0001"))
+    until(m, "a pod created after bound", lambda: node_of(core, ns, "after"))
+    stopped_cleanly(m)
+
+
 # --- 2 -------------------------------------------------------------------------
 
 
