@@ -116,11 +116,15 @@ def node_of_missing(core, ns, name):
 
 def test_a_bind_never_outlives_its_pod(core, through, proxy, namespace):
     """Binds of pod x answer 501 (which the engine does not retry itself:
-    Muster keeps its room and sends the bind again later). With the pods watch held, x is deleted
-    and a pod of another scheduler is created under its name, so Muster's
-    cache sees both at once, as a watch that lags shows them. Once the
+    Muster keeps its room and sends the bind again later). With the pods
+    watch held, x is deleted and a pod of another scheduler is created
+    under its name, so Muster's cache sees both at once, as a watch that
+    lags shows them, and the new pod gets x's name id back (base/intern.c
+    reuses the last id freed; a pod of Muster's keeps the namespace's id
+    alive meanwhile, as in any namespace with more than one pod). Once the
     watch and then the binds pass again, no binding names the new pod's
-    uid and it stays unbound: it was never Muster's to place."""
+    uid and it stays unbound: it was never Muster's to place. A binary
+    that keyed a bind by names alone sent it the deleted pod's bind."""
     ns = namespace
     refuse = {"id": "x-501", "method": "POST", "path": bind_path(ns, "x"), "action": {"status": 501}}
     hold = {"id": "hold-pods", "path": "^/api/v1/pods$", "watch": True, "action": {"stall": True}}
@@ -129,6 +133,8 @@ def test_a_bind_never_outlives_its_pod(core, through, proxy, namespace):
     core.create_namespaced_pod(ns, plain_pod("x", node="cpu-0001"))
     until(m, "a bind of x refused and sent again",
           lambda: len(bindings(proxy, ns, "x")) >= 2 or Not(bindings(proxy, ns, "x")), timeout=60)
+    core.create_namespaced_pod(ns, plain_pod("t-0", node="cpu-0002"))
+    until(m, "a second pod of the namespace bound", lambda: node_of(core, ns, "t-0"))
     old_uid = core.read_namespaced_pod("x", ns).metadata.uid
     proxy.rules([refuse, hold])
     delete_now(core, ns, "x")
@@ -137,7 +143,13 @@ def test_a_bind_never_outlives_its_pod(core, through, proxy, namespace):
     assert new_uid != old_uid
     proxy.rules([refuse])
     time.sleep(5)  # the cache has both; retries come due
+    # A retry goes out at a cycle, and a cycle needs work: a pod of Muster's
+    # now, and one after the refusals end.
+    core.create_namespaced_pod(ns, plain_pod("t-1", node="cpu-0002"))
+    until(m, "a pod created meanwhile bound", lambda: node_of(core, ns, "t-1"))
     proxy.clear()
+    core.create_namespaced_pod(ns, plain_pod("t-2", node="cpu-0002"))
+    until(m, "a pod created after bound", lambda: node_of(core, ns, "t-2"))
     time.sleep(8)  # several cycles and retries' backoff
     sent = bindings(proxy, ns, "x")
     assert not [b for b in sent if b[0] == new_uid], f"a bind named the other scheduler's pod: {sent}"
