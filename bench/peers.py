@@ -72,10 +72,12 @@ the benchmark itself, never by a scheduler.
 
 Safety, read from the watch of every pod version (never from the
 schedulers): gangs partial at the end of a shape (some but not all of
-minMember bound and not deleted), gangs partial for longer than 1 s, pods
-seen bound twice, nodes whose bound GPUs ever exceeded 8. Per scheduler
-process: CPU seconds per shape and in all (/proc/PID/stat), peak RSS
-(VmHWM) before SIGTERM, its exit status. API server write requests per
+minMember bound and not deleted), gangs partial for longer than 1 s, the
+time from a whole gang's first member seen bound to its last (p50 and max:
+how long it stood partly bound on the way), pods seen bound twice, nodes
+whose bound GPUs ever exceeded 8. Per scheduler process: CPU seconds per
+shape and in all (/proc/PID/stat), peak RSS (VmHWM) before SIGTERM, its
+exit status. API server write requests per
 bound pod per shape (apiserver_request_total, all clients).
 
 Output: progress lines, the table (the median over reps; the ratio is
@@ -960,6 +962,9 @@ def metrics():
         ("*", "safety: partial end/>1 s/twice/over", "safety",
          lambda r: "/".join(str(r["safety"][k]) for k in ("partial_end", "partial_long", "double", "over"))
          if "safety" in r else None, str, None),
+        ("*", "gang first -> last member bound p50/max, ms", "spread",
+         lambda r: f"{r['safety']['spread_p50_ms']:.0f}/{r['safety']['spread_max_ms']:.0f}"
+         if r.get("safety", {}).get("whole") else None, str, None),
         ("*", "scheduler CPU s", "cpu_s", get("cpu_s"), f1, "low"),
         ("*", "API writes per bound pod", "writes_per_pod",
          lambda r: sum(n for n, _ in r.get("writes", [])) / r["bound"] if r.get("bound") else None, f2, None),
