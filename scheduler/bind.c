@@ -133,6 +133,24 @@ static const char *key_name(struct sched *s, const struct sched_assumed *e)
 	return sched_str(s, (uint32_t)e->key);
 }
 
+/* When the binds of gang that wait to retry go next: one time for all
+ * its members, drawn by the first to fail since the last went (drawn).
+ * Each member drawing its own would have a gang partly bound for the
+ * spread of its members' draws, up to the cap (30 s), where one time
+ * makes it its own writes' (issue 55, item 10); and a big gang would
+ * retry at the least of its draws, far more often than one pod. Out of
+ * memory: drawn. */
+static uint64_t gang_retry_ms(struct sched *s, uint64_t gang, uint64_t drawn)
+{
+	void **at = idmap_ref(&s->retry_at, gang);
+
+	if (!at)
+		return drawn;
+	if ((uint64_t)(uintptr_t)*at <= sched_now_ms(s))
+		*at = (void *)(uintptr_t)drawn;
+	return (uint64_t)(uintptr_t)*at;
+}
+
 /* An answer that keeps e's room: sent again after a backoff. Logged at
  * the first such answer and then at attempts 2, 4, 8...: a token that
  * expires fails every bind, and one line per bind and retry would bury
@@ -146,7 +164,8 @@ static void retry_later(struct sched *s, struct sched_assumed *e, const char *wh
 		e->attempts++;
 	ms = kubeapi_http_backoff_ms(e->attempts, SCHED_RETRY_BASE_MS, SCHED_RETRY_CAP_MS, rnd);
 	e->state = SCHED_BIND_RETRY;
-	e->retry_ms = sched_now_ms(s) + ms;
+	e->retry_ms = gang_retry_ms(s, e->gang, sched_now_ms(s) + ms);
+	ms = e->retry_ms - sched_now_ms(s);
 	s->n.binds_retried++;
 	if (a == KUBEAPI_ANSWER_GONE)
 		s->n.binds_failed++;
@@ -269,10 +288,14 @@ static int enqueue(struct sched *s, uint64_t key, uint32_t bind)
 	return buf_append(&s->bindq, &q, sizeof(q));
 }
 
-/* Retries due now go first, a gang's together: the window in which a
- * gang is partly bound is its own writes', not the queue's. */
+/* Retries due now go first, a gang's together: every member of a gang
+ * waiting to retry goes when one is due (its time may have been set by
+ * a fence, a refused send or a standby's cycle rather than by the
+ * gang's), so that the window in which a gang is partly bound is its
+ * own writes', not the queue's. O(r log r) for r binds waiting to retry. */
 struct due {
 	uint64_t gang, key;
+	bool due;
 };
 
 static int by_gang(const void *a, const void *b)
@@ -281,6 +304,23 @@ static int by_gang(const void *a, const void *b)
 
 	return x->gang != y->gang ? (x->gang < y->gang ? -1 : 1)
 	                          : (x->key < y->key ? -1 : x->key > y->key);
+}
+
+/* Forget the gang retry times that have passed (gang_retry_ms()). */
+static void forget_retry_times(struct sched *s, uint64_t now)
+{
+	const struct idmap_slot *sl;
+	uint64_t *keys = calloc(s->retry_at.n + 1, sizeof(*keys));
+	size_t n = 0;
+
+	if (!keys)
+		return; /* kept: a time passed only ever gives way to a new one */
+	IDMAP_FOREACH(&s->retry_at, i, sl)
+		if ((uint64_t)(uintptr_t)sl->value <= now)
+			keys[n++] = sl->key;
+	for (size_t k = 0; k < n; k++)
+		idmap_del(&s->retry_at, keys[k]);
+	free(keys);
 }
 
 static void enqueue_retries(struct sched *s)
@@ -296,17 +336,24 @@ static void enqueue_retries(struct sched *s)
 	IDMAP_FOREACH(m, i, sl) {
 		const struct sched_assumed *e = sl->value;
 
-		if (e->state == SCHED_BIND_RETRY && e->retry_ms <= now)
-			d[n++] = (struct due){e->gang, sl->key};
+		if (e->state == SCHED_BIND_RETRY)
+			d[n++] = (struct due){e->gang, sl->key, e->retry_ms <= now};
 	}
 	qsort(d, n, sizeof(*d), by_gang);
-	for (size_t k = 0; k < n; k++) {
-		struct sched_assumed *e = idmap_get(m, d[k].key);
+	for (size_t k = 0, end; k < n; k = end) {
+		bool go = false;
 
-		if (enqueue(s, d[k].key, NO_PLAN) == 0)
-			e->state = SCHED_BIND_QUEUED;
+		for (end = k; end < n && d[end].gang == d[k].gang; end++)
+			go |= d[end].due;
+		for (size_t j = k; go && j < end; j++) {
+			struct sched_assumed *e = idmap_get(m, d[j].key);
+
+			if (enqueue(s, d[j].key, NO_PLAN) == 0)
+				e->state = SCHED_BIND_QUEUED;
+		}
 	}
 	free(d);
+	forget_retry_times(s, now);
 }
 
 /* The cycle's binds, and again the ones whose retry is due, assumed at
@@ -440,6 +487,7 @@ void sched_assumed_free(struct sched *s)
 
 	sched_assumed_bury(s);
 	buf_free(&s->bindq);
+	idmap_free(&s->retry_at);
 	IDMAP_FOREACH(&s->assumed, i, sl)
 		assumed_free(s, sl->value);
 	idmap_free(&s->assumed);

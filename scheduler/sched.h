@@ -238,6 +238,7 @@ struct sched {
 	 * after the cycle (bind.c): its struct queued from bindq_head on. */
 	struct buf bindq;
 	size_t bindq_head;
+	struct idmap retry_at; /* gang key -> when its binds waiting to retry go (ms, bind.c) */
 	/* Binds the server has answered and the watch has not shown yet, as
 	 * of the last sweep (bind.c): how far the watch lags Muster's own
 	 * writes. status_held_ms: sched_status_waits()'s. */

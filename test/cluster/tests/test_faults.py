@@ -17,6 +17,7 @@ from the API server directly (the admin client, outside the proxy).
 7. A 403 on one member's bind keeps the gang's room: retried with
    backoff, on the same node, and the gang is bound whole once it passes.
 8. A refused eviction is asked again, and the preemptor gets its room.
+10. A gang's binds waiting to retry go out together.
 """
 
 import json
@@ -429,4 +430,41 @@ def test_a_refused_eviction_is_asked_again(core, custom, through, proxy, ns, pri
     proxy.clear()
     got = until(m, "the preemptor bound", lambda: all_bound(core, ns, p), timeout=90)
     assert got == {"p-0": node}
+    stopped_cleanly(m)
+
+
+# --- 10 ------------------------------------------------------------------------
+
+
+def test_a_gangs_retried_binds_go_out_together(core, custom, through, proxy, namespace):
+    """Three 4-pod gangs (1 GPU each, one gang a node); every bind in the
+    namespace answers 403 for 10 s (a token rotating). Each member is sent
+    again with backoff, and each gang's members go out at one time, not
+    each at its own draw: once the 403s stop, the four binds the server
+    takes for a gang (201 at the proxy) are sent within half a second,
+    where members drawing their own times (up to 8 s apart by then, a
+    cycle a second) left gangs partly bound for seconds."""
+    ns = namespace
+    proxy.rules([{"id": "all-403", "method": "POST", "path": f"^/api/v1/namespaces/{ns}/pods/[^/]+/binding$",
+                  "action": {"status": 403}}])
+    m = through(proxy)
+    names = {g: create_gang(core, custom, ns, g, "e2e-default", [(1, node)] * 4)
+             for g, node in (("a", "gpu-0011"), ("b", "gpu-0012"), ("c", "gpu-0013"))}
+    until(m, "every member refused", lambda: len({b[0] for b in bindings(proxy, ns)}) >= 12
+          or Not(f"{len(bindings(proxy, ns))} binds so far"))
+    time.sleep(10)
+    proxy.clear()
+    for g, pods_ in names.items():
+        until(m, f"gang {g} bound whole", lambda p=pods_: all_bound(core, ns, p), timeout=90)
+    taken = {}
+    for e in proxy.log():
+        if e["method"] == "POST" and e["path"].endswith("/binding") and e["status"] == 201:
+            name = e["path"].split("/")[6]
+            if e["path"].split("/")[4] == ns:
+                taken.setdefault(name.split("-")[0], []).append(e["t_ns"])
+    assert sorted(taken) == ["a", "b", "c"] and all(len(t) == 4 for t in taken.values()), taken
+    spread = {g: (max(t) - min(t)) / 1e6 for g, t in taken.items()}
+    retried = len([b for b in bindings(proxy, ns) if b[2] == 403])
+    assert retried >= 24, f"only {retried} refused binds: the members were not retried"
+    assert all(ms < 500 for ms in spread.values()), f"ms from a gang's first bind taken to its last: {spread}"
     stopped_cleanly(m)
