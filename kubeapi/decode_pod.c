@@ -457,6 +457,140 @@ static int node_affinity(struct kubeapi__dec *d, struct spec_builder *b, const c
 	return preferred_terms(d, b, na);
 }
 
+/* ---- what Muster does not apply yet (model.h) --------------------------------- */
+
+/* Is o[key] an array with at least one entry? 1, 0, or a negative errno. */
+static int nonempty(struct kubeapi__dec *d, const cJSON *o, const char *key, const char *path)
+{
+	const cJSON *a;
+	int rc = kubeapi__array(d, o, key, path, KUBEAPI_MAX_LIST, &a);
+
+	return rc < 0 ? rc : rc == 0 && cJSON_GetArraySize(a) > 0;
+}
+
+/* Required terms of spec.affinity.podAffinity and podAntiAffinity. */
+static int pod_affinity(struct kubeapi__dec *d, const cJSON *spec, uint16_t *bits)
+{
+	static const struct {
+		const char *key, *path;
+		uint16_t bit;
+	} kinds[] = {
+	    {"podAffinity", "spec.affinity.podAffinity", KUBEAPI_UNSUP_POD_AFFINITY},
+	    {"podAntiAffinity", "spec.affinity.podAntiAffinity", KUBEAPI_UNSUP_POD_ANTI_AFFINITY},
+	};
+	const cJSON *aff, *o;
+	char path[96];
+	int rc;
+
+	if ((rc = kubeapi__object(d, spec, "affinity", "spec.affinity", &aff)) < 0)
+		return rc;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		if ((rc = kubeapi__object(d, aff, kinds[k].key, kinds[k].path, &o)) < 0)
+			return rc;
+		kubeapi__path(path, sizeof(path), kinds[k].path,
+		              "requiredDuringSchedulingIgnoredDuringExecution");
+		if ((rc = nonempty(d, o, "requiredDuringSchedulingIgnoredDuringExecution", path)) <
+		    0)
+			return rc;
+		if (rc)
+			*bits |= kinds[k].bit;
+	}
+	return 0;
+}
+
+/* A topology spread constraint other than ScheduleAnyway (DoNotSchedule,
+ * which the API server requires to be stated, or a value of a later
+ * version): a filter. */
+static int spread(struct kubeapi__dec *d, const cJSON *spec, uint16_t *bits)
+{
+	const cJSON *list, *c;
+	const char *s;
+	size_t len;
+	int rc;
+
+	if ((rc = kubeapi__array(d, spec, "topologySpreadConstraints",
+	                         "spec.topologySpreadConstraints", KUBEAPI_MAX_LIST, &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(c, list)
+	{
+		if ((rc = kubeapi__string(d, c, "whenUnsatisfiable",
+		                          "spec.topologySpreadConstraints[].whenUnsatisfiable", 32,
+		                          &s, &len)) < 0)
+			return rc;
+		if (!(len == 14 && memcmp(s, "ScheduleAnyway", 14) == 0))
+			*bits |= KUBEAPI_UNSUP_SPREAD;
+	}
+	return 0;
+}
+
+/* Volumes whose claim binds to a node: persistentVolumeClaim, ephemeral. */
+static int volumes(struct kubeapi__dec *d, const cJSON *spec, uint16_t *bits)
+{
+	const cJSON *list, *v;
+	int rc;
+
+	if ((rc = kubeapi__array(d, spec, "volumes", "spec.volumes", KUBEAPI_MAX_LIST, &list)) < 0)
+		return rc;
+	cJSON_ArrayForEach(v, list)
+	{
+		if (cJSON_GetObjectItemCaseSensitive(v, "persistentVolumeClaim") ||
+		    cJSON_GetObjectItemCaseSensitive(v, "ephemeral"))
+			*bits |= KUBEAPI_UNSUP_VOLUMES;
+	}
+	return 0;
+}
+
+/* A hostPort on any port of any container, init containers included. */
+static int host_ports(struct kubeapi__dec *d, const cJSON *spec, uint16_t *bits)
+{
+	static const char *const lists[] = {"containers", "initContainers"};
+	const cJSON *list, *c, *ports, *p;
+	int64_t v;
+	int rc;
+
+	for (size_t k = 0; k < 2; k++) {
+		if ((rc = kubeapi__array(d, spec, lists[k], "spec.containers",
+		                         KUBEAPI_MAX_CONTAINERS, &list)) < 0)
+			return rc;
+		cJSON_ArrayForEach(c, list)
+		{
+			if ((rc = kubeapi__array(d, c, "ports", "spec.containers[].ports",
+			                         KUBEAPI_MAX_LIST, &ports)) < 0)
+				return rc;
+			cJSON_ArrayForEach(p, ports)
+			{
+				if ((rc = kubeapi__int(d, p, "hostPort",
+				                       "spec.containers[].ports[].hostPort", 0,
+				                       65535, &v)) < 0)
+					return rc;
+				if (rc == 0 && v > 0)
+					*bits |= KUBEAPI_UNSUP_HOST_PORTS;
+			}
+		}
+	}
+	return 0;
+}
+
+/* What the spec states that Muster does not apply, and its gates. */
+static int spec_unsupported(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec)
+{
+	uint16_t bits = 0;
+	int rc;
+
+	if ((rc = pod_affinity(d, spec, &bits)) < 0 || (rc = spread(d, spec, &bits)) < 0 ||
+	    (rc = volumes(d, spec, &bits)) < 0 || (rc = host_ports(d, spec, &bits)) < 0)
+		return rc;
+	if ((rc = nonempty(d, spec, "resourceClaims", "spec.resourceClaims")) < 0)
+		return rc;
+	if (rc)
+		bits |= KUBEAPI_UNSUP_CLAIMS;
+	if ((rc = nonempty(d, spec, "schedulingGates", "spec.schedulingGates")) < 0)
+		return rc;
+	b->h.gated = (uint8_t)rc;
+	b->h.unsupported = bits;
+	return 0;
+}
+
 /* ---- spec header fields -------------------------------------------------------- */
 
 static int spec_scalars(struct kubeapi__dec *d, struct spec_builder *b, const cJSON *spec)
@@ -551,7 +685,7 @@ static int pod_spec(struct kubeapi__dec *d, const cJSON *spec, const struct kube
 	builder_init(d, &b);
 	if ((rc = spec_scalars(d, &b, spec)) < 0 || (rc = pod_requests(d, &b, spec, &b.req)) < 0 ||
 	    (rc = tolerations(d, &b, spec)) < 0 || (rc = node_selector(d, &b, spec)) < 0 ||
-	    (rc = node_affinity(d, &b, spec)) < 0)
+	    (rc = node_affinity(d, &b, spec)) < 0 || (rc = spec_unsupported(d, &b, spec)) < 0)
 		goto out;
 	rc = spec_blob(d, &b, out);
 out:

@@ -299,3 +299,20 @@ bool kubeapi_selector_matches(const struct kubeapi_model *m, const struct kubeap
 	}
 	return true;
 }
+
+const char *kubeapi_unsupported_name(unsigned bits)
+{
+	static const char *const names[] = {
+	    "podAffinity (required)",
+	    "podAntiAffinity (required)",
+	    "topologySpreadConstraints (DoNotSchedule)",
+	    "PersistentVolumeClaim or ephemeral volumes",
+	    "hostPort",
+	    "resourceClaims (DRA)",
+	};
+
+	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (bits & 1u << k)
+			return names[k];
+	return NULL;
+}

@@ -134,9 +134,30 @@ struct kubeapi_podspec {
 	uint16_t nvgpu; /* containers that ask for vGPUs (kubeapi_podspec_vgpu) */
 	uint32_t nvalues;
 	uint32_t off_requests, off_tolerations, off_selector, off_terms, off_requirements,
-	    off_values, off_vgpu, pad2_;
+	    off_values, off_vgpu;
+	uint16_t unsupported; /* enum kubeapi_unsupported bits */
+	uint8_t gated;        /* spec.schedulingGates is not empty */
+	uint8_t pad2_;
 	int64_t active_deadline_s; /* -1 when unset */
 };
+
+/* Constraints a pod can state that Muster does not apply yet
+ * (kubeapi_podspec.unsupported). A pod stating one waits, and says which,
+ * rather than be placed where its own spec forbids: the kubelet checks
+ * none of them once the pod is bound. Preferred pod (anti-)affinity and
+ * ScheduleAnyway spread constraints are scores, not constraints: they are
+ * not read, and do not make a pod wait. */
+enum kubeapi_unsupported {
+	KUBEAPI_UNSUP_POD_AFFINITY = 1,      /* podAffinity, required terms */
+	KUBEAPI_UNSUP_POD_ANTI_AFFINITY = 2, /* podAntiAffinity, required terms */
+	KUBEAPI_UNSUP_SPREAD = 4,            /* topologySpreadConstraints, DoNotSchedule */
+	KUBEAPI_UNSUP_VOLUMES = 8,           /* persistentVolumeClaim or ephemeral volumes */
+	KUBEAPI_UNSUP_HOST_PORTS = 16,       /* a container's hostPort */
+	KUBEAPI_UNSUP_CLAIMS = 32,           /* spec.resourceClaims (DRA) */
+};
+/** The field an unsupported bit stands for ("podAntiAffinity (required)"),
+ *  for the lowest bit set in bits; NULL for none. */
+const char *kubeapi_unsupported_name(unsigned bits);
 
 /* What one container asks for vGPUs (the device protocol of
  * kubeapi/vgpu.h), read from its limits (then requests) as Volcano

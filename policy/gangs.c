@@ -283,6 +283,13 @@ static struct plan_kept_gang *kept(const struct plan_run *r, uint64_t key)
 	return idmap_get(&r->keep->gangs.map, key);
 }
 
+struct plan_gang *plan__gang_this_cycle(struct plan_run *r, uint64_t key)
+{
+	struct plan_kept_gang *e = kept(r, key);
+
+	return e && e->cycle == r->keep->gangs.cycle ? &r->p->gangs[e->index] : NULL;
+}
+
 void plan__gang_prefetch(const struct plan_run *r, uint64_t key, bool group)
 {
 	idmap_prefetch(&r->keep->gangs.map, key);

@@ -430,6 +430,35 @@ static void first_seen(struct plan_run *r, struct queue_item *items, const uint3
 	}
 }
 
+/* Does a pending member of g state a constraint Muster does not apply
+ * (kubeapi_unsupported)? Then g waits, saying which, rather than be
+ * placed against it: the kubelet checks none of them. One read when the
+ * members share a spec; else O(pending members). */
+static bool unsupported(struct plan_run *r, struct plan_gang *g)
+{
+	uint32_t k = 0;
+	unsigned bits = 0;
+
+	if (g->pending_spec)
+		bits = g->pending_spec->unsupported;
+	else
+		for (; k < g->npending && !(bits = g->pending[k]->spec->unsupported); k++)
+			;
+	if (!bits)
+		return false;
+	k = k < g->npending ? k : 0;
+	bits &= ~(bits - 1); /* the lowest: the one named */
+	struct plan_facts f = {.why = PLAN_WHY_UNSUPPORTED,
+	                       .pod = plan__str(r, g->pending[k]->name),
+	                       .constraint = kubeapi_unsupported_name(bits)};
+
+	g->state = PLAN_INCOMPLETE;
+	g->block = (struct plan_block){
+	    .why = PLAN_WHY_UNSUPPORTED, .member = k, .unsupported = (uint16_t)bits};
+	plan__say(r, g, &f);
+	return true;
+}
+
 /* Gangs whose turn it is this cycle, as queue items. */
 static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t *gang_of_item,
                          size_t *np)
@@ -452,13 +481,19 @@ static int pending_items(struct plan_run *r, struct queue_item *items, uint32_t 
 		}
 		if (g->state != PLAN_RUNNING || !g->enqueued)
 			continue;
+		if (unsupported(r, g))
+			continue;
 		if (g->bound + g->succeeded + g->npending < g->min_member) {
 			struct plan_facts f = {.why = PLAN_WHY_MEMBERS,
 			                       .have = g->bound + g->succeeded + g->npending,
-			                       .min_member = g->min_member};
+			                       .min_member = g->min_member,
+			                       .gated = g->gated,
+			                       .gated_pod =
+			                           g->gated ? plan__str(r, g->gated_name) : NULL};
 
 			g->state = PLAN_INCOMPLETE;
 			g->block.why = PLAN_WHY_MEMBERS;
+			g->block.gated = g->gated;
 			plan__say(r, g, &f);
 			continue;
 		}
@@ -723,6 +758,7 @@ void plan_memory_free(struct plan_memory *keep)
 	IDMAP_FOREACH(&keep->holds, i, e)
 		free(e->value);
 	idmap_free(&keep->holds);
+	free(keep->gated);
 	free(keep->pods.v);
 	free(keep->pods.keys);
 	free(keep->pods.names);

@@ -160,6 +160,7 @@ enum plan_why {
 	PLAN_WHY_NO_QUEUE,    /* no queue takes it */
 	PLAN_WHY_PREEMPTING,  /* victims chosen; waiting for them to end */
 	PLAN_WHY_ENQUEUE,     /* PodGroup minResources: quota (node, slot, ...) or cluster */
+	PLAN_WHY_UNSUPPORTED, /* a member states a constraint Muster does not apply yet */
 };
 
 struct plan_block {
@@ -176,8 +177,13 @@ struct plan_block {
 	uint32_t rejected[POLICY_REJECT_COUNT];
 	/* PLAN_WHY_STRICT_FIFO: the head's gang index. */
 	uint32_t head;
-	/* PLAN_WHY_MEMBERS: a task of minTaskMember is short (task id). */
-	uint32_t task;
+	/* PLAN_WHY_MEMBERS: a task of minTaskMember is short (task id);
+	 * members held by scheduling gates. */
+	uint32_t task, gated;
+	/* PLAN_WHY_UNSUPPORTED: the member (its index in the gang's pending
+	 * list) and what it states (a kubeapi_unsupported bit). */
+	uint32_t member;
+	uint16_t unsupported;
 	/* PLAN_WHY_ENQUEUE: node < 0 when the cluster's capacity, not a
 	 * quota, is short: of resource short_res, usage = the capacity. */
 };
@@ -250,6 +256,9 @@ struct plan_gang {
 	uint8_t group_gate;
 	uint8_t kept_enqueued;
 	struct plan_block block; /* why it waits */
+	/* Members held by scheduling gates (not members yet: view.c's
+	 * plan__is_ours()), and the name id of one, for its message. */
+	uint32_t gated, gated_name;
 	/* A native PodGroup's topology constraint: level -1 none; the level
 	 * of its key (a configured one, or one the table keeps for such
 	 * constraints alone); past plan.nodes.nlevels when the table has no
@@ -330,6 +339,13 @@ struct plan_memory {
 	/* The last number given to a gang first seen waiting (kept with
 	 * the gang: plan_kept_gang.seen). */
 	uint64_t seen_seq;
+	/* The gated pods of Muster's in PodGroups that a cycle's pod walk
+	 * met, filed into their gangs after it (view.c); the room is kept. */
+	struct plan_gated {
+		uint64_t gang;
+		uint32_t name;
+	} * gated;
+	size_t ngated, cap_gated;
 	/* What a cycle needs of every pod, in a dense array kept current
 	 * from plan_input.pod_changes (policy/podtab.c): a cycle walks it
 	 * instead of every pod's struct and the lookups each pod costs. */

@@ -281,6 +281,8 @@ struct plan_kept_gang {
  * the pod or its PodGroup. */
 int plan__group_gangs(struct plan_run *r);
 struct plan_gang *plan__gang_of(struct plan_run *r, const struct kubeapi_pod *pod);
+/* The gang of key made this cycle, or NULL: never makes one. */
+struct plan_gang *plan__gang_this_cycle(struct plan_run *r, uint64_t key);
 struct plan_gang *plan__gang_of_key(struct plan_run *r, uint64_t key,
                                     const struct kubeapi_pod *pod);
 /* The same for the gang of kept entry e (NULL: none), keyed key. */
@@ -401,8 +403,10 @@ int plan__add_binds(struct plan_run *r, struct plan_gang *g, const struct kubeap
  * -ENOMEM. */
 int plan__held_of(struct plan_run *r, const struct kubeapi_pod *pod, size_t i,
                   const struct policy_held **out);
-/* Whether pod is Muster's (its schedulerName is one of the input's). */
+/* Whether pod is Muster's to plan: its schedulerName is one of the
+ * input's (plan__names_us) and it has no scheduling gates. */
 bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod);
+bool plan__names_us(const struct plan_run *r, const struct kubeapi_pod *pod);
 /* The recent mix of requests, for the placement's fragmentation score:
  * every pod of ours, pending or bound, once there are registered GPUs.
  * plan__mix_count() counts `pods` pods of ours of one spec, the oldest

@@ -257,12 +257,61 @@ int plan__build_nodes(struct plan_run *r)
 	return policy_nodes_clone_shape(&r->p->nodes, &b->t, &r->p->arena);
 }
 
-bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
+bool plan__names_us(const struct plan_run *r, const struct kubeapi_pod *pod)
 {
 	for (size_t k = 0; pod->spec && k < r->in->nschedulers; k++)
 		if (pod->spec->scheduler == r->in->schedulers[k])
 			return true;
 	return false;
+}
+
+/* A pod with scheduling gates is not a member yet, as kube-scheduler
+ * does not queue it: it is not planned, holds no room, is not counted
+ * toward minMember and gets no status; its gang's message counts it
+ * (note_gated()). The gates are in the spec, so their removal is a new
+ * record and the pod joins. */
+bool plan__is_ours(const struct plan_run *r, const struct kubeapi_pod *pod)
+{
+	return plan__names_us(r, pod) && !pod->spec->gated;
+}
+
+/* A gated pod of Muster's in a PodGroup (not ours yet, plan__is_ours()):
+ * noted for its gang's message, filed once the walk has made the gangs
+ * (gated_filed()). O(1) amortized; only gated pods come here. */
+static int note_gated(struct plan_run *r, const struct plan_pod *x)
+{
+	struct plan_memory *m = r->keep;
+
+	if (!(x->flags & PLAN_POD_GROUP) || !plan__names_us(r, x->pod))
+		return 0;
+	if (m->ngated == m->cap_gated) {
+		size_t cap = m->cap_gated ? m->cap_gated * 2 : 64;
+		struct plan_gated *v = realloc(m->gated, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		m->gated = v;
+		m->cap_gated = cap;
+	}
+	m->gated[m->ngated++] = (struct plan_gated){plan__gang_key_of(x->pod), x->pod->name};
+	return 0;
+}
+
+/* Each noted gated pod counted in its gang, if its gang waits this cycle
+ * (one made of gated pods alone has nothing to say: the API server has
+ * given each pod PodScheduled=False, reason SchedulingGated). The first
+ * noted is the one its message names. O(gated pods). */
+static void gated_filed(struct plan_run *r)
+{
+	const struct plan_gated *n = r->keep->gated;
+
+	for (size_t k = 0; k < r->keep->ngated; k++) {
+		struct plan_gang *g = plan__gang_this_cycle(r, n[k].gang);
+
+		if (g && g->gated++ == 0)
+			g->gated_name = n[k].name;
+	}
+	r->keep->ngated = 0;
 }
 
 /* The node the pod of key `key` is assumed on (bound by an earlier
@@ -1200,6 +1249,8 @@ static int count_walk(struct plan_run *r, const struct keyfilter *assumed, bool 
 				return rc;
 			continue;
 		}
+		if (!(x->flags & PLAN_POD_OURS) && x->spec->gated && (rc = note_gated(r, x)) < 0)
+			return rc;
 		if (!(x->flags & PLAN_POD_OURS) || (x->flags & PLAN_POD_DELETING))
 			continue;
 		if ((rc = count_pending(r, x, &last)) < 0)
@@ -1220,6 +1271,7 @@ int plan__count_pods(struct plan_run *r)
 	if ((rc = plan__podtab_nodes(r, &kept)) == 0 && (rc = counted_start(r, kept)) == 0 &&
 	    (rc = assumed_filter(r, &assumed)) == 0 && (rc = count_walk(r, &assumed, kept)) == 0)
 		rc = counted_end(r);
+	gated_filed(r);
 	keyfilter_free(&assumed);
 	if (rc < 0)
 		r->keep->counted.valid = 0;

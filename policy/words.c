@@ -110,7 +110,12 @@ static void strict(const struct plan_facts *f, const struct out *o)
 static void members(const struct plan_facts *f, const struct out *o)
 {
 	say(o, PLAN_WORDS_EXPLAIN, "members: %u of %u pod(s) exist", f->have, f->min_member);
-	if (f->have < f->min_member)
+	if (f->gated)
+		say(o, PLAN_WORDS_EXPLAIN, "%u more pod(s) wait for their schedulingGates",
+		    f->gated);
+	if (f->gated && f->have + f->gated >= f->min_member)
+		say(o, PLAN_WORDS_WOULD_ADMIT, "the gated pods' schedulingGates removed");
+	else if (f->have < f->min_member)
 		say(o, PLAN_WORDS_WOULD_ADMIT, "%u more pod(s) of the gang created (minMember %u)",
 		    f->min_member - f->have, f->min_member);
 	else
@@ -147,6 +152,13 @@ static void other(const struct plan_facts *f, const struct out *o)
 		say(o, PLAN_WORDS_WOULD_ADMIT,
 		    "its queue's quota (beside the PodGroups already enqueued) or the cluster "
 		    "covering the PodGroup's minResources; or smaller minResources");
+		break;
+	case PLAN_WHY_UNSUPPORTED:
+		say(o, PLAN_WORDS_EXPLAIN,
+		    "unsupported: pod %s states %s, which Muster does not apply",
+		    f->pod ? f->pod : "?", f->constraint ? f->constraint : "a constraint");
+		say(o, PLAN_WORDS_WOULD_ADMIT,
+		    "the pod without it, or another scheduler (spec.schedulerName) for the pod");
 		break;
 	default:
 		say(o, PLAN_WORDS_EXPLAIN, "not tried in the last cycle");
@@ -307,6 +319,14 @@ static void members_message(const struct plan_facts *f, char *buf, size_t len)
 	else if (f->task)
 		snprintf(buf, len, "gang %s/%s: task %s has %u of %d members (minTaskMember)",
 		         f->ns, f->name, f->task, f->have, f->task_min);
+	else if (f->gated)
+		snprintf(
+		    buf, len,
+		    "gang %s/%s: %u of %u members exist (minMember %u); %u more wait for their "
+		    "schedulingGates%s%s%s",
+		    f->ns, f->name, f->have, f->min_member, f->min_member, f->gated,
+		    f->gated_pod ? " (" : "", f->gated_pod ? f->gated_pod : "",
+		    f->gated_pod ? f->gated > 1 ? ", ...)" : ")" : "");
 	else
 		snprintf(buf, len, "gang %s/%s: %u of %u members exist (minMember %u)", f->ns,
 		         f->name, f->have, f->min_member, f->min_member);
@@ -324,6 +344,13 @@ const char *plan_words_message(const struct plan_facts *f, char *buf, size_t len
 		break;
 	case PLAN_WHY_MEMBERS:
 		members_message(f, buf, len);
+		break;
+	case PLAN_WHY_UNSUPPORTED:
+		snprintf(buf, len,
+		         "gang %s/%s: pod %s states %s, which Muster does not apply yet; it waits "
+		         "rather than be placed against it",
+		         f->ns, f->name, f->pod ? f->pod : "?",
+		         f->constraint ? f->constraint : "a constraint");
 		break;
 	case PLAN_WHY_STRICT_FIFO:
 		snprintf(buf, len, "gang %s/%s: queue %s is StrictFIFO and its head %s/%s waits",

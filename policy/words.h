@@ -57,6 +57,13 @@ struct plan_facts {
 	const char *task;
 	int32_t task_min;
 	bool no_group;
+	/* PLAN_WHY_MEMBERS: members held by scheduling gates, one's name
+	 * (NULL: not known). */
+	uint32_t gated;
+	const char *gated_pod;
+	/* PLAN_WHY_UNSUPPORTED: the member, and what it states that Muster
+	 * does not apply (kubeapi_unsupported_name()). */
+	const char *pod, *constraint;
 	/* PLAN_WHY_ENQUEUE: the cluster's capacity is short, not a quota. */
 	bool cluster;
 	/* PLAN_WHY_PREEMPTING: the victims chosen this cycle ("ns/a, ns/b"),

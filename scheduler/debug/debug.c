@@ -211,6 +211,7 @@ static const char *const why_name[] = {
     [PLAN_WHY_NO_QUEUE] = "NoQueue",
     [PLAN_WHY_PREEMPTING] = "Preempting",
     [PLAN_WHY_ENQUEUE] = "MinResources",
+    [PLAN_WHY_UNSUPPORTED] = "UnsupportedConstraint",
 };
 
 /* scheduler-plugins' PodGroup keeps the plain name it always had here. */

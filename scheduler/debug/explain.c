@@ -87,8 +87,21 @@ static void members(const struct snap_gang *g, cJSON *by, struct plan_facts *f)
 {
 	f->have = g->bound + g->succeeded + g->npending;
 	f->min_member = g->min_member;
+	f->gated = g->block.gated;
 	cJSON_AddNumberToObject(by, "have", f->have);
 	cJSON_AddNumberToObject(by, "minMember", g->min_member);
+	if (f->gated)
+		cJSON_AddNumberToObject(by, "gated", f->gated);
+}
+
+static void unsupported(const struct snap_gang *g, cJSON *by, struct plan_facts *f)
+{
+	f->pod = g->block.member < g->npending ? g->pods[g->block.member] : NULL;
+	f->constraint = kubeapi_unsupported_name(g->block.unsupported);
+	if (f->pod)
+		cJSON_AddStringToObject(by, "pod", f->pod);
+	if (f->constraint)
+		cJSON_AddStringToObject(by, "field", f->constraint);
 }
 
 static const char *const constraint_name[] = {
@@ -101,6 +114,7 @@ static const char *const constraint_name[] = {
     [PLAN_WHY_NO_QUEUE] = "noQueue",
     [PLAN_WHY_PREEMPTING] = "preempting",
     [PLAN_WHY_ENQUEUE] = "minResources",
+    [PLAN_WHY_UNSUPPORTED] = "unsupported",
 };
 
 /* The facts of g's verdict, and its "blockedBy" data on the way. */
@@ -126,6 +140,9 @@ static void facts(const struct snap *sn, const struct snap_gang *g, cJSON *by, s
 		break;
 	case PLAN_WHY_MEMBERS:
 		members(g, by, f);
+		break;
+	case PLAN_WHY_UNSUPPORTED:
+		unsupported(g, by, f);
 		break;
 	default:
 		break;

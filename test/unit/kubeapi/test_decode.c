@@ -702,6 +702,75 @@ static void test_pod_level_resources(void **state)
 	cJSON_Delete(doc);
 }
 
+/* Constraints Muster does not apply yet are noted, each by its bit, and so
+ * are scheduling gates; their preferred forms are not constraints. */
+static void test_pod_unsupported_and_gates(void **state)
+{
+	static const struct {
+		const char *path, *json;
+		unsigned bits;
+	} cases[] = {
+	    {"spec affinity",
+	     "{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+	     "\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+	     KUBEAPI_UNSUP_POD_ANTI_AFFINITY},
+	    {"spec affinity",
+	     "{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+	     "\"topologyKey\":\"zone\"}]},\"podAntiAffinity\":{"
+	     "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":1}]}}",
+	     KUBEAPI_UNSUP_POD_AFFINITY},
+	    {"spec affinity",
+	     "{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[]}}", 0},
+	    {"spec topologySpreadConstraints",
+	     "[{\"maxSkew\":1,\"whenUnsatisfiable\":\"ScheduleAnyway\"}]", 0},
+	    {"spec topologySpreadConstraints",
+	     "[{\"maxSkew\":1,\"whenUnsatisfiable\":\"ScheduleAnyway\"},{\"maxSkew\":1,"
+	     "\"whenUnsatisfiable\":\"DoNotSchedule\"}]",
+	     KUBEAPI_UNSUP_SPREAD},
+	    {"spec volumes", "[{\"name\":\"a\",\"emptyDir\":{}},{\"name\":\"b\",\"configMap\":{}}]",
+	     0},
+	    {"spec volumes", "[{\"name\":\"d\",\"persistentVolumeClaim\":{\"claimName\":\"d\"}}]",
+	     KUBEAPI_UNSUP_VOLUMES},
+	    {"spec volumes", "[{\"name\":\"e\",\"ephemeral\":{}}]", KUBEAPI_UNSUP_VOLUMES},
+	    {"spec containers 0 ports", "[{\"containerPort\":80}]", 0},
+	    {"spec containers 0 ports", "[{\"containerPort\":80,\"hostPort\":8080}]",
+	     KUBEAPI_UNSUP_HOST_PORTS},
+	    {"spec resourceClaims", "[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}]",
+	     KUBEAPI_UNSUP_CLAIMS},
+	};
+	struct kubeapi_model *m = *state;
+	union obj o;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		cJSON *doc = item("pods.json", "podlevel");
+
+		set(doc, cases[k].path, cases[k].json);
+		decode_ok(m, POD, doc, &o);
+		if (o.pod.spec->unsupported != cases[k].bits)
+			fail_msg("case %zu (%s): bits %u, want %u", k, cases[k].json,
+			         o.pod.spec->unsupported, cases[k].bits);
+		assert_int_equal(o.pod.spec->gated, 0);
+		kubeapi_pod_release(m, &o.pod);
+		cJSON_Delete(doc);
+	}
+	assert_string_equal(kubeapi_unsupported_name(KUBEAPI_UNSUP_SPREAD | KUBEAPI_UNSUP_VOLUMES),
+	                    "topologySpreadConstraints (DoNotSchedule)");
+	assert_null(kubeapi_unsupported_name(0));
+
+	cJSON *doc = item("pods.json", "podlevel");
+	set(doc, "spec schedulingGates", "[{\"name\":\"kueue.x-k8s.io/admission\"}]");
+	decode_ok(m, POD, doc, &o);
+	assert_int_equal(o.pod.spec->gated, 1);
+	kubeapi_pod_release(m, &o.pod);
+	set(doc, "spec schedulingGates", "[]");
+	decode_ok(m, POD, doc, &o);
+	assert_int_equal(o.pod.spec->gated, 0);
+	kubeapi_pod_release(m, &o.pod);
+	set(doc, "spec volumes", "{\"name\":\"not a list\"}");
+	expect_bad(m, POD, doc, "spec.volumes");
+	cJSON_Delete(doc);
+}
+
 /* Effective requests per resource: sum of containers plus sidecars against
  * the largest init step (an init container plus the sidecars started
  * before it), plus overhead. Worked through in the comments. */
@@ -2566,6 +2635,7 @@ int main(void)
 	    T(test_pod_bound_deleting),
 	    T(test_pod_job),
 	    T(test_pod_level_resources),
+	    T(test_pod_unsupported_and_gates),
 	    T(test_pod_requests_sidecars),
 	    T(test_pod_specs_shared),
 	    T(test_pod_scratch_reuse),

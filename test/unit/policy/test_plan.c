@@ -466,6 +466,136 @@ static void test_incomplete(void **state)
 	world_free(&w);
 }
 
+#define GATES "\"schedulingGates\":[{\"name\":\"kueue.x-k8s.io/admission\"}]"
+
+/* Scheduling gates: a gated pod is not a member yet. Its gang waits,
+ * counting it; a gated pod on its own is left alone (no gang, no
+ * message); once the gates go, the gang is bound whole. */
+static void test_gated_members(void **state)
+{
+	struct world w;
+	const struct plan_gang *g;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	synth_group(&w.s, "a", "g", 4, 0, NULL);
+	for (int k = 0; k < 4; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "g-%d", k);
+		synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+		                                            .name = name,
+		                                            .group = "g",
+		                                            .sched = "muster",
+		                                            .cpu_m = 100,
+		                                            .gpus = 1,
+		                                            .created_s = k,
+		                                            .spec = k >= 2 ? GATES : NULL});
+	}
+	synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+	                                            .name = "solo",
+	                                            .sched = "muster",
+	                                            .cpu_m = 100,
+	                                            .gpus = 1,
+	                                            .spec = GATES});
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 0);
+	g = find_gang(&w, "a", "g");
+	assert_int_equal(g->block.why, PLAN_WHY_MEMBERS);
+	assert_int_equal(g->gated, 2);
+	assert_int_equal(g->npending, 2);
+	assert_non_null(strstr(g->message, "gang a/g: 2 of 4 members exist (minMember 4); 2 more "
+	                                   "wait for their schedulingGates (g-"));
+	for (size_t k = 0; k < w.plan.ngangs; k++)
+		assert_int_not_equal(w.plan.gangs[k].name, synth_id(&w.s, "solo"));
+
+	for (int k = 2; k < 4; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "g-%d", k);
+		synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+		                                            .name = name,
+		                                            .group = "g",
+		                                            .sched = "muster",
+		                                            .cpu_m = 100,
+		                                            .gpus = 1,
+		                                            .created_s = k});
+	}
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 4);
+	assert_int_equal(find_gang(&w, "a", "g")->gated, 0);
+	world_free(&w);
+}
+
+/* A member stating a constraint Muster does not apply holds its gang
+ * back, named; the forms that are only preferences do not. */
+static void test_unsupported_constraints(void **state)
+{
+	static const char anti[] =
+	    "\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+	    "[{\"labelSelector\":{\"matchLabels\":{\"app\":\"x\"}},\"topologyKey\":"
+	    "\"kubernetes.io/hostname\"}]}}";
+	static const char preferred[] =
+	    "\"affinity\":{\"podAntiAffinity\":{"
+	    "\"preferredDuringSchedulingIgnoredDuringExecution\":"
+	    "[{\"weight\":10,\"podAffinityTerm\":{\"topologyKey\":\"kubernetes.io/hostname\"}}]}},"
+	    "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+	    "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]";
+	struct world w;
+	const struct plan_gang *g;
+
+	(void)state;
+	world_init(&w);
+	gpu_nodes(&w, 1, 2);
+	synth_group(&w.s, "a", "g", 2, 0, NULL);
+	synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+	                                            .name = "g-0",
+	                                            .group = "g",
+	                                            .sched = "muster",
+	                                            .cpu_m = 100,
+	                                            .gpus = 1});
+	synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+	                                            .name = "g-1",
+	                                            .group = "g",
+	                                            .sched = "muster",
+	                                            .cpu_m = 100,
+	                                            .gpus = 1,
+	                                            .created_s = 1,
+	                                            .spec = anti});
+	synth_pod_at(&w.s, &(struct synth_pod_desc){
+	                       .ns = "a",
+	                       .name = "vol",
+	                       .sched = "muster",
+	                       .cpu_m = 100,
+	                       .spec = "\"volumes\":[{\"name\":\"d\",\"persistentVolumeClaim\":{"
+	                               "\"claimName\":\"data\"}}]"});
+	synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
+	                                            .name = "pref",
+	                                            .sched = "muster",
+	                                            .cpu_m = 100,
+	                                            .gpus = 1,
+	                                            .spec = preferred});
+	cycle(&w);
+	assert_int_equal(w.plan.nbinds, 1);
+	assert_string_equal(s_(&w, w.plan.binds[0].pod->name), "pref");
+	g = find_gang(&w, "a", "g");
+	assert_int_equal(g->state, PLAN_INCOMPLETE);
+	assert_int_equal(g->block.why, PLAN_WHY_UNSUPPORTED);
+	assert_int_equal(g->block.unsupported, KUBEAPI_UNSUP_POD_ANTI_AFFINITY);
+	assert_string_equal(s_(&w, g->pending[g->block.member]->name), "g-1");
+	assert_string_equal(
+	    g->message, "gang a/g: pod g-1 states podAntiAffinity (required), which Muster does "
+	                "not apply yet; it waits rather than be placed against it");
+	assert_string_equal(
+	    find_gang(&w, "a", "vol")->message,
+	    "gang a/vol: pod vol states PersistentVolumeClaim or ephemeral volumes, "
+	    "which Muster does not apply yet; it waits rather than be placed "
+	    "against it");
+	assert_int_equal(g->tried, 0);
+	world_free(&w);
+}
+
 /* nodeSelector: the pod only goes where the label is. */
 static void test_selector(void **state)
 {
@@ -758,6 +888,8 @@ int main(void)
 	    cmocka_unit_test(test_assumed),
 	    cmocka_unit_test(test_assumed_across_a_node_change),
 	    cmocka_unit_test(test_incomplete),
+	    cmocka_unit_test(test_gated_members),
+	    cmocka_unit_test(test_unsupported_constraints),
 	    cmocka_unit_test(test_selector),
 	    cmocka_unit_test(test_selector_gt_lt),
 	    cmocka_unit_test(test_memo),
