@@ -211,12 +211,75 @@ static void test_explain_members(void **state)
 	cJSON_Delete(doc);
 }
 
+/* Members held by gates are counted, and what would let the gang in is
+ * their gates going. */
+static void test_explain_gated_members(void **state)
+{
+	struct snap sn;
+	struct snap_queue q[2];
+	struct snap_node n[2];
+	int64_t alloc[2][5] = {{0}}, used[2][5] = {{0}};
+	struct snap_gang g = {.ns = "a", .name = "half", .queue = 1, .req = zeros, .min_member = 4};
+	const char *pods[] = {"h0", "h1"};
+	cJSON *doc, *by;
+
+	(void)state;
+	small_world(&sn, q, n, alloc, used);
+	g.pods = pods;
+	g.npending = 2;
+	g.block = (struct plan_block){.why = PLAN_WHY_MEMBERS, .gated = 2};
+	doc = explain(&sn, &g);
+	by = cJSON_GetObjectItemCaseSensitive(doc, "blockedBy");
+	assert_true(num(by, "have") == 2 && num(by, "gated") == 2);
+	assert_string_equal(str_at(doc, "explain", 1),
+	                    "2 more pod(s) wait for their schedulingGates");
+	assert_string_equal(str_at(doc, "wouldAdmit", 0),
+	                    "the gated pods' schedulingGates removed");
+	cJSON_Delete(doc);
+}
+
+/* A member stating what Muster does not apply: named, with the field. */
+static void test_explain_unsupported(void **state)
+{
+	struct snap sn;
+	struct snap_queue q[2];
+	struct snap_node n[2];
+	int64_t alloc[2][5] = {{0}}, used[2][5] = {{0}};
+	struct snap_gang g = {
+	    .ns = "a", .name = "apart", .queue = 1, .req = zeros, .min_member = 2};
+	const char *pods[] = {"apart-0", "apart-1"};
+	cJSON *doc, *by;
+
+	(void)state;
+	small_world(&sn, q, n, alloc, used);
+	g.pods = pods;
+	g.npending = 2;
+	g.block = (struct plan_block){.why = PLAN_WHY_UNSUPPORTED,
+	                              .member = 1,
+	                              .unsupported = KUBEAPI_UNSUP_POD_ANTI_AFFINITY};
+	doc = explain(&sn, &g);
+	by = cJSON_GetObjectItemCaseSensitive(doc, "blockedBy");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(by, "constraint")->valuestring,
+	                    "unsupported");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(by, "pod")->valuestring, "apart-1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(by, "field")->valuestring,
+	                    "podAntiAffinity (required)");
+	assert_string_equal(str_at(doc, "explain", 0),
+	                    "unsupported: pod apart-1 states podAntiAffinity (required), which "
+	                    "Muster does not apply");
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_histogram_buckets), cmocka_unit_test(test_api_counts),
-	    cmocka_unit_test(test_explain_quota),     cmocka_unit_test(test_explain_fragmented),
+	    cmocka_unit_test(test_histogram_buckets),
+	    cmocka_unit_test(test_api_counts),
+	    cmocka_unit_test(test_explain_quota),
+	    cmocka_unit_test(test_explain_fragmented),
 	    cmocka_unit_test(test_explain_members),
+	    cmocka_unit_test(test_explain_gated_members),
+	    cmocka_unit_test(test_explain_unsupported),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
