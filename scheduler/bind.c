@@ -133,7 +133,7 @@ static const char *key_name(struct sched *s, const struct sched_assumed *e)
 	return sched_str(s, (uint32_t)e->key);
 }
 
-/* When the binds of gang that wait to retry go next: one time for all
+/* When the binds of gang `gang` waiting to retry go next: one time for all
  * its members, drawn by the first to fail since the last went (drawn).
  * Each member drawing its own would have a gang partly bound for the
  * spread of its members' draws, up to the cap (30 s), where one time
