@@ -468,6 +468,23 @@ static void test_incomplete(void **state)
 
 #define GATES "\"schedulingGates\":[{\"name\":\"kueue.x-k8s.io/admission\"}]"
 
+/* Member k of gang a/g (1 GPU), with spec JSON `spec` (NULL: none),
+ * written anew. */
+static void gang_member(struct world *w, int k, const char *spec)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "g-%d", k);
+	synth_pod_at(&w->s, &(struct synth_pod_desc){.ns = "a",
+	                                             .name = name,
+	                                             .group = "g",
+	                                             .sched = "muster",
+	                                             .cpu_m = 100,
+	                                             .gpus = 1,
+	                                             .created_s = k,
+	                                             .spec = spec});
+}
+
 /* Scheduling gates: a gated pod is not a member yet. Its gang waits,
  * counting it; a gated pod on its own is left alone (no gang, no
  * message); once the gates go, the gang is bound whole. */
@@ -480,19 +497,8 @@ static void test_gated_members(void **state)
 	world_init(&w);
 	gpu_nodes(&w, 1, 2);
 	synth_group(&w.s, "a", "g", 4, 0, NULL);
-	for (int k = 0; k < 4; k++) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "g-%d", k);
-		synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
-		                                            .name = name,
-		                                            .group = "g",
-		                                            .sched = "muster",
-		                                            .cpu_m = 100,
-		                                            .gpus = 1,
-		                                            .created_s = k,
-		                                            .spec = k >= 2 ? GATES : NULL});
-	}
+	for (int k = 0; k < 4; k++)
+		gang_member(&w, k, k >= 2 ? GATES : NULL);
 	synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
 	                                            .name = "solo",
 	                                            .sched = "muster",
@@ -510,18 +516,8 @@ static void test_gated_members(void **state)
 	for (size_t k = 0; k < w.plan.ngangs; k++)
 		assert_int_not_equal(w.plan.gangs[k].name, synth_id(&w.s, "solo"));
 
-	for (int k = 2; k < 4; k++) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "g-%d", k);
-		synth_pod_at(&w.s, &(struct synth_pod_desc){.ns = "a",
-		                                            .name = name,
-		                                            .group = "g",
-		                                            .sched = "muster",
-		                                            .cpu_m = 100,
-		                                            .gpus = 1,
-		                                            .created_s = k});
-	}
+	for (int k = 2; k < 4; k++)
+		gang_member(&w, k, NULL); /* the gates removed */
 	cycle(&w);
 	assert_int_equal(w.plan.nbinds, 4);
 	assert_int_equal(find_gang(&w, "a", "g")->gated, 0);
